@@ -1,0 +1,39 @@
+# tend: `make` builds build/tend and build/bin/<command> symlinks.
+BUN      := node_modules/.bin/bun
+VERSION  := $(shell node -p "require('./package.json').version")+$(shell git rev-parse --short HEAD 2>/dev/null || echo nogit)
+COMMANDS := watchdog safe-kill notify blogtunnel self-update
+SOURCES  := $(shell find scripts lib -name '*.ts') package.json
+FLAGS    := --compile --minify --bytecode --format=esm --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
+            --define 'TEND_VERSION="$(VERSION)"'
+TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
+
+.PHONY: all cross demo test typecheck clean
+all: build/tend
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+build/tend: node_modules/.installed $(SOURCES)
+	@mkdir -p build/bin
+	$(BUN) build $(FLAGS) scripts/tend.ts --outfile build/tend
+	@for c in $(COMMANDS); do ln -sf ../tend build/bin/$$c; done
+
+cross: node_modules/.installed
+	@mkdir -p build/dist
+	@for t in $(TARGETS); do \
+	  $(BUN) build $(FLAGS) --target=bun-$$t scripts/tend.ts --outfile build/dist/tend-$$t || exit 1; \
+	done
+	@ls -l build/dist
+
+typecheck: node_modules/.installed
+	node_modules/.bin/tsc -p .
+
+test: build/tend typecheck
+	TEND_BIN=$(CURDIR)/build/tend $(BUN) test --timeout 120000 test/
+
+demo: build/tend
+	bash examples/demo.sh
+
+clean:
+	rm -rf build

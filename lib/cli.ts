@@ -1,0 +1,72 @@
+import { Chalk } from "chalk";
+import minimist from "minimist";
+import { errorMessage, TendError, EXIT } from "./errors.ts";
+import type { Paint } from "./status.ts";
+
+declare const TEND_VERSION: string | undefined;
+/** Embedded by `bun build --define`; "dev" when run from source. */
+export const VERSION = typeof TEND_VERSION === "string" ? TEND_VERSION : "0.0.0-dev";
+
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  env: Record<string, string | undefined>;
+  /** stdout is a terminal (colour, pictures) */
+  tty: boolean;
+}
+
+export const processIo = (): Io => ({
+  out: (text) => process.stdout.write(text.endsWith("\n") ? text : text + "\n"),
+  err: (text) => process.stderr.write(text.endsWith("\n") ? text : text + "\n"),
+  env: process.env,
+  tty: Boolean(process.stdout.isTTY),
+});
+
+export interface CommandSpec {
+  name: string;
+  usage: string;
+  string?: string[];
+  boolean?: string[];
+  alias?: Record<string, string>;
+}
+
+export type Args = minimist.ParsedArgs;
+
+/** Parse argv (unknown flags are usage errors), answer --help/--version, map errors to exit codes. */
+export async function runCli(spec: CommandSpec, argv: string[], io: Io, handler: (args: Args) => Promise<number>): Promise<number> {
+  const strings = [...(spec.string ?? []), "config"];
+  const booleans = [...(spec.boolean ?? []), "help", "version"];
+  const known = new Set([...strings, ...booleans, ...Object.keys(spec.alias ?? {}), ...Object.values(spec.alias ?? {})]);
+  const unknown: string[] = [];
+  const args = minimist(argv, {
+    string: strings,
+    boolean: booleans,
+    alias: { h: "help", ...spec.alias },
+    unknown: (flag) => {
+      if (flag.startsWith("-") && flag !== "-" && !known.has(flag.replace(/^--?(no-)?/, "").split("=")[0])) unknown.push(flag);
+      return true;
+    },
+  });
+  if (args.help) return io.out(spec.usage), EXIT.ok;
+  if (args.version) return io.out(`tend ${VERSION}`), EXIT.ok;
+  if (unknown.length) return io.err(`${spec.name}: unknown option ${unknown.join(", ")}\n\n${spec.usage}`), EXIT.usage;
+  for (const key of strings) {
+    if (Array.isArray(args[key])) return io.err(`${spec.name}: --${key} given more than once`), EXIT.usage;
+  }
+  try {
+    return await handler(args);
+  } catch (error) {
+    if (error instanceof TendError) {
+      io.err(`${spec.name}: ${error.message}`);
+      return error.exitCode;
+    }
+    io.err(`${spec.name}: internal error: ${errorMessage(error)}`);
+    return EXIT.failed;
+  }
+}
+
+/** Colour only on a terminal and never with NO_COLOR. */
+export function paintFor(io: Io): Paint {
+  const chalk = new Chalk({ level: io.tty && io.env.NO_COLOR === undefined ? 1 : 0 });
+  return { ok: chalk.green, bad: chalk.red, warn: chalk.yellow, dim: chalk.dim };
+}

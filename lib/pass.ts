@@ -1,0 +1,263 @@
+import { lookup } from "node:dns/promises";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { Config, ServiceConfig } from "./config.ts";
+import { gate, judge, recordRestart, type Decision, type Facts, type LogLine } from "./decide.ts";
+import { humanDuration } from "./duration.ts";
+import { TendError } from "./errors.ts";
+import { writeFileAtomic } from "./atomic.ts";
+import { tryLock } from "./lock.ts";
+import { Logger, utcStamp } from "./log.ts";
+import { mainProcess, type MainProcess } from "./pidsource.ts";
+import { probe, type ProbeResult } from "./probe.ts";
+import { uptimeMs } from "./proc.ts";
+import { describeRestart, restartService } from "./restart.ts";
+import { ensureStateDir, readState, writeState, type ServiceState } from "./state.ts";
+
+export interface PassOptions {
+  config: Config;
+  /** Probe and decide, change nothing. */
+  dryRun?: boolean;
+  /** Where log lines (and dry-run decisions) are echoed: the command's stdout. */
+  echo?: (line: string) => void;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  uptime?: () => number;
+  env?: Record<string, string | undefined>;
+}
+
+export interface ServiceOutcome {
+  name: string;
+  decision: Decision;
+  probe: ProbeResult | null;
+}
+
+export interface PassReport {
+  /** false: another pass held the lock (SKIP). */
+  ran: boolean;
+  services: ServiceOutcome[];
+}
+
+export const lockFile = (stateDir: string) => join(stateDir, "watchdog.lock");
+export const heartbeatFile = (stateDir: string) => join(stateDir, "heartbeat");
+export const downtimeFile = (stateDir: string) => join(stateDir, "downtime.log");
+
+/** One pass over every service: probe concurrently, decide, restart and verify, save state. */
+export async function runPass(options: PassOptions): Promise<PassReport> {
+  const { config, dryRun = false, echo = () => {}, now = Date.now } = options;
+  const { stateDir } = config.watchdog;
+  if (!dryRun) ensureStateDir(stateDir);
+  const logger = new Logger(dryRun ? null : config.watchdog.log, echo, now);
+
+  const lock = dryRun ? null : await tryLock(lockFile(stateDir)).catch((error) => {
+    throw new TendError(`cannot lock ${lockFile(stateDir)}: ${(error as Error).message}`, 1);
+  });
+  if (!dryRun && !lock) {
+    logger.write("SKIP", "another pass is running: this one exits");
+    return { ran: false, services: [] };
+  }
+  try {
+    if (!dryRun) recordRebootGap(config, logger, now());
+    const services = await judgeAll(config, options, logger);
+    if (!dryRun) writeFileAtomic(heartbeatFile(stateDir), new Date(now()).toISOString() + "\n");
+    return { ran: true, services };
+  } finally {
+    lock?.release();
+  }
+}
+
+/** A heartbeat older than 2 x interval means the host (or tend) was down in between. */
+function recordRebootGap(config: Config, logger: Logger, now: number) {
+  let last: number;
+  try {
+    last = statSync(heartbeatFile(config.watchdog.stateDir)).mtimeMs;
+  } catch {
+    return;
+  }
+  if (now - last <= 2 * config.watchdog.intervalMs) return;
+  const seconds = Math.round((now - last) / 1000);
+  const message = `host was unavailable for ${seconds}s (unexpected_shutdown_or_reboot, from ${utcStamp(new Date(last))} UTC to ${utcStamp(new Date(now))} UTC)`;
+  logger.write("DOWNTIME", message, downtimeFile(config.watchdog.stateDir));
+}
+
+/** Semaphore: at most `limit` services probe (and restart) at once. */
+function limiter(limit: number) {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(task: () => Promise<T>): Promise<T> => {
+    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+async function judgeAll(config: Config, options: PassOptions, logger: Logger): Promise<ServiceOutcome[]> {
+  const limit = limiter(config.watchdog.concurrency);
+  // Each service publishes whether it is failing as soon as it is judged, so dependents can wait on it.
+  const failing = new Map<string, Promise<boolean>>();
+  const publish = new Map<string, (value: boolean) => void>();
+  for (const service of config.services) failing.set(service.name, new Promise((resolve) => publish.set(service.name, resolve)));
+
+  return Promise.all(
+    config.services.map(async (service) => {
+      const failingDependencies: string[] = [];
+      for (const dependency of service.dependsOn) if (await failing.get(dependency)) failingDependencies.push(dependency);
+      try {
+        return await limit(() => judgeService(service, config, options, logger, failingDependencies, (value) => publish.get(service.name)!(value)));
+      } catch (error) {
+        publish.get(service.name)!(true);
+        logger.write("ERROR", `${service.name}: ${(error as Error).message}`);
+        return { name: service.name, decision: { kind: "skip", reason: "error", next: readState(config.watchdog.stateDir, service.name).state, log: [] }, probe: null } as ServiceOutcome;
+      }
+    }),
+  );
+}
+
+async function judgeService(
+  service: ServiceConfig,
+  config: Config,
+  options: PassOptions,
+  logger: Logger,
+  failingDependencies: string[],
+  publish: (failing: boolean) => void,
+): Promise<ServiceOutcome> {
+  const { dryRun = false, echo = () => {}, now = Date.now, uptime = uptimeMs } = options;
+  const { stateDir } = config.watchdog;
+  const loaded = readState(stateDir, service.name);
+  let state = loaded.state;
+  if (!dryRun && loaded.problem === "missing") logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
+  else if (!dryRun && loaded.problem) logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
+
+  const main = await mainProcess(service, state);
+  const facts: Facts = {
+    now: now(),
+    uptimeMs: uptime(),
+    bootDelayMs: config.watchdog.bootDelayMs,
+    process: main && { running: main.running, startedAt: main.startedAt, detail: main.detail },
+    waitReason: null,
+  };
+  let decision = gate(service, state, facts);
+  let result: ProbeResult | null = null;
+  if (!decision) {
+    result = await probe(service.check, { process: main?.info });
+    facts.now = now();
+    if (!result.ok) facts.waitReason = await waitReason(service, failingDependencies);
+    decision = judge(service, state, result, facts);
+  }
+  publish(decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok");
+
+  if (dryRun) {
+    const would = decision.kind === "restart" || decision.kind === "crash" ? ` -> would ${describeRestart(service.restart!)}` : "";
+    echo(`${service.name}: ${decision.kind} (${result ? `${result.detail} in ${result.latencyMs}ms; ` : ""}${decision.reason})${would}`);
+    return { name: service.name, decision, probe: result };
+  }
+
+  state = emit(logger, stateDir, decision.next, decision.log);
+  writeState(stateDir, service.name, state);
+  if (decision.kind === "restart" || decision.kind === "crash") {
+    const restarted = await restartAndVerify(service, state, main, options, logger);
+    state = emit(logger, stateDir, restarted.next, restarted.log);
+    writeState(stateDir, service.name, state);
+    decision = { ...decision, next: state };
+  } else if (loaded.problem && decision.next === loaded.state) {
+    writeState(stateDir, service.name, state);
+  }
+  return { name: service.name, decision, probe: result };
+}
+
+/** Log lines to the watchdog log (DOWNTIME lines to downtime.log too); the last becomes the service's last event. */
+function emit(logger: Logger, stateDir: string, state: ServiceState, lines: LogLine[]): ServiceState {
+  let next = state;
+  for (const line of lines) {
+    if (line.downtime) logger.write(line.tag, line.message, downtimeFile(stateDir));
+    else logger.write(line.tag, line.message);
+    next = { ...next, lastEvent: { at: logger.entries.at(-1)!.at.getTime(), tag: line.tag, message: line.message } };
+  }
+  return next;
+}
+
+async function restartAndVerify(service: ServiceConfig, state: ServiceState, main: MainProcess | null, options: PassOptions, logger: Logger): Promise<Decision> {
+  const { now = Date.now, sleep = Bun.sleep } = options;
+  const startedAt = now();
+  const restart = await restartService(service, main, { sleep, env: options.env });
+  let next = state;
+  if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
+  if (!restart.issued) {
+    return recordRestart(service, next, { issued: false, recovered: false, elapsedMs: 0, detail: restart.detail, lastProbe: null }, startedAt, now());
+  }
+  logger.write("RESTART", `${service.name}: ${restart.detail}`);
+
+  // Verify: probe every second until healthy or verify_timeout; a process that exits meanwhile has failed.
+  const deadline = startedAt + service.verifyTimeoutMs;
+  let last: ProbeResult | null = null;
+  let detail = "";
+  while (true) {
+    const current = await mainProcess(service, next);
+    if (current && !current.running && last) {
+      detail = `exited during start: ${current.detail}`;
+      break;
+    }
+    const attemptAt = now();
+    last = await probe(service.check, { process: current?.info });
+    if (last.ok) {
+      return recordRestart(service, next, { issued: true, recovered: true, elapsedMs: now() - startedAt, detail: last.detail, lastProbe: last }, startedAt, now());
+    }
+    detail = `last probe: ${last.detail}`;
+    if (now() >= deadline) break;
+    await sleep(Math.max(0, Math.min(1000 - (now() - attemptAt), deadline - now())));
+  }
+  return recordRestart(service, next, { issued: true, recovered: false, elapsedMs: now() - startedAt, detail, lastProbe: last }, startedAt, now());
+}
+
+/** A failing dependency or an unresolvable required name: a restart cannot help. */
+async function waitReason(service: ServiceConfig, failingDependencies: string[]): Promise<string | null> {
+  if (failingDependencies.length) return `dependency ${failingDependencies.join(", ")} is failing`;
+  if (service.requiresDns) {
+    const resolved = await Promise.race([
+      lookup(service.requiresDns).then(() => true, () => false),
+      Bun.sleep(service.timeoutMs).then(() => false),
+    ]);
+    if (!resolved) return `${service.requiresDns} does not resolve (network down?)`;
+  }
+  return null;
+}
+
+export function describeCheck(service: ServiceConfig): string {
+  const check = service.check;
+  switch (check.kind) {
+    case "http":
+      return `http ${redactUrl(check.url)}, timeout ${humanDuration(check.timeoutMs)}`;
+    case "tcp":
+      return `tcp ${check.host}:${check.port}, timeout ${humanDuration(check.timeoutMs)}`;
+    case "command":
+      return `command ${check.argv[0]}, timeout ${humanDuration(check.timeoutMs)}`;
+    case "process":
+      return `process ${service.pidfile ?? service.tmux}`;
+    case "log":
+      return `log ${check.path}, fresh ${humanDuration(check.freshMs)}`;
+  }
+}
+
+/** scheme://host[:port]/… : paths, queries and user info can hold tokens. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const rest = parsed.pathname !== "/" || parsed.search ? "/…" : "/";
+    return `${parsed.protocol}//${parsed.host}${rest}`;
+  } catch {
+    return "(invalid URL)";
+  }
+}
+
+export function readHeartbeat(stateDir: string): string | null {
+  try {
+    return readFileSync(heartbeatFile(stateDir), "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}

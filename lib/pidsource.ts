@@ -1,0 +1,68 @@
+import { readFileSync, statSync } from "node:fs";
+import type { ServiceConfig } from "./config.ts";
+import { isRunning, readProc, startedAtMs, type ProcInfo } from "./proc.ts";
+import { runCommand } from "./run.ts";
+import type { ServiceState } from "./state.ts";
+
+/** Where a service's main PID came from and whether it is the process it should be. */
+export interface MainProcess {
+  source: string;
+  /** The verified process, or null (none, gone, zombie, or a reused PID). */
+  info: ProcInfo | null;
+  running: boolean;
+  startedAt: number | null;
+  detail: string;
+}
+
+/** A process started up to this long after its pidfile was written still counts as the one it names. */
+const PIDFILE_SLACK_MS = 1000;
+
+/**
+ * Read a pidfile and verify the PID's identity: against the start time tend recorded when it
+ * started that process, or else against the file's mtime (a newer process is not the one named).
+ */
+export function fromPidfile(path: string, recorded?: { pid: number | null; pidStartTicks: string | null }): MainProcess {
+  const source = `pidfile ${path}`;
+  const gone = (detail: string, info: ProcInfo | null = null): MainProcess => ({ source, info, running: false, startedAt: null, detail });
+  let text: string;
+  let writtenAt: number;
+  try {
+    text = readFileSync(path, "utf8");
+    writtenAt = statSync(path).mtimeMs;
+  } catch (error) {
+    return gone(`${source}: ${(error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : (error as Error).message}`);
+  }
+  const pid = Number(text.trim().split(/\s/)[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return gone(`${source} holds no PID (${JSON.stringify(text.trim().slice(0, 20))})`);
+  const info = readProc(pid);
+  if (!info) return gone(`pid ${pid} is gone`);
+  if (!isRunning(info)) return gone(`pid ${pid} is a zombie`, info);
+  const startedAt = startedAtMs(info);
+  if (recorded?.pid === pid && recorded.pidStartTicks) {
+    if (recorded.pidStartTicks !== info.startTicks) return gone(`pid ${pid} now belongs to another process (start time differs: PID reused)`);
+  } else if (startedAt > writtenAt + PIDFILE_SLACK_MS) {
+    return gone(`pid ${pid} started after ${path} was written: not the process it names (PID reused)`);
+  }
+  return { source, info, running: true, startedAt, detail: `pid ${pid}` };
+}
+
+/** A tmux pane's PID: `display-message -p '#{pane_pid} #{pane_dead}'`. */
+export async function fromTmux(target: string): Promise<MainProcess> {
+  const source = `tmux pane ${target}`;
+  const result = await runCommand(["tmux", "display-message", "-p", "-t", target, "#{pane_pid} #{pane_dead}"], { timeoutMs: 5000 });
+  const gone = (detail: string): MainProcess => ({ source, info: null, running: false, startedAt: null, detail });
+  if (result.error) return gone(`tmux: ${result.error}`);
+  if (result.exitCode !== 0) return gone(`${source}: ${result.stderr.trim() || "not found"}`);
+  const [pidText, dead] = result.stdout.trim().split(" ");
+  if (dead === "1") return gone(`${source}: its command exited`);
+  const info = readProc(Number(pidText));
+  if (!isRunning(info)) return gone(`${source}: pid ${pidText} is gone`);
+  return { source, info, running: true, startedAt: startedAtMs(info), detail: `pid ${info.pid}` };
+}
+
+/** The service's main process from its pid source; null when it has none. */
+export async function mainProcess(service: ServiceConfig, state: ServiceState): Promise<MainProcess | null> {
+  if (service.pidfile) return fromPidfile(service.pidfile, state);
+  if (service.tmux) return fromTmux(service.tmux);
+  return null;
+}

@@ -1,0 +1,79 @@
+import type { Config, ServiceConfig } from "./config.ts";
+import { formatDuration } from "./duration.ts";
+
+type Flat = Record<string, unknown>;
+
+/**
+ * The effective configuration, every default filled in, one block per service with sorted keys:
+ * a stable text that `self-update` can diff.
+ */
+export function renderPlan(config: Config): string {
+  const { watchdog } = config;
+  const blocks: [string, Flat][] = [
+    ["watchdog", {
+      state_dir: watchdog.stateDir,
+      log: watchdog.log,
+      interval: formatDuration(watchdog.intervalMs),
+      boot_delay: formatDuration(watchdog.bootDelayMs),
+      concurrency: watchdog.concurrency,
+    }],
+    ...[...config.services].sort((a, b) => a.name.localeCompare(b.name)).map((service) => [`service "${service.name}"`, flattenService(service)] as [string, Flat]),
+  ];
+  return blocks.map(([title, values]) => [`[${title}]`, ...Object.keys(values).sort().map((key) => `${key} = ${JSON.stringify(values[key])}`)].join("\n")).join("\n\n") + "\n";
+}
+
+function flattenService(service: ServiceConfig): Flat {
+  const flat: Flat = {
+    enabled: service.enabled,
+    failures: service.failures,
+    timeout: formatDuration(service.timeoutMs),
+    grace: formatDuration(service.graceMs),
+    cooldown: formatDuration(service.cooldownMs),
+    backoff: formatDuration(service.backoffMs),
+    backoff_max: formatDuration(service.backoffMaxMs),
+    max_restarts: service.maxRestarts,
+    restart_window: formatDuration(service.restartWindowMs),
+    stop_timeout: formatDuration(service.stopTimeoutMs),
+    verify_timeout: formatDuration(service.verifyTimeoutMs),
+    depends_on: service.dependsOn,
+  };
+  if (service.pidfile) flat.pidfile = service.pidfile;
+  if (service.tmux) flat.tmux = service.tmux;
+  if (service.requiresDns) flat["requires.dns"] = service.requiresDns;
+  const { check, restart } = service;
+  switch (check.kind) {
+    case "http":
+      Object.assign(flat, { "check.http": check.url, "check.headers": check.headers });
+      if (check.anyResponse) flat["check.any_response"] = true;
+      else if (check.failCodes) flat["check.fail_codes"] = check.failCodes;
+      else flat["check.expect"] = check.expect ?? "2xx/3xx";
+      if (check.contains !== null) flat["check.contains"] = check.contains;
+      break;
+    case "tcp":
+      flat["check.tcp"] = `${check.host.includes(":") ? `[${check.host}]` : check.host}:${check.port}`;
+      break;
+    case "command":
+      flat["check.command"] = check.argv;
+      break;
+    case "process":
+      flat["check.process"] = true;
+      break;
+    case "log":
+      Object.assign(flat, { "check.log": check.path, "check.fresh": formatDuration(check.freshMs) });
+      break;
+  }
+  switch (restart?.kind) {
+    case "spawn":
+      Object.assign(flat, { "restart.spawn": restart.argv, "restart.cwd": restart.cwd, "restart.env": restart.env, "restart.output": restart.output });
+      break;
+    case "tmux":
+      Object.assign(flat, { "restart.tmux": restart.target, "restart.run": restart.run });
+      break;
+    case "command":
+      flat["restart.command"] = restart.argv;
+      break;
+    case undefined:
+      flat.restart = "none";
+  }
+  return flat;
+}

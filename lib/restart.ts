@@ -1,0 +1,137 @@
+import { closeSync, openSync } from "node:fs";
+import type { RestartAction, ServiceConfig } from "./config.ts";
+import { humanDuration } from "./duration.ts";
+import { writeFileAtomic } from "./atomic.ts";
+import { ancestry, isRunning, readProc, type ProcInfo } from "./proc.ts";
+import { runCommand } from "./run.ts";
+import type { MainProcess } from "./pidsource.ts";
+
+export interface RestartResult {
+  issued: boolean;
+  detail: string;
+  /** For spawn: the identity of the new process, kept in state. */
+  pid?: number;
+  pidStartTicks?: string;
+}
+
+export interface RestartOptions {
+  sleep?: (ms: number) => Promise<void>;
+  env?: Record<string, string | undefined>;
+}
+
+/** What a restart action does, in words, for logs and dry runs. */
+export function describeRestart(action: RestartAction): string {
+  switch (action.kind) {
+    case "spawn":
+      return `spawn ${action.argv.join(" ")}`;
+    case "tmux":
+      return `tmux respawn-pane ${action.target}`;
+    case "command":
+      return `command ${action.argv.join(" ")}`;
+  }
+}
+
+/** Run the service's restart action. Never throws: a failure is a result with issued=false. */
+export async function restartService(service: ServiceConfig, current: MainProcess | null, options: RestartOptions = {}): Promise<RestartResult> {
+  const action = service.restart;
+  if (!action) return { issued: false, detail: "no restart action configured" };
+  try {
+    switch (action.kind) {
+      case "spawn":
+        return await respawn(service, action, current, options);
+      case "tmux":
+        return await restartTmux(action);
+      case "command": {
+        const result = await runCommand(action.argv, { timeoutMs: service.verifyTimeoutMs });
+        if (result.exitCode === 0) return { issued: true, detail: describeRestart(action) };
+        const why = result.error ?? (result.timedOut ? `did not finish within ${humanDuration(service.verifyTimeoutMs)}` : `exit ${result.exitCode}`);
+        return { issued: false, detail: `${describeRestart(action)}: ${why}${result.stderr.trim() ? `: ${result.stderr.trim().split("\n")[0]}` : ""}` };
+      }
+    }
+  } catch (error) {
+    return { issued: false, detail: `${describeRestart(action)}: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * Stop a verified process: TERM (plus CONT, so a frozen process can act on it), wait up to
+ * stopTimeout, then KILL. Its whole process group when it leads one (groups tend created),
+ * otherwise the process alone. Never PID <= 1, this process or an ancestor.
+ */
+export async function stopProcess(info: ProcInfo, stopTimeoutMs: number, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<{ forced: boolean }> {
+  if (info.pid <= 1 || ancestry().includes(info.pid)) throw new Error(`refusing to signal pid ${info.pid} (init, self or an ancestor)`);
+  const target = info.pgid === info.pid && !ancestry().includes(info.pgid) ? -info.pid : info.pid;
+  const alive = () => {
+    const now = readProc(info.pid);
+    return isRunning(now) && now.startTicks === info.startTicks;
+  };
+  const send = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(target, signal);
+    } catch {}
+  };
+  send("SIGTERM");
+  send("SIGCONT");
+  const deadline = Date.now() + stopTimeoutMs;
+  while (alive() && Date.now() < deadline) await sleep(50);
+  if (!alive()) {
+    if (target < 0) send("SIGKILL"); // leftovers of the group that ignored TERM
+    return { forced: false };
+  }
+  send("SIGKILL");
+  const killDeadline = Date.now() + 5000;
+  while (alive() && Date.now() < killDeadline) await sleep(20);
+  return { forced: true };
+}
+
+async function respawn(
+  service: ServiceConfig,
+  action: Extract<RestartAction, { kind: "spawn" }>,
+  current: MainProcess | null,
+  { env = process.env, sleep = Bun.sleep }: RestartOptions,
+): Promise<RestartResult> {
+  let stopped = "";
+  if (current?.info && current.running) {
+    const { forced } = await stopProcess(current.info, service.stopTimeoutMs, sleep);
+    stopped = `stopped pid ${current.info.pid}${forced ? " with SIGKILL" : ""}; `;
+  }
+  // Output goes to a file, never to the watchdog's stdout (cron would mail it, a closed pipe would kill it).
+  const output = openSync(action.output, "a", 0o600);
+  let child;
+  try {
+    child = Bun.spawn(action.argv, {
+      cwd: action.cwd ?? undefined,
+      env: { ...env, ...action.env } as Record<string, string>,
+      stdin: "ignore",
+      stdout: output,
+      stderr: output,
+      detached: true, // new session: survives the watchdog and its process group
+    });
+  } finally {
+    closeSync(output);
+  }
+  child.unref();
+  const info = readProc(child.pid);
+  writeFileAtomic(service.pidfile!, `${child.pid}\n`, 0o644);
+  return { issued: true, detail: `${stopped}started pid ${child.pid}`, pid: child.pid, pidStartTicks: info?.startTicks };
+}
+
+async function restartTmux(action: Extract<RestartAction, { kind: "tmux" }>): Promise<RestartResult> {
+  const [session, windowAndPane] = [action.target.slice(0, action.target.indexOf(":")), action.target.slice(action.target.indexOf(":") + 1)];
+  const window = windowAndPane.split(".")[0];
+  const tmux = (...args: string[]) => runCommand(["tmux", ...args], { timeoutMs: 10_000 });
+  const must = async (what: string, ...args: string[]): Promise<RestartResult> => {
+    const result = await tmux(...args);
+    if (result.exitCode === 0) return { issued: true, detail: what };
+    return { issued: false, detail: `${what}: ${result.error ?? (result.stderr.trim() || `tmux exit ${result.exitCode}`)}` };
+  };
+  const numbered = /^\d+$/.test(window);
+  const named = numbered ? [] : ["-n", window];
+  if ((await tmux("has-session", "-t", `=${session}`)).exitCode !== 0) {
+    return must(`created tmux session ${session}`, "new-session", "-d", "-s", session, ...named, action.run);
+  }
+  if ((await tmux("display-message", "-p", "-t", action.target, "#{pane_id}")).exitCode !== 0) {
+    return must(`created tmux window ${session}:${window}`, "new-window", "-d", "-t", numbered ? `${session}:${window}` : `${session}:`, ...named, action.run);
+  }
+  return must(`tmux respawn-pane -k -t ${action.target}`, "respawn-pane", "-k", "-t", action.target, action.run);
+}

@@ -1,0 +1,38 @@
+import { basename } from "node:path";
+import { processIo, VERSION, type Io } from "../lib/cli.ts";
+
+type Main = (argv: string[], io: Io) => Promise<number>;
+
+const COMMANDS: Record<string, () => Promise<{ main: Main }>> = {
+  watchdog: () => import("./watchdog.ts"),
+};
+const PLANNED = ["safe-kill", "notify", "blogtunnel", "self-update"];
+
+const USAGE = `usage: tend COMMAND [ARGS...]   (or call a copy/symlink named after the command)
+
+commands:
+  watchdog     probe services, restart the hung ones, report (watchdog --help)
+  ${PLANNED.join(", ")}: not in this version yet
+
+tend --version prints the version.`;
+
+/** Multi-call dispatch: a binary named `watchdog` runs watchdog; `tend watchdog ...` too. */
+export async function dispatch(invokedAs: string, argv: string[], io: Io): Promise<number> {
+  let name = basename(invokedAs).replace(/\.(ts|js|exe)$/, "");
+  let rest = argv;
+  if (!(name in COMMANDS) && !PLANNED.includes(name)) {
+    [name, ...rest] = argv;
+    if (name === undefined || name === "--help" || name === "-h" || name === "help") return io.out(USAGE), name === undefined ? 2 : 0;
+    if (name === "--version") return io.out(`tend ${VERSION}`), 0;
+  }
+  if (PLANNED.includes(name)) return io.err(`tend: ${name} is not available in this version (${VERSION}) yet`), 2;
+  const load = COMMANDS[name];
+  if (!load) return io.err(`tend: unknown command ${JSON.stringify(name)}\n\n${USAGE}`), 2;
+  return (await load()).main(rest, io);
+}
+
+if (import.meta.main) {
+  // In a compiled binary only argv0 carries the name it was invoked by.
+  const code = await dispatch(process.argv0 === "bun" ? "tend" : process.argv0, process.argv.slice(2), processIo());
+  process.exit(code);
+}

@@ -1,0 +1,60 @@
+import { paintFor, runCli, type Io } from "../lib/cli.ts";
+import { loadConfig } from "../lib/config.ts";
+import { parseDuration } from "../lib/duration.ts";
+import { usageError } from "../lib/errors.ts";
+import { maintain } from "../lib/maintenance.ts";
+import { runPass } from "../lib/pass.ts";
+import { renderPlan } from "../lib/plan.ts";
+import { runLoop } from "../lib/loop.ts";
+import { allHealthy, collectStatus, renderStatus } from "../lib/status.ts";
+
+const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
+       watchdog run [--interval D]           passes in a loop until SIGTERM/SIGINT
+       watchdog status [NAME...] [--json] [--cached]
+       watchdog validate | plan
+       watchdog pause NAME [--for D] | resume NAME | reset NAME
+options: --config PATH, --help, --version
+exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
+
+const duration = (flag: string, value: string | undefined) => {
+  if (value === undefined) return null;
+  const ms = parseDuration(value);
+  if (ms === null || ms === 0) throw usageError(`--${flag}: ${JSON.stringify(value)} is not a duration (e.g. 30s, 5m, 2h)`);
+  return ms;
+};
+
+export function main(argv: string[], io: Io): Promise<number> {
+  const spec = { name: "watchdog", usage: USAGE, string: ["interval", "for"], boolean: ["dry-run", "json", "cached"] };
+  return runCli(spec, argv, io, async (args) => {
+    const [command = "pass", ...names] = args._.map(String);
+    const config = loadConfig({ path: args.config, env: io.env });
+    const one = () => {
+      if (names.length !== 1) throw usageError(`watchdog ${command} takes one service name\n\n${USAGE}`);
+      return names[0];
+    };
+    if (command !== "status" && command !== "pause" && command !== "resume" && command !== "reset" && names.length) throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
+    switch (command) {
+      case "pass":
+        return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env })), 0;
+      case "run":
+        return runLoop({ config, intervalMs: duration("interval", args.interval) ?? config.watchdog.intervalMs, echo: io.out, env: io.env });
+      case "status": {
+        const report = await collectStatus(config, { names, cached: args.cached });
+        io.out(args.json ? JSON.stringify(report, null, 2) : renderStatus(report, paintFor(io)));
+        return allHealthy(report) ? 0 : 1;
+      }
+      case "validate":
+        return io.out(`${config.path}: ok (${config.services.length} services)`), 0;
+      case "plan":
+        return io.out(renderPlan(config)), 0;
+      case "pause":
+      case "resume":
+      case "reset": {
+        const action = command === "pause" ? { kind: command, forMs: duration("for", args.for) } : { kind: command };
+        return io.out(`${one()}: ${await maintain(config, one(), action)}`), 0;
+      }
+      default:
+        throw usageError(`unknown subcommand ${JSON.stringify(command)}\n\n${USAGE}`);
+    }
+  });
+}
