@@ -1,0 +1,123 @@
+import { mkdtempSync, rmSync, writeFileSync, readFileSync, existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dir, "..");
+/** The compiled binary under test (make test sets it); tests run what users run. */
+export const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
+export const BUN = process.execPath;
+export const SERVER = join(ROOT, "test", "fixtures", "server.ts");
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A private sandbox per test: HOME, state dir, tmux socket dir; removed by cleanup(). */
+export class Sandbox {
+  readonly dir = mkdtempSync(join(tmpdir(), "tend-test-"));
+  readonly state = join(this.dir, "state");
+  readonly config = join(this.dir, "tend.toml");
+  private readonly children: number[] = [];
+
+  env(extra: Record<string, string> = {}): Record<string, string> {
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: this.dir,
+      TZ: "UTC",
+      TMUX_TMPDIR: this.dir,
+      TEND_CONFIG: this.config,
+      ...extra,
+    };
+    return env;
+  }
+
+  writeConfig(text: string) {
+    writeFileSync(this.config, text);
+  }
+
+  /** Run `tend COMMAND ...` (argv0 dispatch is tested separately). */
+  async tend(args: string[], { env = {}, timeoutMs = 120_000 }: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Run> {
+    const child = Bun.spawn([TEND, ...args], { env: this.env(env), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    clearTimeout(timer);
+    return { code, stdout, stderr };
+  }
+
+  /** Start a fixture HTTP server in its own process group; killed by cleanup(). */
+  async server(port: number, flags: string[] = []) {
+    const child = Bun.spawn([BUN, SERVER, String(port), ...flags], { stdout: "ignore", stderr: "inherit", detached: true });
+    this.track(child.pid);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null)) !== null, 10_000, `server on ${port}`);
+    return child;
+  }
+
+  track(pid: number) {
+    this.children.push(pid);
+  }
+
+  read(name: string): string {
+    const path = join(this.state, name);
+    return existsSync(path) ? readFileSync(path, "utf8") : "";
+  }
+
+  stateOf(name: string) {
+    return JSON.parse(this.read(`${name}.json`));
+  }
+
+  /** Kill what this test started (and what tend spawned for it, via pidfiles), nothing else. */
+  cleanup(pidfiles: string[] = []) {
+    for (const file of pidfiles) {
+      const pid = Number(readFileSync(file, "utf8").trim()) || 0;
+      if (pid > 1) this.children.push(pid);
+    }
+    for (const pid of this.children) {
+      for (const target of [-pid, pid]) {
+        try {
+          process.kill(target, "SIGKILL");
+        } catch {}
+      }
+    }
+    Bun.spawnSync(["tmux", "kill-server"], { env: this.env() });
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Poll until `condition` holds or the deadline passes (no blind sleeps). */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await condition()) return;
+    await Bun.sleep(25);
+  }
+  throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
+}
+
+/** A port that was free a moment ago (for services whose port must be in the config). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export const procState = (pid: number): string | null => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+  } catch {
+    return null;
+  }
+};
+
+export const alive = (pid: number) => {
+  const state = procState(pid);
+  return state !== null && state !== "Z" && state !== "X";
+};

@@ -1,0 +1,354 @@
+// End-to-end: the compiled binary against real HTTP servers and real (frozen) processes.
+import { afterEach, describe, expect, test } from "bun:test";
+import { readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { alive, BUN, freePort, procState, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+let pidfiles: string[] = [];
+afterEach(() => {
+  box?.cleanup(pidfiles.filter((file) => {
+    try {
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  }));
+  pidfiles = [];
+});
+
+/** A spawn-managed fixture service on `port`. */
+function spawnService(port: number, extra = "") {
+  const pidfile = join(box.state, "web.pid");
+  pidfiles.push(pidfile);
+  return `
+[watchdog]
+state_dir = "${box.state}"
+[defaults]
+grace = "0s"
+cooldown = "0s"
+verify_timeout = "20s"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+${extra}
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "1s"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+`;
+}
+
+/** An in-process server whose answer the test controls. */
+function controlledServer() {
+  const control = { status: 200, delayMs: 0, hits: 0 };
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch() {
+      control.hits++;
+      if (control.delayMs) await Bun.sleep(control.delayMs);
+      return new Response("ok", { status: control.status });
+    },
+  });
+  return { control, server, url: `http://127.0.0.1:${server.port}/` };
+}
+
+function checkOnly(url: string, extra = "", checkExtra = "") {
+  return `
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "api"
+${extra}
+[service.check]
+http = "${url}"
+${checkExtra}
+`;
+}
+
+describe("watchdog pass against real processes", () => {
+  test("a SIGSTOP-frozen service is restarted on the 3rd strike and not before; the new one answers", async () => {
+    box = new Sandbox();
+    const port = await freePort();
+    box.writeConfig(spawnService(port));
+
+    const first = await box.tend(["watchdog"]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain("[RESTART] web is not running");
+    expect(first.stdout).toContain("[RECOVERED] web recovered");
+    const frozen = Number(box.read("web.pid"));
+    expect(alive(frozen)).toBe(true);
+
+    process.kill(frozen, "SIGSTOP");
+    await waitFor(() => procState(frozen) === "T", 5000, "process stopped");
+    for (const strike of [1, 2]) {
+      const pass = await box.tend(["watchdog", "pass"]);
+      expect(pass.code).toBe(0);
+      expect(pass.stdout).toContain(`[WARN] web failed health check (no answer within 1.0s, failure ${strike}/3)`);
+      expect(pass.stdout).not.toContain("[RESTART]");
+      expect(Number(box.read("web.pid"))).toBe(frozen);
+      expect(procState(frozen)).toBe("T");
+    }
+    const third = await box.tend(["watchdog", "pass"]);
+    expect(third.code).toBe(0);
+    const lines = third.stdout.trim().split("\n").map((line) => line.replace(/^\[[^\]]+\] /, ""));
+    expect(lines[0]).toBe("[WARN] web failed health check (no answer within 1.0s, failure 3/3)");
+    expect(lines[1]).toStartWith("[HUNG] web failed 3 checks in a row");
+    expect(lines[2]).toStartWith(`[RESTART] web: stopped pid ${frozen}`);
+    expect(lines[3]).toStartWith("[RECOVERED] web recovered");
+    const revived = Number(box.read("web.pid"));
+    expect(revived).not.toBe(frozen);
+    await waitFor(() => !alive(frozen), 5000, "frozen process gone");
+    const answer = await fetch(`http://127.0.0.1:${port}/`);
+    expect(answer.status).toBe(200);
+    const state = box.stateOf("web");
+    expect(state.strikes).toBe(0);
+    expect(state.restartsTotal).toBe(2); // the first start (crash) and the hung restart
+    expect(state.recoveriesOk).toBe(2);
+    expect(box.read("downtime.log")).toMatch(/\[DOWNTIME\] web was unavailable for \d+s \(hung_restart, from .* UTC to .* UTC\)/);
+  }, 90_000);
+
+  test("a slow answer inside the timeout is no strike (the 8 s timeout that cut 6-9 s answers)", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    control.delayMs = 1500;
+    box.writeConfig(checkOnly(url, "", 'timeout = "3s"'));
+    await box.tend(["watchdog"]);
+    const pass = await box.tend(["watchdog"]);
+    server.stop(true);
+    expect(pass.code).toBe(0);
+    expect(pass.stdout).toBe("");
+    const state = box.stateOf("api");
+    expect(state.strikes).toBe(0);
+    expect(state.lastProbe.ok).toBe(true);
+    expect(state.lastProbe.latencyMs).toBeGreaterThanOrEqual(1400);
+  }, 30_000);
+
+  test("one success resets the strike count", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    box.writeConfig(checkOnly(url, "failures = 3"));
+    control.status = 503;
+    expect((await box.tend(["watchdog"])).stdout).toContain("failure 1/3");
+    expect((await box.tend(["watchdog"])).stdout).toContain("failure 2/3");
+    control.status = 200;
+    const healthy = await box.tend(["watchdog"]);
+    expect(healthy.stdout).toContain("[RECOVERED] api is healthy again");
+    expect(box.stateOf("api").strikes).toBe(0);
+    control.status = 503;
+    expect((await box.tend(["watchdog"])).stdout).toContain("HTTP 503 (expected 2xx/3xx), failure 1/3)");
+    server.stop(true);
+  }, 30_000);
+
+  test("five concurrent passes run exactly one probe round; the others log SKIP and exit 0", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    control.delayMs = 1500;
+    box.writeConfig(checkOnly(url, "", 'timeout = "5s"'));
+    await box.tend(["watchdog", "validate"]);
+    const runs = await Promise.all(Array.from({ length: 5 }, () => box.tend(["watchdog", "pass"])));
+    server.stop(true);
+    expect(runs.map((run) => run.code)).toEqual([0, 0, 0, 0, 0]);
+    expect(control.hits).toBe(1);
+    expect(runs.filter((run) => run.stdout.includes("[SKIP] another pass is running")).length).toBe(4);
+  }, 30_000);
+
+  test("a quiet pass writes nothing to stdout or the log but refreshes the heartbeat", async () => {
+    box = new Sandbox();
+    const { server, url } = controlledServer();
+    box.writeConfig(checkOnly(url));
+    await box.tend(["watchdog"]);
+    const log = box.read("watchdog.log");
+    const heartbeat = join(box.state, "heartbeat");
+    utimesSync(heartbeat, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    const quiet = await box.tend(["watchdog"]);
+    server.stop(true);
+    expect(quiet.stdout).toBe("");
+    expect(box.read("watchdog.log")).toBe(log);
+    expect(Date.now() - statSync(heartbeat).mtimeMs).toBeLessThan(30_000);
+    expect(Date.parse(box.read("heartbeat").trim())).toBeGreaterThan(Date.now() - 30_000);
+    expect(statSync(box.state).mode & 0o777).toBe(0o700);
+  }, 30_000);
+
+  test("a corrupt state file is logged and reset, never a crash", async () => {
+    box = new Sandbox();
+    const { server, url } = controlledServer();
+    box.writeConfig(checkOnly(url));
+    await box.tend(["watchdog"]);
+    writeFileSync(join(box.state, "api.json"), "{ half a file");
+    const pass = await box.tend(["watchdog"]);
+    server.stop(true);
+    expect(pass.code).toBe(0);
+    expect(pass.stdout).toMatch(/\[ERROR\] api: corrupt state file reset \(not JSON/);
+    expect(pass.stderr).toBe("");
+    expect(box.stateOf("api").version).toBe(1);
+  }, 30_000);
+
+  test("a state dir that is a symlink is refused: exit 1, nothing written through it", async () => {
+    box = new Sandbox();
+    const { server, url } = controlledServer();
+    const elsewhere = join(box.dir, "elsewhere");
+    Bun.spawnSync(["mkdir", elsewhere]);
+    symlinkSync(elsewhere, box.state);
+    box.writeConfig(checkOnly(url));
+    const pass = await box.tend(["watchdog"]);
+    server.stop(true);
+    expect(pass.code).toBe(1);
+    expect(pass.stderr).toContain("is a symlink");
+    expect(Bun.spawnSync(["ls", "-A", elsewhere]).stdout.toString()).toBe("");
+  });
+
+  test("gives up after max_restarts within restart_window, once, and clears itself when healthy", async () => {
+    box = new Sandbox();
+    const port = await freePort();
+    box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "flaky"
+failures = 1
+cooldown = "0s"
+backoff = "0s"
+grace = "0s"
+max_restarts = 2
+verify_timeout = "1s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "500ms"
+[service.restart]
+command = ["true"]
+`);
+    for (let restart = 1; restart <= 2; restart++) {
+      const pass = await box.tend(["watchdog"]);
+      expect(pass.stdout).toContain("[HUNG] flaky");
+      expect(pass.stdout).toContain("[FAILED] flaky did not recover within 1.0s after restart");
+    }
+    const third = await box.tend(["watchdog"]);
+    expect(third.stdout).toContain("[GIVEN-UP] flaky failed 1 checks in a row but was restarted 2 times within 1h");
+    const fourth = await box.tend(["watchdog"]);
+    expect(fourth.stdout).not.toContain("[GIVEN-UP]");
+    expect(fourth.stdout).not.toContain("[HUNG]");
+    const status = await box.tend(["watchdog", "status", "--json"]);
+    expect(status.code).toBe(1);
+    expect(JSON.parse(status.stdout).services[0].state).toBe("given-up");
+
+    await box.server(port);
+    const healed = await box.tend(["watchdog"]);
+    expect(healed.stdout).toContain("[RECOVERED] flaky is healthy again");
+    const state = box.stateOf("flaky");
+    expect(state.givenUp).toBe(false);
+    expect(state.recoveriesFailed).toBe(2);
+  }, 60_000);
+
+  test("watchdog reset clears a given-up state; pause skips probes; resume probes again", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    box.writeConfig(checkOnly(url, "failures = 1\nmax_restarts = 0\n[service.restart]\ncommand = [\"true\"]"));
+    control.status = 500;
+    expect((await box.tend(["watchdog"])).stdout).toContain("[GIVEN-UP]");
+    const reset = await box.tend(["watchdog", "reset", "api"]);
+    expect(reset.code).toBe(0);
+    expect(box.stateOf("api").givenUp).toBe(false);
+
+    expect((await box.tend(["watchdog", "pause", "api", "--for", "1h"])).code).toBe(0);
+    const hits = control.hits;
+    expect((await box.tend(["watchdog"])).stdout).toBe("");
+    expect(control.hits).toBe(hits);
+    const paused = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+    expect(paused.services[0].state).toBe("paused");
+    expect((await box.tend(["watchdog", "resume", "api"])).code).toBe(0);
+    control.status = 200;
+    await box.tend(["watchdog"]);
+    expect(control.hits).toBe(hits + 1);
+    expect((await box.tend(["watchdog", "pause", "nosuch"])).code).toBe(2);
+    server.stop(true);
+  }, 30_000);
+
+  test("--dry-run probes and prints decisions but restarts nothing and writes no state", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    box.writeConfig(checkOnly(url, "failures = 1\n[service.restart]\ncommand = [\"touch\", \"" + join(box.dir, "restarted") + "\"]"));
+    control.status = 503;
+    const dry = await box.tend(["watchdog", "pass", "--dry-run"]);
+    server.stop(true);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain("api: restart (HTTP 503 (expected 2xx/3xx) in");
+    expect(dry.stdout).toContain("would command touch");
+    expect(Bun.file(join(box.dir, "restarted")).size).toBe(0);
+    expect(box.read("api.json")).toBe("");
+    expect(box.read("watchdog.log")).toBe("");
+  });
+
+  test("status probes now: exit 0 when healthy, 1 when not, with the JSON the spec names", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    box.writeConfig(checkOnly(url));
+    const healthy = await box.tend(["watchdog", "status"]);
+    expect(healthy.code).toBe(0);
+    expect(healthy.stdout).toMatch(/api\s+healthy\s+HTTP 200/);
+    expect(healthy.stdout).toContain("last pass: never");
+    control.status = 502;
+    const sick = await box.tend(["watchdog", "status", "--json"]);
+    expect(sick.code).toBe(1);
+    const report = JSON.parse(sick.stdout);
+    expect(report.last_pass).toBeNull();
+    expect(Object.keys(report.services[0])).toEqual(
+      expect.arrayContaining(["name", "state", "strikes", "failures", "probe", "restarts", "recoveries_ok", "recoveries_failed", "last_event"]),
+    );
+    expect(report.services[0].state).toBe("failing 1/3");
+    expect(report.services[0].probe.ok).toBe(false);
+    expect(typeof report.services[0].probe.latency_ms).toBe("number");
+    // status changes nothing
+    expect(box.read("api.json")).toBe("");
+    expect((await box.tend(["watchdog", "status", "nosuch"])).code).toBe(2);
+    server.stop(true);
+  });
+
+  test("run --interval loops until SIGTERM and exits 0", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    box.writeConfig(checkOnly(url));
+    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], { env: box.env(), stdout: "pipe", stderr: "pipe" });
+    box.track(loop.pid);
+    await waitFor(() => control.hits >= 3, 20_000, "three passes");
+    loop.kill("SIGTERM");
+    expect(await loop.exited).toBe(0);
+    server.stop(true);
+  }, 30_000);
+
+  test("the spawned service is in its own session and outlives the watchdog's killed process group", async () => {
+    box = new Sandbox();
+    const port = await freePort();
+    box.writeConfig(spawnService(port));
+    // The pass runs in a process group of its own, as launchd or cron would run it; the group is then killed.
+    const job = Bun.spawn(["sh", "-c", `"${TEND}" watchdog pass; echo done; sleep 60`], { env: box.env(), stdout: "pipe", detached: true });
+    box.track(job.pid);
+    const reader = job.stdout.getReader();
+    let seen = "";
+    while (!seen.includes("done")) seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+    const service = Number(box.read("web.pid"));
+    const stat = readFileSync(`/proc/${service}/stat`, "utf8").split(") ")[1].split(" ");
+    expect(Number(stat[3])).toBe(service); // session leader: pgid = sid = pid
+    expect(Number(stat[2])).toBe(service);
+    process.kill(-job.pid, "SIGKILL");
+    await job.exited;
+    expect(alive(service)).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+  }, 30_000);
+
+  test("a service whose process died is started at once (crash), without strikes", async () => {
+    box = new Sandbox();
+    const port = await freePort();
+    box.writeConfig(spawnService(port, 'grace = "1h"'));
+    await box.tend(["watchdog"]);
+    const first = Number(box.read("web.pid"));
+    process.kill(first, "SIGKILL");
+    await waitFor(() => !alive(first), 5000, "killed");
+    const pass = await box.tend(["watchdog"]);
+    expect(pass.stdout).toMatch(new RegExp(`\\[RESTART\\] web is not running \\(pid ${first} is (gone|a zombie)\\): starting it \\(crash\\)`));
+    expect(pass.stdout).not.toContain("[WARN]");
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+  }, 30_000);
+});
