@@ -234,8 +234,8 @@ export function parseDocument(text: string, path: string): unknown {
   try {
     return json ? JSON.parse(text) : Bun.TOML.parse(text);
   } catch (error) {
-    const where = (error as { line?: number }).line ? ` (line ${(error as { line: number }).line})` : "";
-    throw usageError(`${path}: not valid ${json ? "JSON" : "TOML"}${where}: ${(error as Error).message}`);
+    // Bun's TOML errors carry no reliable line number: the message is what there is.
+    throw usageError(`${path}: not valid ${json ? "JSON" : "TOML"}: ${(error as Error).message}`);
   }
 }
 

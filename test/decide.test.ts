@@ -1,0 +1,162 @@
+// The decision for one service is a pure function: a table, one row per rule and per origin incident.
+import { describe, expect, test } from "bun:test";
+import { BUILTIN_TUNABLES, type ServiceConfig } from "../lib/config.ts";
+import { decide, recordRestart, type Facts } from "../lib/decide.ts";
+import type { ProbeResult } from "../lib/probe.ts";
+import { freshState, type ServiceState } from "../lib/state.ts";
+
+const NOW = Date.parse("2026-11-30T12:00:00Z");
+const MIN = 60_000;
+
+const SERVICE: ServiceConfig = {
+  ...BUILTIN_TUNABLES,
+  name: "blog",
+  enabled: true,
+  pidfile: null,
+  tmux: null,
+  check: { kind: "http", url: "http://127.0.0.1:8080/", expect: null, anyResponse: false, failCodes: null, contains: null, headers: {}, timeoutMs: 5000 },
+  restart: { kind: "tmux", target: "main:blog", run: "python3 -m http.server 8080" },
+  dependsOn: [],
+  requiresDns: null,
+};
+
+const OK: ProbeResult = { ok: true, detail: "HTTP 200", latencyMs: 40, timedOut: false };
+const TIMEOUT: ProbeResult = { ok: false, detail: "no answer within 5.0s", latencyMs: 5000, timedOut: true };
+const ALIVE = { running: true, startedAt: NOW - 24 * 60 * MIN, detail: "pid 42" };
+const GONE = { running: false, startedAt: null, detail: "pid 42 is gone" };
+
+interface Row {
+  name: string;
+  service?: Partial<ServiceConfig>;
+  state?: Partial<ServiceState>;
+  facts?: Partial<Facts>;
+  probe?: ProbeResult;
+  kind: string;
+  reason?: string | RegExp;
+  strikes?: number;
+  tags?: string[];
+}
+
+const ROWS: Row[] = [
+  // rule: skip
+  { name: "disabled service is skipped", service: { enabled: false }, probe: TIMEOUT, kind: "skip", reason: "disabled" },
+  { name: "paused until resumed is skipped", state: { paused: true, pausedUntil: null }, probe: TIMEOUT, kind: "skip", reason: "paused" },
+  { name: "a pause that has run out no longer skips", state: { paused: true, pausedUntil: NOW - 1 }, probe: OK, kind: "ok" },
+  { name: "inside boot_delay is skipped", facts: { uptimeMs: 30_000, bootDelayMs: 2 * MIN }, probe: TIMEOUT, kind: "skip", reason: "boot_delay" },
+  { name: "inside grace after tend's start is skipped", state: { startedAt: NOW - 10_000 }, probe: TIMEOUT, kind: "skip", reason: "grace" },
+  {
+    name: "inside grace after the process's own start (tend did not start it) is skipped",
+    facts: { process: { running: true, startedAt: NOW - 5_000, detail: "pid 42" } },
+    probe: TIMEOUT, kind: "skip", reason: "grace",
+  },
+  // rule 0: crash
+  { name: "a pid source whose process is gone: started at once, no strike", facts: { process: GONE }, probe: TIMEOUT, kind: "crash", reason: "crash", strikes: 0, tags: ["RESTART"] },
+  { name: "crash inside grace is still started (grace waits for a live process only)", state: { startedAt: NOW - 5_000 }, facts: { process: GONE }, kind: "crash" },
+  { name: "crash during backoff waits", state: { backoffUntil: NOW + MIN }, facts: { process: GONE }, kind: "strike", reason: /^backoff until/ },
+  { name: "crash loop: max_restarts reached gives up", service: { maxRestarts: 2 }, state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN] }, facts: { process: GONE }, kind: "give-up", tags: ["GIVEN-UP"] },
+  { name: "crash with no restart action is probed like any failure", service: { restart: null }, facts: { process: GONE }, probe: TIMEOUT, kind: "strike", strikes: 1 },
+  // rule 2: ok
+  { name: "success resets strikes", state: { strikes: 2 }, probe: OK, kind: "ok", strikes: 0 },
+  { name: "success closes an open outage: RECOVERED and a DOWNTIME line", state: { strikes: 1, outage: { since: NOW - 5 * MIN, reason: "failing" } }, probe: OK, kind: "ok", tags: ["RECOVERED", "DOWNTIME"] },
+  { name: "success clears given-up", state: { givenUp: true, strikes: 3 }, probe: OK, kind: "ok", tags: ["RECOVERED"] },
+  // rule 3: strikes and waits
+  { name: "first failure is strike 1/3, logged WARN", probe: TIMEOUT, kind: "strike", strikes: 1, tags: ["WARN"] },
+  { name: "second failure is strike 2/3, no restart", state: { strikes: 1 }, probe: TIMEOUT, kind: "strike", strikes: 2, tags: ["WARN"] },
+  { name: "a failing dependency: WAIT, no strike", state: { strikes: 1 }, facts: { waitReason: "dependency db is failing" }, probe: TIMEOUT, kind: "wait", strikes: 1, tags: ["WAIT"] },
+  { name: "required name does not resolve: WAIT, no restart at N", state: { strikes: 2 }, facts: { waitReason: "example.org does not resolve" }, probe: TIMEOUT, kind: "wait", strikes: 2 },
+  // rule 4: restart at N, unless cooldown / backoff / given-up
+  { name: "third failure restarts: WARN 3/3, HUNG", state: { strikes: 2 }, probe: TIMEOUT, kind: "restart", reason: "hung_restart", strikes: 3, tags: ["WARN", "HUNG"] },
+  { name: "failures = 1 restarts at once", service: { failures: 1 }, probe: TIMEOUT, kind: "restart" },
+  { name: "cooldown holds the restart", state: { strikes: 2, lastRestartAt: NOW - 2 * MIN }, probe: TIMEOUT, kind: "strike", reason: /^cooldown until/, strikes: 3 },
+  { name: "backoff holds the restart", state: { strikes: 3, backoffUntil: NOW + 30_000 }, probe: TIMEOUT, kind: "strike", reason: /^backoff until/, strikes: 3 },
+  { name: "given-up holds the restart", state: { strikes: 3, givenUp: true }, probe: TIMEOUT, kind: "strike", reason: /^given up/ },
+  { name: "no restart action: strikes stop at N", service: { restart: null }, state: { strikes: 2 }, probe: TIMEOUT, kind: "strike", reason: "no restart action configured", strikes: 3 },
+  // rule 5: give up
+  { name: "max_restarts within restart_window: GIVEN-UP", state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - m * 11 * MIN) }, probe: TIMEOUT, kind: "give-up", tags: ["WARN", "GIVEN-UP"] },
+  { name: "restarts older than restart_window do not count", state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - 61 * MIN - m) }, probe: TIMEOUT, kind: "restart" },
+  // origin incidents
+  {
+    name: "incident: hung tunnel, PID alive for 23 minutes, HTTP times out: restarted at the 3rd strike (10 min in at a 5 min interval)",
+    state: { strikes: 2, outage: { since: NOW - 10 * MIN, reason: "failing" } },
+    facts: { process: ALIVE },
+    probe: TIMEOUT,
+    kind: "restart",
+    tags: ["WARN", "HUNG"],
+  },
+  {
+    name: "incident: 8 s timeout cut 6-9 s answers: one slow answer is one strike, not a restart",
+    service: { failures: 3 },
+    probe: { ok: false, detail: "no answer within 8.0s", latencyMs: 8000, timedOut: true },
+    kind: "strike",
+    strikes: 1,
+  },
+  {
+    name: "incident: 8 s timeout: the next normal answer resets the count",
+    state: { strikes: 1 },
+    probe: { ok: true, detail: "HTTP 200", latencyMs: 6500, timedOut: false },
+    kind: "ok",
+    strikes: 0,
+  },
+  {
+    name: "incident: restart loop after the first restart: the slow starter is left alone in grace",
+    state: { startedAt: NOW - 20_000, lastRestartAt: NOW - 20_000, strikes: 0 },
+    facts: { process: { running: true, startedAt: NOW - 20_000, detail: "pid 43" } },
+    probe: TIMEOUT,
+    kind: "skip",
+    reason: "grace",
+  },
+  {
+    name: "incident: restart loop: after grace, failing again inside cooldown is not restarted again",
+    state: { startedAt: NOW - 3 * MIN, lastRestartAt: NOW - 3 * MIN, strikes: 2 },
+    probe: TIMEOUT,
+    kind: "strike",
+    reason: /^cooldown until/,
+  },
+];
+
+const facts = (extra: Partial<Facts> = {}): Facts => ({ now: NOW, uptimeMs: 86_400_000, bootDelayMs: 0, process: null, waitReason: null, ...extra });
+
+describe("decide: one row per rule and per origin incident", () => {
+  test.each(ROWS.map((row) => [row.name, row] as const))("%s", (_name, row) => {
+    const service = { ...SERVICE, ...row.service };
+    const state = { ...freshState(), ...row.state };
+    const decision = decide(service, state, facts(row.facts), row.probe ?? TIMEOUT);
+    expect(decision.kind).toBe(row.kind);
+    if (typeof row.reason === "string") expect(decision.reason).toBe(row.reason);
+    if (row.reason instanceof RegExp) expect(decision.reason).toMatch(row.reason);
+    if (row.strikes !== undefined) expect(decision.next.strikes).toBe(row.strikes);
+    if (row.tags) expect(decision.log.map((line) => line.tag)).toEqual(row.tags);
+  });
+
+  test("the pure function does not touch its input state", () => {
+    const state = Object.freeze({ ...freshState(), strikes: 2 });
+    decide(SERVICE, state, facts(), TIMEOUT);
+    expect(state.strikes).toBe(2);
+  });
+});
+
+describe("recordRestart: verification counted, backoff exponential up to backoff_max", () => {
+  const service = { ...SERVICE, backoffMs: 10_000, backoffMaxMs: 35_000 };
+  test("recovered: counted ok, strikes 0, outage closed with a downtime line", () => {
+    const state = { ...freshState(), strikes: 3, outage: { since: NOW - MIN, reason: "hung_restart" } };
+    const decision = recordRestart(service, state, { issued: true, recovered: true, elapsedMs: 3200, detail: "HTTP 200", lastProbe: OK }, NOW, NOW + 3200);
+    expect(decision.next).toMatchObject({ strikes: 0, recoveriesOk: 1, restartsTotal: 1, outage: null, startedAt: NOW, lastRestartAt: NOW });
+    expect(decision.log.map((line) => line.tag)).toEqual(["RECOVERED", "DOWNTIME"]);
+    expect(decision.log[0].message).toBe("blog recovered 3.2s after restart (HTTP 200)");
+    expect(decision.log[1].message).toMatch(/^blog was unavailable for 63s \(hung_restart, from .* UTC to .* UTC\)$/);
+  });
+  test("failed: counted, backoff 10s, 20s, 35s (capped)", () => {
+    let state: ServiceState = { ...freshState(), strikes: 3 };
+    const backoffs: number[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const at = NOW + attempt * MIN;
+      const decision = recordRestart(service, state, { issued: true, recovered: false, elapsedMs: 60_000, detail: "last probe: timeout", lastProbe: TIMEOUT }, at, at + 60_000);
+      expect(decision.log[0].tag).toBe("FAILED");
+      state = decision.next;
+      backoffs.push(state.backoffUntil! - (at + 60_000));
+    }
+    expect(backoffs).toEqual([10_000, 20_000, 35_000]);
+    expect(state.recoveriesFailed).toBe(3);
+    expect(state.strikes).toBe(3); // still failing: the next restart needs no new strikes, only the backoff
+  });
+});
