@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import type { ServiceConfig } from "./config.ts";
 import { isRunning, readProc, startedAtMs, type ProcInfo } from "./proc.ts";
-import { runCommand } from "./run.ts";
+import { findPane } from "./tmux.ts";
 import type { ServiceState } from "./state.ts";
 
 /** Where a service's main PID came from and whether it is the process it should be. */
@@ -46,17 +46,15 @@ export function fromPidfile(path: string, recorded?: { pid: number | null; pidSt
   return { source, info, running: true, startedAt, detail: `pid ${pid}` };
 }
 
-/** A tmux pane's PID: `display-message -p '#{pane_pid} #{pane_dead}'`. */
+/** A tmux pane's PID (the process tmux started for the pane). */
 export async function fromTmux(target: string): Promise<MainProcess> {
   const source = `tmux pane ${target}`;
-  const result = await runCommand(["tmux", "display-message", "-p", "-t", target, "#{pane_pid} #{pane_dead}"], { timeoutMs: 5000 });
   const gone = (detail: string): MainProcess => ({ source, info: null, running: false, startedAt: null, detail });
-  if (result.error) return gone(`tmux: ${result.error}`);
-  if (result.exitCode !== 0) return gone(`${source}: ${result.stderr.trim() || "not found"}`);
-  const [pidText, dead] = result.stdout.trim().split(" ");
-  if (dead === "1") return gone(`${source}: its command exited`);
-  const info = readProc(Number(pidText));
-  if (!isRunning(info)) return gone(`${source}: pid ${pidText} is gone`);
+  const pane = await findPane(target);
+  if ("error" in pane) return gone(`${source}: ${pane.error}`);
+  if (pane.dead) return gone(`${source}: its command exited`);
+  const info = readProc(pane.pid);
+  if (!isRunning(info)) return gone(`${source}: pid ${pane.pid} is gone`);
   return { source, info, running: true, startedAt: startedAtMs(info), detail: `pid ${info.pid}` };
 }
 

@@ -5,6 +5,7 @@ import { writeFileAtomic } from "./atomic.ts";
 import { ancestry, isRunning, readProc, type ProcInfo } from "./proc.ts";
 import { runCommand } from "./run.ts";
 import type { MainProcess } from "./pidsource.ts";
+import { respawnPane } from "./tmux.ts";
 
 export interface RestartResult {
   issued: boolean;
@@ -40,7 +41,7 @@ export async function restartService(service: ServiceConfig, current: MainProces
       case "spawn":
         return await respawn(service, action, current, options);
       case "tmux":
-        return await restartTmux(action);
+        return await respawnPane(action.target, action.run);
       case "command": {
         const result = await runCommand(action.argv, { timeoutMs: service.verifyTimeoutMs });
         if (result.exitCode === 0) return { issued: true, detail: describeRestart(action) };
@@ -114,24 +115,4 @@ async function respawn(
   const info = readProc(child.pid);
   writeFileAtomic(service.pidfile!, `${child.pid}\n`, 0o644);
   return { issued: true, detail: `${stopped}started pid ${child.pid}`, pid: child.pid, pidStartTicks: info?.startTicks };
-}
-
-async function restartTmux(action: Extract<RestartAction, { kind: "tmux" }>): Promise<RestartResult> {
-  const [session, windowAndPane] = [action.target.slice(0, action.target.indexOf(":")), action.target.slice(action.target.indexOf(":") + 1)];
-  const window = windowAndPane.split(".")[0];
-  const tmux = (...args: string[]) => runCommand(["tmux", ...args], { timeoutMs: 10_000 });
-  const must = async (what: string, ...args: string[]): Promise<RestartResult> => {
-    const result = await tmux(...args);
-    if (result.exitCode === 0) return { issued: true, detail: what };
-    return { issued: false, detail: `${what}: ${result.error ?? (result.stderr.trim() || `tmux exit ${result.exitCode}`)}` };
-  };
-  const numbered = /^\d+$/.test(window);
-  const named = numbered ? [] : ["-n", window];
-  if ((await tmux("has-session", "-t", `=${session}`)).exitCode !== 0) {
-    return must(`created tmux session ${session}`, "new-session", "-d", "-s", session, ...named, action.run);
-  }
-  if ((await tmux("display-message", "-p", "-t", action.target, "#{pane_id}")).exitCode !== 0) {
-    return must(`created tmux window ${session}:${window}`, "new-window", "-d", "-t", numbered ? `${session}:${window}` : `${session}:`, ...named, action.run);
-  }
-  return must(`tmux respawn-pane -k -t ${action.target}`, "respawn-pane", "-k", "-t", action.target, action.run);
 }

@@ -146,3 +146,12 @@ describe("durations", () => {
     for (const ms of [250, 20_000, 300_000, 3_600_000, 86_400_000, 90_000]) expect(parseDuration(formatDuration(ms))).toBe(ms);
   });
 });
+
+describe("bundled examples", () => {
+  test("examples/tend.toml, the annotated reference, is a valid configuration", async () => {
+    const result = await box.tend(["watchdog", "validate", "--config", join(import.meta.dir, "..", "examples", "tend.toml")]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("ok (5 services)");
+  });
+});

@@ -7,7 +7,7 @@ export const ROOT = resolve(import.meta.dir, "..");
 /** The compiled binary under test (make test sets it); tests run what users run. */
 export const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
 export const BUN = process.execPath;
-export const SERVER = join(ROOT, "test", "fixtures", "server.ts");
+export const SERVER = join(ROOT, "examples", "service.ts");
 
 export interface Run {
   code: number;

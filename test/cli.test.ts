@@ -1,0 +1,59 @@
+// The multi-call binary: dispatch by the invoked name, --version, --help, usage errors.
+import { afterAll, expect, test } from "bun:test";
+import { symlinkSync, copyFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT, Sandbox, TEND } from "./helpers.ts";
+
+const box = new Sandbox();
+afterAll(() => box.cleanup());
+
+const run = (argv: string[]) => {
+  const result = Bun.spawnSync(argv, { env: box.env() });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+};
+
+test("tend --version prints the version embedded at build time", () => {
+  const version = run([TEND, "--version"]);
+  expect(version.code).toBe(0);
+  const pkg = require(join(ROOT, "package.json"));
+  expect(version.stdout.trim()).toStartWith(`tend ${pkg.version}+`);
+  expect(run([TEND, "watchdog", "--version"]).stdout).toBe(version.stdout);
+});
+
+test("a symlink or a copy named watchdog runs watchdog", () => {
+  const link = join(box.dir, "watchdog");
+  symlinkSync(TEND, link);
+  const copy = join(box.dir, "copy", "watchdog");
+  Bun.spawnSync(["mkdir", "-p", join(box.dir, "copy")]);
+  copyFileSync(TEND, copy);
+  Bun.spawnSync(["chmod", "+x", copy]);
+  for (const binary of [link, copy]) {
+    const help = run([binary, "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toStartWith("usage: watchdog");
+  }
+  expect(run([join(ROOT, "build", "bin", "watchdog"), "--help"]).stdout).toStartWith("usage: watchdog");
+});
+
+test("usage errors exit 2 and say what is wrong", () => {
+  const unknownCommand = run([TEND, "frobnicate"]);
+  expect(unknownCommand.code).toBe(2);
+  expect(unknownCommand.stderr).toContain('unknown command "frobnicate"');
+  const unknownFlag = run([TEND, "watchdog", "pass", "--frobnicate"]);
+  expect(unknownFlag.code).toBe(2);
+  expect(unknownFlag.stderr).toContain("unknown option --frobnicate");
+  const badSub = run([TEND, "watchdog", "explode", "--config", "/dev/null"]);
+  expect(badSub.code).toBe(2);
+  const badInterval = run([TEND, "watchdog", "run", "--interval", "soon", "--config", join(ROOT, "examples", "tend.toml")]);
+  expect(badInterval.code).toBe(2);
+  expect(badInterval.stderr).toContain('--interval: "soon" is not a duration');
+  expect(run([TEND]).code).toBe(2);
+});
+
+test("commands of later versions say so and exit 2 instead of pretending", () => {
+  for (const name of ["safe-kill", "notify", "blogtunnel", "self-update"]) {
+    const result = run([TEND, name, "x"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`${name} is not available in this version`);
+  }
+});

@@ -1,0 +1,193 @@
+// Probes against real servers, sockets, commands and processes.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { utimesSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import type { Check } from "../lib/config.ts";
+import { probe } from "../lib/probe.ts";
+import { readProc } from "../lib/proc.ts";
+import { alive, freePort, procState, Sandbox, waitFor } from "./helpers.ts";
+
+const box = new Sandbox();
+let url = "";
+let server: ReturnType<typeof Bun.serve>;
+const seenHeaders: Record<string, string>[] = [];
+
+beforeAll(() => {
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      const path = new URL(request.url).pathname;
+      seenHeaders.push(Object.fromEntries(request.headers));
+      if (path === "/slow") await Bun.sleep(1500);
+      if (path === "/slow-body") {
+        const stream = new ReadableStream({
+          async start(controller) {
+            controller.enqueue(new TextEncoder().encode("partial"));
+            await Bun.sleep(3000);
+            controller.close();
+          },
+        });
+        return new Response(stream);
+      }
+      const status = Number(/^\/(\d{3})$/.exec(path)?.[1] ?? 200);
+      return new Response(path === "/body" ? "status: all good" : "hello", { status, headers: status === 302 ? { location: "/" } : {} });
+    },
+  });
+  url = `http://127.0.0.1:${server.port}`;
+});
+afterAll(() => {
+  server.stop(true);
+  box.cleanup();
+});
+
+type HttpCheck = Extract<Check, { kind: "http" }>;
+const http = (path: string, extra: Partial<HttpCheck> = {}): HttpCheck => ({
+  kind: "http", url: url + path, expect: null, anyResponse: false, failCodes: null, contains: null, headers: {}, timeoutMs: 1000, ...extra,
+});
+
+describe("http check", () => {
+  test.each([
+    ["2xx is healthy by default", "/200", {}, true, "HTTP 200"],
+    ["3xx is healthy by default (redirects not followed)", "/302", {}, true, "HTTP 302"],
+    ["4xx fails by default", "/404", {}, false, "HTTP 404 (expected 2xx/3xx)"],
+    ["5xx fails by default", "/503", {}, false, "HTTP 503 (expected 2xx/3xx)"],
+    ["expect lists the accepted statuses", "/204", { expect: [200] }, false, "HTTP 204 (expected 200)"],
+    ["expect accepts a listed 4xx", "/401", { expect: [200, 401] }, true, "HTTP 401"],
+    ["any_response: a 404 is an answer, so healthy", "/404", { anyResponse: true }, true, "HTTP 404"],
+    ["fail_codes: only those fail", "/404", { failCodes: [502, 503, 504, 530] }, true, "HTTP 404"],
+    ["fail_codes: a listed code fails", "/530", { failCodes: [502, 503, 504, 530] }, false, "HTTP 530 (a fail code)"],
+    ["contains: body must hold the string", "/body", { contains: "all good" }, true, "HTTP 200"],
+    ["contains: a 200 without it fails", "/200", { contains: "all good" }, false, 'HTTP 200 but the body lacks "all good"'],
+  ] as [string, string, object, boolean, string][])("%s", async (_name, path, extra, ok, detail) => {
+    const result = await probe(http(path, extra));
+    expect(result.ok).toBe(ok);
+    expect(result.detail).toBe(detail);
+  });
+
+  test("headers are sent", async () => {
+    await probe(http("/200", { headers: { "X-Probe": "tend" } }));
+    expect(seenHeaders.at(-1)?.["x-probe"]).toBe("tend");
+  });
+
+  test("an answer slower than the timeout is a timeout; inside it, healthy", async () => {
+    const late = await probe(http("/slow", { timeoutMs: 500 }));
+    expect(late).toMatchObject({ ok: false, timedOut: true, detail: "no answer within 0.5s" });
+    expect(late.latencyMs).toBeLessThan(1400);
+    const patient = await probe(http("/slow", { timeoutMs: 3000 }));
+    expect(patient.ok).toBe(true);
+    expect(patient.latencyMs).toBeGreaterThanOrEqual(1400);
+  });
+
+  test("a body that stalls counts toward the timeout (curl --max-time semantics)", async () => {
+    const result = await probe(http("/slow-body", { timeoutMs: 700 }));
+    expect(result).toMatchObject({ ok: false, timedOut: true });
+  });
+
+  test("refused connection is a failure that says so", async () => {
+    const port = await freePort();
+    const result = await probe({ ...http(""), url: `http://127.0.0.1:${port}/` });
+    expect(result.ok).toBe(false);
+    expect(result.detail).toBe("no answer: connection refused");
+  });
+
+  test("a SIGSTOP-frozen server: alive by PID, failing by probe", async () => {
+    const port = await freePort();
+    const child = await box.server(port);
+    process.kill(child.pid, "SIGSTOP");
+    await waitFor(() => procState(child.pid) === "T", 5000, "stopped");
+    const result = await probe({ ...http(""), url: `http://127.0.0.1:${port}/`, timeoutMs: 500 });
+    expect(alive(child.pid)).toBe(true);
+    expect(result).toMatchObject({ ok: false, timedOut: true });
+    process.kill(child.pid, "SIGKILL");
+  });
+});
+
+describe("tcp check", () => {
+  let listener: Server;
+  let port = 0;
+  beforeAll(async () => {
+    listener = createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    port = (listener.address() as { port: number }).port;
+  });
+  afterAll(() => listener.close());
+
+  test("connect within the timeout is healthy", async () => {
+    expect(await probe({ kind: "tcp", host: "127.0.0.1", port, timeoutMs: 1000 })).toMatchObject({ ok: true, detail: `connected to 127.0.0.1:${port}` });
+  });
+  test("nothing listening fails", async () => {
+    const closed = await freePort();
+    expect(await probe({ kind: "tcp", host: "127.0.0.1", port: closed, timeoutMs: 1000 })).toMatchObject({ ok: false, detail: "no connection: connection refused" });
+  });
+});
+
+describe("command check", () => {
+  test("exit 0 is healthy, no shell involved", async () => {
+    expect(await probe({ kind: "command", argv: ["test", "-d", "/"], timeoutMs: 2000 })).toMatchObject({ ok: true, detail: "exit 0" });
+    expect(await probe({ kind: "command", argv: ["echo", "$(false)"], timeoutMs: 2000 })).toMatchObject({ ok: true });
+  });
+  test("non-zero exit fails with what it said", async () => {
+    const result = await probe({ kind: "command", argv: ["sh", "-c", "echo db down >&2; exit 3"], timeoutMs: 2000 });
+    expect(result).toMatchObject({ ok: false, detail: "exit 3: db down" });
+  });
+  test("a missing program fails and says so", async () => {
+    const result = await probe({ kind: "command", argv: ["/nonexistent/check"], timeoutMs: 2000 });
+    expect(result.ok).toBe(false);
+    expect(result.detail).toStartWith("cannot run /nonexistent/check");
+  });
+  test("timeout kills the command's whole process group, grandchildren included", async () => {
+    const marker = join(box.dir, "grandchild.pid");
+    const result = await probe({ kind: "command", argv: ["sh", "-c", `sleep 30 & echo $! > ${marker}; wait`], timeoutMs: 500 });
+    expect(result).toMatchObject({ ok: false, timedOut: true, detail: "command did not finish within 0.5s" });
+    const grandchild = Number(await Bun.file(marker).text());
+    await waitFor(() => !alive(grandchild), 5000, "grandchild killed");
+  });
+});
+
+describe("process check", () => {
+  test("running is healthy; stopped (T) fails; zombie fails; none fails", async () => {
+    const child = Bun.spawn(["sleep", "30"], { detached: true });
+    box.track(child.pid);
+    const running = await probe({ kind: "process", timeoutMs: 1000 }, { process: readProc(child.pid) });
+    expect(running.ok).toBe(true);
+    process.kill(child.pid, "SIGSTOP");
+    await waitFor(() => procState(child.pid) === "T", 5000, "stopped");
+    const stopped = await probe({ kind: "process", timeoutMs: 1000 }, { process: readProc(child.pid) });
+    expect(stopped).toMatchObject({ ok: false, detail: `pid ${child.pid} is stopped (T)` });
+    const zombie = { ...readProc(child.pid)!, state: "Z" };
+    expect((await probe({ kind: "process", timeoutMs: 1000 }, { process: zombie })).detail).toBe(`pid ${child.pid} is a zombie (Z)`);
+    expect((await probe({ kind: "process", timeoutMs: 1000 }, { process: null })).detail).toBe("no process");
+    process.kill(child.pid, "SIGKILL");
+  });
+  test("a real zombie (exited, not reaped) is not running", async () => {
+    // sh starts a child that exits at once, then sleeps without reaping it: the child stays Z.
+    const parent = Bun.spawn(["sh", "-c", "sleep 0 & exec sleep 30"], { detached: true });
+    box.track(parent.pid);
+    let zombiePid = 0;
+    await waitFor(() => {
+      for (const entry of new Bun.Glob("[0-9]*").scanSync({ cwd: "/proc", onlyFiles: false })) {
+        const info = readProc(Number(entry));
+        if (info?.ppid === parent.pid && info.state === "Z") zombiePid = info.pid;
+      }
+      return zombiePid > 0;
+    }, 5000, "zombie child");
+    const result = await probe({ kind: "process", timeoutMs: 1000 }, { process: readProc(zombiePid) });
+    expect(result).toMatchObject({ ok: false, detail: `pid ${zombiePid} is a zombie (Z)` });
+    process.kill(parent.pid, "SIGKILL");
+  });
+});
+
+describe("log freshness check", () => {
+  test("modified within fresh is healthy; older fails; missing fails", async () => {
+    const path = join(box.dir, "app.log");
+    writeFileSync(path, "line\n");
+    expect((await probe({ kind: "log", path, freshMs: 60_000, timeoutMs: 1000 })).ok).toBe(true);
+    utimesSync(path, new Date(Date.now() - 5 * 60_000), new Date(Date.now() - 5 * 60_000));
+    const stale = await probe({ kind: "log", path, freshMs: 60_000, timeoutMs: 1000 });
+    expect(stale.ok).toBe(false);
+    expect(stale.detail).toMatch(/^log not written for 5m( \d+s)? \(fresh: 60s\)$/);
+    expect((await probe({ kind: "log", path: path + ".missing", freshMs: 60_000, timeoutMs: 1000 })).detail).toEndWith("ENOENT");
+  });
+});
