@@ -1,5 +1,6 @@
 import type { Config } from "./config.ts";
-import { Logger } from "./log.ts";
+import { formatLine, Logger } from "./log.ts";
+import { ensureStateDir } from "./state.ts";
 import { runPass } from "./pass.ts";
 
 export interface LoopOptions {
@@ -28,10 +29,12 @@ export async function runLoop({ config, intervalMs, echo = () => {}, env, maxPas
       try {
         await runPass({ config, echo, env });
       } catch (error) {
+        const message = `pass failed: ${(error as Error).message}`;
         try {
-          logger.write("ERROR", `pass failed: ${(error as Error).message}`);
+          ensureStateDir(config.watchdog.stateDir); // never log through a state dir that is refused
+          logger.write("ERROR", message);
         } catch {
-          echo(`pass failed: ${(error as Error).message}`);
+          echo(formatLine("ERROR", message, new Date()));
         }
       }
       const wait = Math.max(0, started + intervalMs - Date.now());

@@ -318,6 +318,30 @@ command = ["true"]
     server.stop(true);
   }, 30_000);
 
+  test("run: a pass that fails is logged and the loop goes on", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    box.writeConfig(checkOnly(url));
+    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], { env: box.env(), stdout: "pipe", stderr: "pipe" });
+    box.track(loop.pid);
+    await waitFor(() => control.hits >= 1, 10_000, "first pass");
+    // Swap the state dir for a symlink: passes now fail (refused), the loop must survive them.
+    const real = join(box.dir, "state.real");
+    Bun.spawnSync(["mv", box.state, real]);
+    symlinkSync(join(box.dir, "nowhere"), box.state);
+    const reader = loop.stdout.getReader();
+    let seen = "";
+    while (!seen.includes("[ERROR] pass failed")) seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+    expect(seen).toContain("is a symlink: refusing to write through it");
+    Bun.spawnSync(["rm", box.state]);
+    Bun.spawnSync(["mv", real, box.state]);
+    const hits = control.hits;
+    await waitFor(() => control.hits > hits, 10_000, "a pass after the failed ones");
+    loop.kill("SIGTERM");
+    expect(await loop.exited).toBe(0);
+    server.stop(true);
+  }, 30_000);
+
   test("the spawned service is in its own session and outlives the watchdog's killed process group", async () => {
     box = new Sandbox();
     const port = await freePort();
