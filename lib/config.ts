@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { DURATION_HINT, parseDuration } from "./duration.ts";
 import { TendError, usageError } from "./errors.ts";
+import { TMUX_TARGET } from "./tmux.ts";
 
 export type Env = Record<string, string | undefined>;
 
@@ -34,8 +35,11 @@ export interface Tunables {
 export interface ServiceConfig extends Tunables {
   name: string;
   enabled: boolean;
+  /** PID sources (at most one): a pidfile or tmux pane tend restarts; a systemd unit or launchd job that their manager supervises. */
   pidfile: string | null;
   tmux: string | null;
+  unit: string | null;
+  launchd: string | null;
   check: Check;
   restart: RestartAction | null;
   dependsOn: string[];
@@ -87,7 +91,7 @@ const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "duration" | "
 
 /** Keys of the spec that this version does not act on yet: refused rather than silently ignored. */
 const NOT_YET = "is not supported by this version of tend yet; remove it";
-const SERVICE_NOT_YET = ["unit", "launchd", "busy", "memory", "track_restarts"];
+const SERVICE_NOT_YET = ["busy", "memory", "track_restarts"];
 
 type Table = Record<string, unknown>;
 const isTable = (value: unknown): value is Table => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -311,6 +315,11 @@ function readService(table: Reader, defaults: Tunables, inState: (path: string) 
   readTunables(table, tunables);
   const pidfile = table.string("pidfile");
   const tmux = table.string("tmux");
+  const unit = table.string("unit");
+  const launchd = table.string("launchd");
+  const sources = ["pidfile", "tmux", "unit", "launchd"].filter((key) => table.has(key));
+  if (sources.length > 1) table.fail(sources[1], `a service has one PID source: ${sources.join(" and ")} given`);
+  if (tmux !== undefined && !TMUX_TARGET.test(tmux)) table.fail("tmux", `${show(tmux)} is not "session:window" or "session:window.pane"`);
   const enabled = table.boolean("enabled") ?? true;
   const dependsOn = table.stringList("depends_on") ?? [];
   let requiresDns: string | null = null;
@@ -322,13 +331,13 @@ function readService(table: Reader, defaults: Tunables, inState: (path: string) 
 
   const checkTable = table.sub("check");
   if (!checkTable && !table.has("check")) table.fail("check", "is required: a [service.check] table with one of http, tcp, command, process, log");
-  const check = checkTable && readCheck(checkTable, tunables.timeoutMs, inState, Boolean(pidfile || tmux));
+  const check = checkTable && readCheck(checkTable, tunables.timeoutMs, inState, sources.length > 0);
   const restartTable = table.sub("restart");
   const restart = restartTable ? readRestart(restartTable, inState, name ?? "service") : null;
   if (restart?.kind === "spawn" && !pidfile) table.fail("pidfile", "is required with restart.spawn (tend writes the PID there)");
 
   table.finish([
-    "name", "enabled", "pidfile", "tmux", "check", "restart", "depends_on", "requires", ...Object.keys(TUNABLE_KEYS),
+    "name", "enabled", "pidfile", "tmux", "unit", "launchd", "check", "restart", "depends_on", "requires", ...Object.keys(TUNABLE_KEYS),
   ]);
   if (!name || !check || (restartTable && !restart)) return undefined;
   return {
@@ -336,6 +345,8 @@ function readService(table: Reader, defaults: Tunables, inState: (path: string) 
     enabled,
     pidfile: pidfile ? inState(pidfile) : null,
     tmux: tmux ?? null,
+    unit: unit ?? null,
+    launchd: launchd ?? null,
     check,
     restart: restart ?? null,
     dependsOn,
@@ -396,7 +407,7 @@ function readCheck(table: Reader, serviceTimeoutMs: number, inState: (path: stri
     case "process": {
       const value = table.raw("process");
       if (value !== true) table.fail("process", `${show(value)}: only process = true is allowed`);
-      else if (!hasPidSource) table.fail("process", "needs a PID source on the service: pidfile or tmux");
+      else if (!hasPidSource) table.fail("process", "needs a PID source on the service: pidfile, tmux, unit or launchd");
       else check = { kind, timeoutMs };
       break;
     }
@@ -442,7 +453,7 @@ function readRestart(table: Reader, inState: (path: string) => string, name: str
     case "tmux": {
       const target = table.string("tmux");
       const run = table.string("run");
-      if (target !== undefined && !/^[^:\s]+:[^.\s]+(\.\d+)?$/.test(target)) table.fail("tmux", `${show(target)} is not "session:window" or "session:window.pane"`);
+      if (target !== undefined && !TMUX_TARGET.test(target)) table.fail("tmux", `${show(target)} is not "session:window" or "session:window.pane"`);
       if (run === undefined && !table.has("run")) table.fail("run", "is required with restart.tmux (the pane's command line)");
       if (target && run) action = { kind, target, run };
       break;

@@ -9,8 +9,8 @@ export interface Facts {
   now: number;
   uptimeMs: number;
   bootDelayMs: number;
-  /** From the service's pid source; null when it has none (no pidfile/tmux). */
-  process: { running: boolean; startedAt: number | null; detail: string } | null;
+  /** From the service's pid source; null when it has none. supervised: systemd/launchd restart it, not tend. */
+  process: { running: boolean; startedAt: number | null; detail: string; supervised?: boolean } | null;
   /** Set when a restart cannot help: a dependency is failing, a required name does not resolve. */
   waitReason: string | null;
 }
@@ -45,7 +45,7 @@ export function gate(service: ServiceConfig, state: ServiceState, facts: Facts):
   if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return skip("paused");
   if (facts.uptimeMs < facts.bootDelayMs) return skip("boot_delay");
 
-  if (facts.process && !facts.process.running && service.restart) {
+  if (facts.process && !facts.process.running && !facts.process.supervised && service.restart) {
     const opened = openOutage(state, now, "crash");
     const held = restartHold(service, opened, now);
     if (held) return { kind: "strike", reason: held, next: opened, log: [] };

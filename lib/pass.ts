@@ -138,7 +138,7 @@ async function judgeService(
     now: now(),
     uptimeMs: uptime(),
     bootDelayMs: config.watchdog.bootDelayMs,
-    process: main && { running: main.running, startedAt: main.startedAt, detail: main.detail },
+    process: main && { running: main.running, startedAt: main.startedAt, detail: main.detail, supervised: main.supervised },
     waitReason: null,
   };
   let decision = gate(service, state, facts);

@@ -2,11 +2,15 @@ import { readFileSync, statSync } from "node:fs";
 import type { ServiceConfig } from "./config.ts";
 import { isRunning, readProc, startedAtMs, type ProcInfo } from "./proc.ts";
 import { findPane } from "./tmux.ts";
+import { launchdPid } from "./launchd.ts";
+import { showUnit } from "./systemd.ts";
 import type { ServiceState } from "./state.ts";
 
 /** Where a service's main PID came from and whether it is the process it should be. */
 export interface MainProcess {
   source: string;
+  /** systemd or launchd restart it themselves: tend does not start it when it is gone. */
+  supervised: boolean;
   /** The verified process, or null (none, gone, zombie, or a reused PID). */
   info: ProcInfo | null;
   running: boolean;
@@ -23,7 +27,7 @@ const PIDFILE_SLACK_MS = 1000;
  */
 export function fromPidfile(path: string, recorded?: { pid: number | null; pidStartTicks: string | null }): MainProcess {
   const source = `pidfile ${path}`;
-  const gone = (detail: string, info: ProcInfo | null = null): MainProcess => ({ source, info, running: false, startedAt: null, detail });
+  const gone = (detail: string, info: ProcInfo | null = null): MainProcess => ({ source, supervised: false, info, running: false, startedAt: null, detail });
   let text: string;
   let writtenAt: number;
   try {
@@ -43,24 +47,50 @@ export function fromPidfile(path: string, recorded?: { pid: number | null; pidSt
   } else if (startedAt > writtenAt + PIDFILE_SLACK_MS) {
     return gone(`pid ${pid} started after ${path} was written: not the process it names (PID reused)`);
   }
-  return { source, info, running: true, startedAt, detail: `pid ${pid}` };
+  return { source, supervised: false, info, running: true, startedAt, detail: `pid ${pid}` };
 }
 
 /** A tmux pane's PID (the process tmux started for the pane). */
 export async function fromTmux(target: string): Promise<MainProcess> {
   const source = `tmux pane ${target}`;
-  const gone = (detail: string): MainProcess => ({ source, info: null, running: false, startedAt: null, detail });
+  const gone = (detail: string): MainProcess => ({ source, supervised: false, info: null, running: false, startedAt: null, detail });
   const pane = await findPane(target);
   if ("error" in pane) return gone(`${source}: ${pane.error}`);
   if (pane.dead) return gone(`${source}: its command exited`);
   const info = readProc(pane.pid);
   if (!isRunning(info)) return gone(`${source}: pid ${pane.pid} is gone`);
-  return { source, info, running: true, startedAt: startedAtMs(info), detail: `pid ${info.pid}` };
+  return { source, supervised: false, info, running: true, startedAt: startedAtMs(info), detail: `pid ${info.pid}` };
+}
+
+/** A PID that a manager (systemd, launchd) reports: trusted as the main PID, checked to be running. */
+function supervisedProcess(source: string, pid: number | null, why: string): MainProcess {
+  const info = pid ? readProc(pid) : null;
+  const running = isRunning(info);
+  const detail = running ? `pid ${pid}` : pid ? `pid ${pid} is gone` : why;
+  return { source, supervised: true, info: running ? info : null, running, startedAt: running ? startedAtMs(info) : null, detail };
+}
+
+/** systemd's MainPID (0: no main process). */
+export async function fromUnit(unit: string): Promise<MainProcess> {
+  const source = `unit ${unit}`;
+  try {
+    const { MainPID, ActiveState } = await showUnit(unit, ["MainPID", "ActiveState"]);
+    return supervisedProcess(source, Number(MainPID) || null, `${source} has no main process (${ActiveState || "unknown"})`);
+  } catch (error) {
+    return supervisedProcess(source, null, (error as Error).message);
+  }
+}
+
+export async function fromLaunchd(label: string): Promise<MainProcess> {
+  const found = await launchdPid(label);
+  return supervisedProcess(`launchd job ${label}`, "pid" in found ? found.pid : null, "error" in found ? found.error : "");
 }
 
 /** The service's main process from its pid source; null when it has none. */
 export async function mainProcess(service: ServiceConfig, state: ServiceState): Promise<MainProcess | null> {
   if (service.pidfile) return fromPidfile(service.pidfile, state);
   if (service.tmux) return fromTmux(service.tmux);
+  if (service.unit) return fromUnit(service.unit);
+  if (service.launchd) return fromLaunchd(service.launchd);
   return null;
 }

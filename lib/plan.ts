@@ -39,6 +39,8 @@ function flattenService(service: ServiceConfig): Flat {
   };
   if (service.pidfile) flat.pidfile = service.pidfile;
   if (service.tmux) flat.tmux = service.tmux;
+  if (service.unit) flat.unit = service.unit;
+  if (service.launchd) flat.launchd = service.launchd;
   if (service.requiresDns) flat["requires.dns"] = service.requiresDns;
   const { check, restart } = service;
   switch (check.kind) {

@@ -92,12 +92,18 @@ export function ancestry(pid: number = process.pid): number[] {
   return chain;
 }
 
-/** All PIDs whose process group is `pgid` (Linux). */
-export function groupMembers(pgid: number): number[] {
-  const members: number[] = [];
-  for (const entry of new Bun.Glob("[0-9]*").scanSync({ cwd: "/proc", onlyFiles: false })) {
-    const info = readProc(Number(entry));
-    if (info && info.pgid === pgid && isRunning(info)) members.push(info.pid);
+/** The process with this identity has exited (gone, zombie, or its PID now names another process). */
+export function hasExited(info: ProcInfo): boolean {
+  const now = readProc(info.pid);
+  return !isRunning(now) || now.startTicks !== info.startTicks;
+}
+
+/** Poll until the process exits or the timeout passes; true if it exited. */
+export async function waitForExit(info: ProcInfo, timeoutMs: number, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!hasExited(info)) {
+    if (Date.now() >= deadline) return false;
+    await sleep(Math.min(20, Math.max(1, deadline - Date.now())));
   }
-  return members;
+  return true;
 }

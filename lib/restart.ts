@@ -2,7 +2,7 @@ import { closeSync, openSync } from "node:fs";
 import type { RestartAction, ServiceConfig } from "./config.ts";
 import { humanDuration } from "./duration.ts";
 import { writeFileAtomic } from "./atomic.ts";
-import { ancestry, isRunning, readProc, type ProcInfo } from "./proc.ts";
+import { ancestry, readProc, waitForExit, type ProcInfo } from "./proc.ts";
 import { runCommand } from "./run.ts";
 import type { MainProcess } from "./pidsource.ts";
 import { respawnPane } from "./tmux.ts";
@@ -62,10 +62,6 @@ export async function restartService(service: ServiceConfig, current: MainProces
 export async function stopProcess(info: ProcInfo, stopTimeoutMs: number, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<{ forced: boolean }> {
   if (info.pid <= 1 || ancestry().includes(info.pid)) throw new Error(`refusing to signal pid ${info.pid} (init, self or an ancestor)`);
   const target = info.pgid === info.pid && !ancestry().includes(info.pgid) ? -info.pid : info.pid;
-  const alive = () => {
-    const now = readProc(info.pid);
-    return isRunning(now) && now.startTicks === info.startTicks;
-  };
   const send = (signal: NodeJS.Signals) => {
     try {
       process.kill(target, signal);
@@ -73,15 +69,12 @@ export async function stopProcess(info: ProcInfo, stopTimeoutMs: number, sleep: 
   };
   send("SIGTERM");
   send("SIGCONT");
-  const deadline = Date.now() + stopTimeoutMs;
-  while (alive() && Date.now() < deadline) await sleep(50);
-  if (!alive()) {
+  if (await waitForExit(info, stopTimeoutMs, sleep)) {
     if (target < 0) send("SIGKILL"); // leftovers of the group that ignored TERM
     return { forced: false };
   }
   send("SIGKILL");
-  const killDeadline = Date.now() + 5000;
-  while (alive() && Date.now() < killDeadline) await sleep(20);
+  await waitForExit(info, 5000, sleep);
   return { forced: true };
 }
 

@@ -1,5 +1,8 @@
 import { runCommand } from "./run.ts";
 
+/** "session:window" or "session:window.pane" */
+export const TMUX_TARGET = /^[^:\s]+:[^.\s]+(\.\d+)?$/;
+
 /** "session:window[.pane]" split into its parts. */
 export function parseTarget(target: string) {
   const colon = target.indexOf(":");

@@ -59,7 +59,8 @@ const MALFORMED: [string, string, string][] = [
   ],
   ["service not an array", '[service]\nname = "x"\n', "service: must be an array of tables"],
   ["requires unknown key", service('[service.requires]\nhost = "x"'), "service[0].requires.host: unknown key"],
-  ["not yet supported key", service('unit = "blog.service"'), "service[0].unit: is not supported by this version of tend yet"],
+  ["not yet supported key", service('track_restarts = true'), "service[0].track_restarts: is not supported by this version of tend yet"],
+  ["two PID sources", service('pidfile = "x.pid"\nunit = "x.service"'), "service[0].unit: a service has one PID source: pidfile and unit given"],
   ["JSON with a bad type", '{"watchdog": {"concurrency": "16"}}', 'watchdog.concurrency: "16" is not an integer'],
 ];
 

@@ -14,6 +14,8 @@ const SERVICE: ServiceConfig = {
   enabled: true,
   pidfile: null,
   tmux: null,
+  unit: null,
+  launchd: null,
   check: { kind: "http", url: "http://127.0.0.1:8080/", expect: null, anyResponse: false, failCodes: null, contains: null, headers: {}, timeoutMs: 5000 },
   restart: { kind: "tmux", target: "main:blog", run: "python3 -m http.server 8080" },
   dependsOn: [],
@@ -54,6 +56,7 @@ const ROWS: Row[] = [
   { name: "crash inside grace is still started (grace waits for a live process only)", state: { startedAt: NOW - 5_000 }, facts: { process: GONE }, kind: "crash" },
   { name: "crash during backoff waits", state: { backoffUntil: NOW + MIN }, facts: { process: GONE }, kind: "strike", reason: /^backoff until/ },
   { name: "crash loop: max_restarts reached gives up", service: { maxRestarts: 2 }, state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN] }, facts: { process: GONE }, kind: "give-up", tags: ["GIVEN-UP"] },
+  { name: "a systemd/launchd-supervised process that is gone is left to its manager: probed, not started", facts: { process: { ...GONE, supervised: true } }, probe: TIMEOUT, kind: "strike", strikes: 1 },
   { name: "crash with no restart action is probed like any failure", service: { restart: null }, facts: { process: GONE }, probe: TIMEOUT, kind: "strike", strikes: 1 },
   // rule 2: ok
   { name: "success resets strikes", state: { strikes: 2 }, probe: OK, kind: "ok", strikes: 0 },

@@ -1,0 +1,134 @@
+// safe-kill against real processes: identity, refusals, signals, escalation, tmux panes.
+import { afterEach, expect, test } from "bun:test";
+import { utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { alive, BUN, freePort, procState, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+afterEach(() => box?.cleanup());
+
+/** A process of the test's own, in its own group, with a pidfile written after it started. */
+function startTarget(argv: string[], pidfileName = "tour.pid") {
+  const child = Bun.spawn(argv, { detached: true, stdout: "ignore", stderr: "ignore" });
+  box.track(child.pid);
+  const pidfile = join(box.dir, pidfileName);
+  writeFileSync(pidfile, `${child.pid}\n`);
+  return { pid: child.pid, pidfile };
+}
+
+function configWith(pidfile: string) {
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "tour"\npidfile = "${pidfile}"\n[service.check]\nprocess = true\n`);
+}
+
+test("a shell whose command line names the target survives: only the verified process dies", async () => {
+  box = new Sandbox();
+  const { pid, pidfile } = startTarget(["sleep", "300"]);
+  configWith(pidfile);
+  // This shell's own command line contains "tour": pkill -f tour would have killed it.
+  const shell = Bun.spawnSync(["bash", "-c", `'${TEND}' safe-kill -s KILL tour; echo still-here rc=$?`], { env: box.env() });
+  const out = shell.stdout.toString();
+  expect(out).toContain(`sent SIGKILL to tour (pid ${pid}: sleep 300)`);
+  expect(out).toContain("still-here rc=0");
+  await waitFor(() => !alive(pid), 5000, "target gone");
+});
+
+test("PID reuse: a pidfile naming a process newer than the file is not that process; nothing is signalled", async () => {
+  box = new Sandbox();
+  const { pid, pidfile } = startTarget(["sleep", "300"]);
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  utimesSync(pidfile, hourAgo, hourAgo);
+  const result = await box.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile}`]);
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain(`pid ${pid} started after ${pidfile} was written: not the process it names (PID reused)`);
+  expect(alive(pid)).toBe(true);
+});
+
+test("PID reuse against the start time tend recorded when it started the process", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const pidfile = join(box.state, "tour.pid");
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "tour"\npidfile = "tour.pid"\ngrace = "0s"\n[service.check]\nhttp = "http://127.0.0.1:${port}/"\n[service.restart]\nspawn = ["${BUN}", "${SERVER}", "${port}"]\n`);
+  await box.tend(["watchdog"]);
+  const started = Number(box.read("tour.pid"));
+  box.track(started);
+  process.kill(started, "SIGKILL");
+  await waitFor(() => !alive(started), 5000, "first gone");
+  // Another process now sits in the pidfile, written just now: only tend's record can tell it apart.
+  const stranger = Bun.spawn(["sleep", "300"], { detached: true });
+  box.track(stranger.pid);
+  const recorded = box.stateOf("tour");
+  recorded.pid = stranger.pid; // as if the kernel had handed the same PID to the stranger
+  writeFileSync(join(box.state, "tour.json"), JSON.stringify(recorded));
+  writeFileSync(pidfile, `${stranger.pid}\n`);
+  for (const target of ["tour", `pidfile:${pidfile}`]) {
+    const result = await box.tend(["safe-kill", "-s", "KILL", target]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`pid ${stranger.pid} now belongs to another process (start time differs: PID reused)`);
+  }
+  expect(alive(stranger.pid)).toBe(true);
+});
+
+test("refuses (exit 3) pid 1, pid 0, itself and its parent shell", async () => {
+  box = new Sandbox();
+  const pidfile = join(box.dir, "x.pid");
+  for (const pid of ["1", "0"]) {
+    writeFileSync(pidfile, `${pid}\n`);
+    const result = await box.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile}`]);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toContain(`refusing to signal pid ${pid}: init or the kernel`);
+  }
+  const self = Bun.spawnSync(["bash", "-c", `echo $$ > '${pidfile}'; exec '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'`], { env: box.env() });
+  expect(self.exitCode).toBe(3);
+  expect(self.stderr.toString()).toContain("that is safe-kill itself");
+  const parent = Bun.spawnSync(["bash", "-c", `echo $$ > '${pidfile}'; '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'; echo parent-alive rc=$?`], { env: box.env() });
+  expect(parent.stdout.toString()).toContain("parent-alive rc=3");
+  expect(parent.stderr.toString()).toContain("an ancestor of safe-kill");
+});
+
+test("rehearsal: -s STOP freezes, -s CONT thaws; numbers work; --dry-run signals nothing", async () => {
+  box = new Sandbox();
+  const { pid, pidfile } = startTarget(["sleep", "300"]);
+  const target = `pidfile:${pidfile}`;
+  const dry = await box.tend(["safe-kill", "--dry-run", "-s", "STOP", target]);
+  expect(dry.code).toBe(0);
+  expect(dry.stdout).toBe(`would send SIGSTOP to ${pidfile} (pid ${pid}: sleep 300)\n`);
+  expect(procState(pid)).not.toBe("T");
+  expect((await box.tend(["safe-kill", "-s", "STOP", target])).stdout).toContain("sent SIGSTOP");
+  await waitFor(() => procState(pid) === "T", 5000, "stopped");
+  expect((await box.tend(["safe-kill", "-s", "18", target])).stdout).toContain("sent SIGCONT");
+  await waitFor(() => procState(pid) === "S", 5000, "continued");
+  expect((await box.tend(["safe-kill", "-s", "BOGUS", target])).code).toBe(2);
+  expect((await box.tend(["safe-kill", "-s", "99", target])).code).toBe(2);
+  expect((await box.tend(["safe-kill", "nosuch-thing"])).code).toBe(2);
+  expect((await box.tend(["safe-kill", `pidfile:${pidfile}.missing`])).code).toBe(1);
+  expect(alive(pid)).toBe(true);
+});
+
+test("--escalate: TERM, then KILL only when the process ignores TERM, and says which", async () => {
+  box = new Sandbox();
+  const polite = startTarget(["sleep", "300"], "polite.pid");
+  const result = await box.tend(["safe-kill", "--escalate", "3s", `pidfile:${polite.pidfile}`]);
+  expect(result.code).toBe(0);
+  expect(result.stdout).toContain("sent SIGTERM");
+  expect(result.stdout).toContain("no force needed");
+  const stubborn = startTarget([BUN, "-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('up')"], "stubborn.pid");
+  await waitFor(() => {
+    const caught = /SigCgt:\s*([0-9a-f]+)/.exec(Bun.spawnSync(["cat", `/proc/${stubborn.pid}/status`]).stdout.toString())?.[1] ?? "0";
+    return (BigInt("0x" + caught) & (1n << 14n)) !== 0n; // bit 15-1: SIGTERM is caught
+  }, 10_000, "TERM handler installed");
+  const forced = await box.tend(["safe-kill", "--escalate", "500ms", `pidfile:${stubborn.pidfile}`]);
+  expect(forced.code).toBe(0);
+  expect(forced.stdout).toContain("was still running after 0.5s: sent SIGKILL (force was needed)");
+  await waitFor(() => !alive(stubborn.pid), 5000, "killed");
+});
+
+test("tmux:TARGET signals the pane's process", async () => {
+  box = new Sandbox();
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
+  tmux("new-session", "-d", "-s", "work", "-n", "tour", "sleep 300");
+  const pid = Number(tmux("display-message", "-p", "-t", "work:tour", "#{pane_pid}").stdout.toString().trim());
+  const result = await box.tend(["safe-kill", "-s", "KILL", "tmux:work:tour"]);
+  expect(result.stdout).toContain(`sent SIGKILL to work:tour (pid ${pid}: sleep 300)`);
+  await waitFor(() => !alive(pid), 5000, "pane process gone");
+  expect((await box.tend(["safe-kill", "tmux:work:nosuch"])).code).toBe(1);
+});
