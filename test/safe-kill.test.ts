@@ -132,3 +132,20 @@ test("tmux:TARGET signals the pane's process", async () => {
   await waitFor(() => !alive(pid), 5000, "pane process gone");
   expect((await box.tend(["safe-kill", "tmux:work:nosuch"])).code).toBe(1);
 });
+
+test("launchd label via the config (STAND-IN launchctl: launchd cannot run on Linux)", async () => {
+  box = new Sandbox();
+  const { pid } = startTarget(["sleep", "300"]);
+  // A stand-in that answers `launchctl list LABEL` the way launchd does, for this label only.
+  const bin = join(box.dir, "bin");
+  Bun.spawnSync(["mkdir", bin]);
+  writeFileSync(join(bin, "launchctl"), `#!/bin/sh\n[ "$1 $2" = "list org.example.tour" ] || { echo "Could not find service \\"$2\\" in domain" >&2; exit 113; }\nprintf '{\\n\\t"LimitLoadToSessionType" = "Aqua";\\n\\t"Label" = "org.example.tour";\\n\\t"PID" = ${pid};\\n};\\n'\n`, { mode: 0o755 });
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "tour"\nlaunchd = "org.example.tour"\n[service.check]\nprocess = true\n[[service]]\nname = "gone"\nlaunchd = "org.example.gone"\n[service.check]\nprocess = true\n`);
+  const env = { PATH: `${bin}:${process.env.PATH}` };
+  const result = await box.tend(["safe-kill", "-s", "KILL", "tour"], { env });
+  expect(result.stdout).toBe(`sent SIGKILL to tour (pid ${pid}: sleep 300)\n`);
+  await waitFor(() => !alive(pid), 5000, "killed");
+  const missing = await box.tend(["safe-kill", "gone"], { env });
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toContain('launchd job org.example.gone: Could not find service "org.example.gone"');
+});
