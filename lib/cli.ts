@@ -28,6 +28,9 @@ export interface CommandSpec {
   string?: string[];
   boolean?: string[];
   alias?: Record<string, string>;
+  default?: Record<string, unknown>;
+  /** string options that may be given more than once (an array) */
+  repeatable?: string[];
 }
 
 export type Args = minimist.ParsedArgs;
@@ -42,6 +45,7 @@ export async function runCli(spec: CommandSpec, argv: string[], io: Io, handler:
     string: strings,
     boolean: booleans,
     alias: { h: "help", ...spec.alias },
+    default: spec.default,
     unknown: (flag) => {
       if (flag.startsWith("-") && flag !== "-" && !known.has(flag.replace(/^--?(no-)?/, "").split("=")[0])) unknown.push(flag);
       return true;
@@ -51,7 +55,7 @@ export async function runCli(spec: CommandSpec, argv: string[], io: Io, handler:
   if (args.version) return io.out(`tend ${VERSION}`), EXIT.ok;
   if (unknown.length) return io.err(`${spec.name}: unknown option ${unknown.join(", ")}\n\n${spec.usage}`), EXIT.usage;
   for (const key of strings) {
-    if (Array.isArray(args[key])) return io.err(`${spec.name}: --${key} given more than once`), EXIT.usage;
+    if (Array.isArray(args[key]) && !spec.repeatable?.includes(key)) return io.err(`${spec.name}: --${key} given more than once`), EXIT.usage;
   }
   try {
     return await handler(args);

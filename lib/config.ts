@@ -52,11 +52,26 @@ export interface WatchdogConfig {
   intervalMs: number;
   bootDelayMs: number;
   concurrency: number;
+  /** Pinged after each pass (dead-man switch); "/fail" appended while a service is down. */
+  heartbeatUrl: string | null;
+}
+
+export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager"] as const;
+export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
+
+export interface NotifyConfig {
+  /** null: no channel configured (notifications are then spooled until one is) */
+  url: string | null;
+  format: NotifyFormat;
+  timeoutMs: number;
+  retries: number;
+  minIntervalMs: number;
 }
 
 export interface Config {
   path: string;
   watchdog: WatchdogConfig;
+  notify: NotifyConfig;
   services: ServiceConfig[];
 }
 
@@ -264,15 +279,24 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
     intervalMs: watchdogTable.duration("interval") ?? 300_000,
     bootDelayMs: watchdogTable.duration("boot_delay") ?? 0,
     concurrency: watchdogTable.integer("concurrency", 1, 1024) ?? 16,
+    heartbeatUrl: httpUrl(watchdogTable, "heartbeat_url"),
   };
   if (watchdog.intervalMs < 1000 && watchdogTable.has("interval")) watchdogTable.fail("interval", `must be at least 1s`);
-  for (const key of ["metrics_file", "heartbeat_url"]) {
-    const value = watchdogTable.string(key, { nonEmpty: false });
-    if (value) watchdogTable.fail(key, NOT_YET);
-  }
+  const metrics = watchdogTable.string("metrics_file", { nonEmpty: false });
+  if (metrics) watchdogTable.fail("metrics_file", NOT_YET);
   watchdogTable.finish(["state_dir", "log", "interval", "boot_delay", "metrics_file", "heartbeat_url", "concurrency"]);
 
-  if (root.raw("notify") !== undefined) root.fail("notify", NOT_YET);
+  const notifyTable = root.sub("notify") ?? new Reader({}, "notify", errors);
+  const format = notifyTable.string("format") ?? "text";
+  if (!NOTIFY_FORMATS.includes(format as NotifyFormat)) notifyTable.fail("format", `${show(format)} is not one of ${NOTIFY_FORMATS.join(", ")}`);
+  const notify: NotifyConfig = {
+    url: httpUrl(notifyTable, "url") ?? (env.TEND_NOTIFY_URL || null),
+    format: format as NotifyFormat,
+    timeoutMs: notifyTable.duration("timeout") ?? 10_000,
+    retries: notifyTable.integer("retries", 0, 10) ?? 2,
+    minIntervalMs: notifyTable.duration("min_interval") ?? 900_000,
+  };
+  notifyTable.finish(["url", "format", "timeout", "retries", "min_interval"]);
 
   const defaults = { ...BUILTIN_TUNABLES };
   const defaultsTable = root.sub("defaults");
@@ -295,7 +319,28 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
   checkServiceGraph(services, errors);
 
   if (errors.length) throw new TendError(`${path}: invalid configuration:\n  ${errors.join("\n  ")}`, 2);
-  return { path: resolve(path), watchdog, services };
+  return { path: resolve(path), watchdog, notify, services };
+}
+
+/** An optional http(s) URL setting ("" = off). */
+function httpUrl(table: Reader, key: string): string | null {
+  const value = table.string(key, { nonEmpty: false });
+  if (!value) return null;
+  if (!/^https?:\/\/[^/\s]+/.test(value)) {
+    table.fail(key, `${show(value.replace(/^(\w+:\/\/[^/]*).*/, "$1/…"))} is not an http:// or https:// URL`);
+    return null;
+  }
+  return value;
+}
+
+/** The configuration, or the built-in defaults when no file exists (notify works without one). */
+export function loadConfigOrDefaults(options: LoadOptions = {}): Config {
+  try {
+    findConfig(options);
+  } catch {
+    return parseConfig("{}", "(built-in defaults).json", options.env ?? process.env);
+  }
+  return loadConfig(options);
 }
 
 function readTunables(table: Reader, into: Tunables) {

@@ -22,7 +22,21 @@ export interface LogLine {
   message: string;
   /** downtime.log instead of the watchdog log */
   downtime?: boolean;
+  /** Worth a notification: the event name (dedup key with the service). */
+  event?: NotifyEvent;
 }
+
+/** Watchdog events and the emoji their notification starts with. */
+export const EVENTS = {
+  restart: "⚠️",
+  failed: "🚨",
+  "auto-restart": "🔁",
+  "given-up": "⛔",
+  busy: "⏳",
+  memory: "📈",
+  recovered: "✅",
+} as const;
+export type NotifyEvent = keyof typeof EVENTS;
 
 export interface Decision {
   kind: DecisionKind;
@@ -55,7 +69,7 @@ export function gate(service: ServiceConfig, state: ServiceState, facts: Facts):
       kind: "crash",
       reason: "crash",
       next,
-      log: [{ tag: "RESTART", message: `${service.name} is not running (${facts.process.detail}): starting it (crash)` }],
+      log: [{ tag: "RESTART", event: "restart", message: `${service.name} is not running (${facts.process.detail}): starting it (crash)` }],
     };
   }
 
@@ -100,7 +114,7 @@ export function judge(service: ServiceConfig, state: ServiceState, probe: ProbeR
     next: { ...next, outage: { since: next.outage!.since, reason: "hung_restart" } },
     log: [
       warn,
-      { tag: "HUNG", message: `${service.name} failed ${strikes} checks in a row (last: ${probe.detail}): restarting` },
+      { tag: "HUNG", event: "restart", message: `${service.name} failed ${strikes} checks in a row (last: ${probe.detail}): restarting` },
     ],
   };
 }
@@ -137,7 +151,7 @@ export function recordRestart(service: ServiceConfig, state: ServiceState, outco
       kind: "ok",
       reason: "recovered",
       next: closed.next,
-      log: [{ tag: "RECOVERED", message: `${service.name} recovered ${humanDuration(outcome.elapsedMs)} after restart (${outcome.detail})` }, ...closed.log],
+      log: [{ tag: "RECOVERED", event: "recovered", message: `${service.name} recovered ${humanDuration(outcome.elapsedMs)} after restart (${outcome.detail})` }, ...closed.log],
     };
   }
   const failedInRow = next.failedInRow + 1;
@@ -148,7 +162,7 @@ export function recordRestart(service: ServiceConfig, state: ServiceState, outco
     kind: "restart",
     reason: "failed",
     next: failed,
-    log: [{ tag: "FAILED", message: `${service.name} ${what} (${outcome.detail}); backoff ${humanDuration(backoffMs)}` }],
+    log: [{ tag: "FAILED", event: "failed", message: `${service.name} ${what} (${outcome.detail}); backoff ${humanDuration(backoffMs)}` }],
   };
 }
 
@@ -168,11 +182,11 @@ function closeOutage(service: ServiceConfig, state: ServiceState, probe: ProbeRe
   if (state.outage) {
     const { since, reason } = state.outage;
     const seconds = Math.round((now - since) / 1000);
-    if (sayRecovered) log.push({ tag: "RECOVERED", message: `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})` });
+    if (sayRecovered) log.push({ tag: "RECOVERED", event: "recovered", message: `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})` });
     const utc = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace("T", " ");
     log.push({ tag: "DOWNTIME", downtime: true, message: `${service.name} was unavailable for ${seconds}s (${reason}, from ${utc(since)} UTC to ${utc(now)} UTC)` });
   } else if (state.givenUp && sayRecovered) {
-    log.push({ tag: "RECOVERED", message: `${service.name} is healthy again: no longer given up` });
+    log.push({ tag: "RECOVERED", event: "recovered", message: `${service.name} is healthy again: no longer given up` });
   }
   return { next, log };
 }
@@ -195,6 +209,7 @@ function giveUp(service: ServiceConfig, state: ServiceState, why: string): Decis
     next: { ...state, givenUp: true },
     log: [{
       tag: "GIVEN-UP",
+      event: "given-up",
       message: `${why} but was restarted ${service.maxRestarts} times within ${humanDuration(service.restartWindowMs)}: giving up until it is healthy again or \`watchdog reset ${service.name}\``,
     }],
   };

@@ -50,6 +50,17 @@ export async function tryLock(path: string, { useFlock = true } = {}): Promise<L
   return tryLockFile(path + ".pid");
 }
 
+/** Wait for the lock, polling, up to waitMs; null if it stayed held. */
+export async function waitLock(path: string, waitMs: number, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<Lock | null> {
+  const deadline = Date.now() + waitMs;
+  let lock = await tryLock(path);
+  while (!lock && Date.now() < deadline) {
+    await sleep(50);
+    lock = await tryLock(path);
+  }
+  return lock;
+}
+
 function tryLockFile(path: string): Lock | null {
   const me = readProc(process.pid);
   const identity = `${process.pid} ${me?.startTicks ?? "?"}\n`;

@@ -1,7 +1,7 @@
 import type { Config } from "./config.ts";
 import { humanDuration } from "./duration.ts";
 import { TendError, usageError } from "./errors.ts";
-import { tryLock } from "./lock.ts";
+import { waitLock } from "./lock.ts";
 import { Logger } from "./log.ts";
 import { lockFile } from "./pass.ts";
 import { ensureStateDir, readState, writeState, type ServiceState } from "./state.ts";
@@ -22,12 +22,7 @@ export async function maintain(config: Config, name: string, action: Maintenance
   if (!service) throw usageError(`no such service: ${name} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`);
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const deadline = now() + lockWaitMs;
-  let lock = await tryLock(lockFile(stateDir));
-  while (!lock && now() < deadline) {
-    await sleep(100);
-    lock = await tryLock(lockFile(stateDir));
-  }
+  const lock = await waitLock(lockFile(stateDir), lockWaitMs, sleep);
   if (!lock) throw new TendError(`a watchdog pass has held ${lockFile(stateDir)} for ${humanDuration(lockWaitMs)}: try again`, 1);
   try {
     const { state } = readState(stateDir, name);

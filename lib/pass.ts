@@ -11,6 +11,9 @@ import { Logger, utcStamp } from "./log.ts";
 import { mainProcess, type MainProcess } from "./pidsource.ts";
 import { probe, type ProbeResult } from "./probe.ts";
 import { uptimeMs } from "./proc.ts";
+import { eventMessage, pingHeartbeat, sendEvents } from "./alert.ts";
+import type { Message } from "./notify.ts";
+import { redactUrl } from "./redact.ts";
 import { describeRestart, restartService } from "./restart.ts";
 import { ensureStateDir, readState, writeState, type ServiceState } from "./state.ts";
 
@@ -30,6 +33,8 @@ export interface ServiceOutcome {
   name: string;
   decision: Decision;
   probe: ProbeResult | null;
+  /** Notifications this service's lines asked for */
+  events: Message[];
 }
 
 export interface PassReport {
@@ -59,7 +64,12 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   try {
     if (!dryRun) recordRebootGap(config, logger, now());
     const services = await judgeAll(config, options, logger);
-    if (!dryRun) writeFileAtomic(heartbeatFile(stateDir), new Date(now()).toISOString() + "\n");
+    if (!dryRun) {
+      await sendEvents(config, services.flatMap((service) => service.events), logger);
+      const anyDown = services.some((service) => service.decision.kind !== "skip" && service.decision.next.outage !== null);
+      await pingHeartbeat(config, anyDown, logger);
+      writeFileAtomic(heartbeatFile(stateDir), new Date(now()).toISOString() + "\n");
+    }
     return { ran: true, services };
   } finally {
     lock?.release();
@@ -112,7 +122,7 @@ async function judgeAll(config: Config, options: PassOptions, logger: Logger): P
       } catch (error) {
         publish.get(service.name)!(true);
         logger.write("ERROR", `${service.name}: ${(error as Error).message}`);
-        return { name: service.name, decision: { kind: "skip", reason: "error", next: readState(config.watchdog.stateDir, service.name).state, log: [] }, probe: null } as ServiceOutcome;
+        return { name: service.name, decision: { kind: "skip", reason: "error", next: readState(config.watchdog.stateDir, service.name).state, log: [] }, probe: null, events: [] } as ServiceOutcome;
       }
     }),
   );
@@ -154,29 +164,33 @@ async function judgeService(
   if (dryRun) {
     const would = decision.kind === "restart" || decision.kind === "crash" ? ` -> would ${describeRestart(service.restart!)}` : "";
     echo(`${service.name}: ${decision.kind} (${result ? `${result.detail} in ${result.latencyMs}ms; ` : ""}${decision.reason})${would}`);
-    return { name: service.name, decision, probe: result };
+    return { name: service.name, decision, probe: result, events: [] };
   }
 
-  state = emit(logger, stateDir, decision.next, decision.log);
+  const events: Message[] = [];
+  state = emit(logger, stateDir, service.name, decision.next, decision.log, events);
   writeState(stateDir, service.name, state);
   if (decision.kind === "restart" || decision.kind === "crash") {
     const restarted = await restartAndVerify(service, state, main, options, logger);
-    state = emit(logger, stateDir, restarted.next, restarted.log);
+    state = emit(logger, stateDir, service.name, restarted.next, restarted.log, events);
     writeState(stateDir, service.name, state);
     decision = { ...decision, next: state };
   } else if (loaded.problem && decision.next === loaded.state) {
     writeState(stateDir, service.name, state);
   }
-  return { name: service.name, decision, probe: result };
+  return { name: service.name, decision, probe: result, events };
 }
 
-/** Log lines to the watchdog log (DOWNTIME lines to downtime.log too); the last becomes the service's last event. */
-function emit(logger: Logger, stateDir: string, state: ServiceState, lines: LogLine[]): ServiceState {
+/** Log lines (DOWNTIME lines to downtime.log); the last becomes the service's last event; notifications are collected. */
+function emit(logger: Logger, stateDir: string, name: string, state: ServiceState, lines: LogLine[], events: Message[]): ServiceState {
   let next = state;
   for (const line of lines) {
     if (line.downtime) logger.write(line.tag, line.message, downtimeFile(stateDir));
     else logger.write(line.tag, line.message);
-    next = { ...next, lastEvent: { at: logger.entries.at(-1)!.at.getTime(), tag: line.tag, message: line.message } };
+    const at = logger.entries.at(-1)!.at;
+    next = { ...next, lastEvent: { at: at.getTime(), tag: line.tag, message: line.message } };
+    const message = eventMessage(name, line, at);
+    if (message) events.push(message);
   }
   return next;
 }
@@ -240,17 +254,6 @@ export function describeCheck(service: ServiceConfig): string {
       return `process ${service.pidfile ?? service.tmux}`;
     case "log":
       return `log ${check.path}, fresh ${humanDuration(check.freshMs)}`;
-  }
-}
-
-/** scheme://host[:port]/… : paths, queries and user info can hold tokens. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const rest = parsed.pathname !== "/" || parsed.search ? "/…" : "/";
-    return `${parsed.protocol}//${parsed.host}${rest}`;
-  } catch {
-    return "(invalid URL)";
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Config, ServiceConfig } from "./config.ts";
 import { formatDuration } from "./duration.ts";
+import { redactUrl } from "./redact.ts";
 
 type Flat = Record<string, unknown>;
 
@@ -10,12 +11,20 @@ type Flat = Record<string, unknown>;
 export function renderPlan(config: Config): string {
   const { watchdog } = config;
   const blocks: [string, Flat][] = [
+    ["notify", {
+      url: config.notify.url ? redactUrl(config.notify.url) : "",
+      format: config.notify.format,
+      timeout: formatDuration(config.notify.timeoutMs),
+      retries: config.notify.retries,
+      min_interval: formatDuration(config.notify.minIntervalMs),
+    }],
     ["watchdog", {
       state_dir: watchdog.stateDir,
       log: watchdog.log,
       interval: formatDuration(watchdog.intervalMs),
       boot_delay: formatDuration(watchdog.bootDelayMs),
       concurrency: watchdog.concurrency,
+      heartbeat_url: watchdog.heartbeatUrl ? redactUrl(watchdog.heartbeatUrl) : "",
     }],
     ...[...config.services].sort((a, b) => a.name.localeCompare(b.name)).map((service) => [`service "${service.name}"`, flattenService(service)] as [string, Flat]),
   ];

@@ -4,6 +4,7 @@ import type { Check } from "./config.ts";
 import { humanDuration } from "./duration.ts";
 import { isStopped, isZombie, type ProcInfo } from "./proc.ts";
 import { runCommand } from "./run.ts";
+import { networkReason } from "./net.ts";
 
 export interface ProbeResult {
   ok: boolean;
@@ -103,19 +104,4 @@ export async function probe(check: Check, context: ProbeContext = {}): Promise<P
       return finish(true, `log written ${humanDuration(age)} ago`);
     }
   }
-}
-
-function networkReason(error: unknown): string {
-  const code = (error as { code?: string }).code;
-  const known: Record<string, string> = {
-    ECONNREFUSED: "connection refused",
-    ConnectionRefused: "connection refused",
-    ECONNRESET: "connection reset",
-    ConnectionClosed: "connection closed",
-    ENOTFOUND: "name does not resolve",
-    EAI_AGAIN: "name does not resolve",
-    FailedToOpenSocket: "cannot open socket",
-    EHOSTUNREACH: "host unreachable",
-  };
-  return (code && known[code]) ?? code ?? (error as Error).message ?? String(error);
 }

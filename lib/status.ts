@@ -6,6 +6,7 @@ import { readHeartbeat } from "./pass.ts";
 import { mainProcess } from "./pidsource.ts";
 import { probe, type ProbeResult } from "./probe.ts";
 import { freshState, readState, type ServiceState } from "./state.ts";
+import { readNotifyState, readSpool } from "./spool.ts";
 
 export interface StatusRow {
   name: string;
@@ -22,6 +23,8 @@ export interface StatusRow {
 export interface StatusReport {
   last_pass: string | null;
   services: StatusRow[];
+  /** Notifications waiting in the spool, and the last delivery failure (cleared by a clean delivery). */
+  notify: { spooled: number; last_error: { at: string; detail: string } | null };
 }
 
 export interface StatusOptions {
@@ -53,7 +56,8 @@ export async function collectStatus(config: Config, { names = [], cached = false
       return describe(service, state, result, at, now());
     }),
   );
-  return { last_pass: readHeartbeat(config.watchdog.stateDir), services: rows };
+  const spooled = readSpool(config.watchdog.stateDir).messages.length;
+  return { last_pass: readHeartbeat(config.watchdog.stateDir), services: rows, notify: { spooled, last_error: readNotifyState(config.watchdog.stateDir).lastError } };
 }
 
 function describe(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, at: number | null, now: number): StatusRow {
@@ -116,5 +120,9 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
     const state = report.services[index].state;
     return text.replace(cells[1].padEnd(widths[1]), color(state, cells[1].padEnd(widths[1])));
   });
-  return [paint.dim(`last pass: ${lastPass}`), paint.dim(line(header)), ...body].join("\n");
+  const { spooled, last_error: lastError } = report.notify;
+  const notify = spooled || lastError
+    ? [paint.bad(`notify: ${spooled} undelivered in the spool${lastError ? `; last failure ${localStamp(new Date(lastError.at))}: ${lastError.detail}` : ""}`)]
+    : [];
+  return [paint.dim(`last pass: ${lastPass}`), ...notify, paint.dim(line(header)), ...body].join("\n");
 }

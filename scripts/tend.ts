@@ -6,14 +6,16 @@ type Main = (argv: string[], io: Io) => Promise<number>;
 const COMMANDS: Record<string, () => Promise<{ main: Main }>> = {
   watchdog: () => import("./watchdog.ts"),
   "safe-kill": () => import("./safe-kill.ts"),
+  notify: () => import("./notify.ts"),
 };
-const PLANNED = ["notify", "blogtunnel", "self-update"];
+const PLANNED = ["blogtunnel", "self-update"];
 
 const USAGE = `usage: tend COMMAND [ARGS...]   (or call a copy/symlink named after the command)
 
 commands:
   watchdog     probe services, restart the hung ones, report (watchdog --help)
   safe-kill    signal a service's verified main process, never by pattern
+  notify       send a message (curl -f semantics, retries, a spool that loses nothing)
   ${PLANNED.join(", ")}: not in this version yet
 
 tend --version prints the version.`;

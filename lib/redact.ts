@@ -1,0 +1,23 @@
+/** scheme://host[:port]/… : paths, queries and user info can hold tokens, so they are never shown. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const rest = parsed.pathname !== "/" || parsed.search ? "/…" : "/";
+    return `${parsed.protocol}//${parsed.host}${rest}`;
+  } catch {
+    return "(invalid URL)";
+  }
+}
+
+/** Remove every occurrence of a URL's secret parts from a text (error messages can quote URLs). */
+export function scrub(text: string, url: string | null): string {
+  if (!url) return text;
+  let clean = text.split(url).join(redactUrl(url));
+  try {
+    const parsed = new URL(url);
+    for (const secret of [parsed.pathname.length > 1 ? parsed.pathname : "", parsed.search, parsed.password, parsed.username]) {
+      if (secret && secret.length > 3) clean = clean.split(secret).join("…");
+    }
+  } catch {}
+  return clean;
+}
