@@ -46,6 +46,7 @@ export interface Decision {
   log: LogLine[];
 }
 
+const checks = (count: number) => `${count} check${count === 1 ? "" : "s"}`;
 const clock = (ms: number) => localStamp(new Date(ms)).slice(11);
 
 /**
@@ -105,7 +106,7 @@ export function judge(service: ServiceConfig, state: ServiceState, probe: ProbeR
     return { kind: "strike", reason: held, next, log: [said ? warn : { ...warn, message: `${warn.message}; not restarting: ${held}` }] };
   }
   if (windowRestarts(service, state, now).length >= service.maxRestarts) {
-    const decision = giveUp(service, next, `${service.name} failed ${strikes} checks in a row`);
+    const decision = giveUp(service, next, `${service.name} failed ${checks(strikes)} in a row`);
     return { ...decision, log: [warn, ...decision.log] };
   }
   return {
@@ -114,7 +115,7 @@ export function judge(service: ServiceConfig, state: ServiceState, probe: ProbeR
     next: { ...next, outage: { since: next.outage!.since, reason: "hung_restart" } },
     log: [
       warn,
-      { tag: "HUNG", event: "restart", message: `${service.name} failed ${strikes} checks in a row (last: ${probe.detail}): restarting` },
+      { tag: "HUNG", event: "restart", message: `${service.name} failed ${checks(strikes)} in a row (last: ${probe.detail}): restarting` },
     ],
   };
 }

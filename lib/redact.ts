@@ -15,9 +15,11 @@ export function scrub(text: string, url: string | null): string {
   let clean = text.split(url).join(redactUrl(url));
   try {
     const parsed = new URL(url);
-    for (const secret of [parsed.pathname.length > 1 ? parsed.pathname : "", parsed.search, parsed.password, parsed.username]) {
-      if (secret && secret.length > 3) clean = clean.split(secret).join("…");
-    }
+    // Whole parts first, then each path segment and query value (an answer may quote just the token).
+    const segments = parsed.pathname.split("/").map(decodeURIComponent);
+    const values = [...parsed.searchParams.values()];
+    const secrets = [parsed.pathname, parsed.search, parsed.password, parsed.username, ...segments, ...values].filter((part) => part.length >= 6);
+    for (const secret of secrets) clean = clean.split(secret).join("…");
   } catch {}
   return clean;
 }

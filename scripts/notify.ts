@@ -53,7 +53,8 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
     const outcome = report.outcomes[0];
     if (outcome.result === "suppressed") return io.out(`notify: suppressed: ${outcome.detail}`), 0;
     if (outcome.result === "sent") return 0;
-    io.err(`notify: delivery to ${redactUrl(url)} failed${outcome.attempts ? ` after ${outcome.attempts} attempt(s)` : ""}: ${report.failure ?? outcome.detail}; spooled (${report.waiting} waiting in ${spoolFile(config.watchdog.stateDir)})`);
+    const why = outcome.attempts ? `failed after ${outcome.attempts} attempt(s): ${outcome.detail}` : `not sent: ${outcome.detail} that could not be delivered (${report.failure})`;
+    io.err(`notify: delivery to ${redactUrl(url)} ${why}; spooled (${report.waiting} waiting in ${spoolFile(config.watchdog.stateDir)})`);
     return 1;
   });
 }

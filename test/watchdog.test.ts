@@ -226,7 +226,7 @@ command = ["true"]
       expect(pass.stdout).toContain("[FAILED] flaky did not recover within 1.0s after restart");
     }
     const third = await box.tend(["watchdog"]);
-    expect(third.stdout).toContain("[GIVEN-UP] flaky failed 1 checks in a row but was restarted 2 times within 1h");
+    expect(third.stdout).toContain("[GIVEN-UP] flaky failed 1 check in a row but was restarted 2 times within 1h");
     const fourth = await box.tend(["watchdog"]);
     expect(fourth.stdout).not.toContain("[GIVEN-UP]");
     expect(fourth.stdout).not.toContain("[HUNG]");

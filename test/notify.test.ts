@@ -1,0 +1,349 @@
+// notify against a local webhook that fails in every way a real one does, then recovers.
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+type Mode = "ok" | "500" | "404" | "429" | "hang" | "401";
+interface Seen {
+  path: string;
+  search: string;
+  headers: Record<string, string>;
+  body: string;
+  at: number;
+  answered: Mode;
+}
+
+/** A webhook whose answers follow a script: each request takes the next mode (the last repeats). */
+const hook = { modes: ["ok"] as Mode[], seen: [] as Seen[] };
+let server: ReturnType<typeof Bun.serve>;
+let base = "";
+const SECRET = "tk_9f8e7d6c5b4a";
+
+beforeAll(() => {
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 30,
+    async fetch(request) {
+      const url = new URL(request.url);
+      const mode = hook.modes.length > 1 ? hook.modes.shift()! : hook.modes[0];
+      hook.seen.push({ path: url.pathname, search: url.search, headers: Object.fromEntries(request.headers), body: await request.text(), at: Date.now(), answered: mode });
+      switch (mode) {
+        case "500":
+          return new Response("E".repeat(150) + "F".repeat(150), { status: 500 });
+        case "404":
+          return new Response("no such topic", { status: 404 });
+        case "401":
+          return new Response(`bad token ${SECRET}`, { status: 401 });
+        case "429":
+          return new Response("slow down", { status: 429, headers: { "Retry-After": "1" } });
+        case "hang":
+          await Bun.sleep(3000);
+          return new Response("late");
+        default:
+          return new Response("ok");
+      }
+    },
+  });
+  base = `http://127.0.0.1:${server.port}`;
+});
+afterAll(() => server.stop(true));
+
+let box: Sandbox;
+afterEach(() => {
+  box?.cleanup();
+  hook.modes = ["ok"];
+  hook.seen = [];
+});
+
+function setup(notify: string, url = `${base}/topic/${SECRET}`) {
+  box = new Sandbox();
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nurl = "${url}"\ntimeout = "500ms"\n${notify}\n`);
+}
+const notify = (...args: string[]) => box.tend(["notify", ...args]);
+const spool = () => box.read("notify-spool.jsonl").split("\n").filter(Boolean).map((line) => JSON.parse(line));
+
+describe("formats: each checked by the server that receives it", () => {
+  test("text (ntfy): body, Title, Priority, Tags headers", async () => {
+    setup("retries = 0");
+    const result = await notify("--title", "Disk", "--priority", "high", "--tag", "warning", "--tag", "disk", "disk 91% full");
+    expect(result.code).toBe(0);
+    const [request] = hook.seen;
+    expect(request.path).toBe(`/topic/${SECRET}`);
+    expect(request.body).toBe("disk 91% full");
+    expect(request.headers.title).toBe("Disk");
+    expect(request.headers.priority).toBe("high");
+    expect(request.headers.tags).toBe("warning,disk");
+  });
+
+  test.each([
+    ["json", "/hook", (body: any) => expect(body).toMatchObject({ message: "hello", title: "T", event: "restart", service: "web" })],
+    ["slack", "/services/T0/B0/xyz", (body: any) => expect(body).toEqual({ text: "*T*\nhello" })],
+    ["discord", "/api/webhooks/1/abc", (body: any) => expect(body).toEqual({ content: "T\nhello" })],
+  ] as [string, string, (body: unknown) => void][])("%s", async (format, path, check) => {
+    setup(`format = "${format}"\nretries = 0`, `${base}${path}`);
+    expect((await notify("--title", "T", "--event", "restart", "--service", "web", "hello")).code).toBe(0);
+    expect(hook.seen[0].path).toBe(path);
+    expect(hook.seen[0].headers["content-type"]).toBe("application/json");
+    check(JSON.parse(hook.seen[0].body));
+  });
+
+  test("telegram: bot API sendMessage with the chat id from the URL", async () => {
+    setup('format = "telegram"\nretries = 0', `${base}/bot123:${SECRET}/sendMessage?chat_id=-1001`);
+    expect((await notify("hello")).code).toBe(0);
+    expect(hook.seen[0].path).toBe(`/bot123:${SECRET}/sendMessage`);
+    expect(JSON.parse(hook.seen[0].body)).toEqual({ chat_id: "-1001", text: "hello" });
+  });
+
+  test("alertmanager: POST /api/v2/alerts with labels and annotations", async () => {
+    setup('format = "alertmanager"\nretries = 0', base);
+    expect((await notify("--event", "restart", "--service", "web", "--priority", "critical", "web restarted")).code).toBe(0);
+    expect(hook.seen[0].path).toBe("/api/v2/alerts");
+    const [alert] = JSON.parse(hook.seen[0].body);
+    expect(alert.labels).toMatchObject({ alertname: "restart", service: "web", severity: "critical" });
+    expect(alert.annotations.description).toBe("web restarted");
+    expect(Date.parse(alert.startsAt)).toBeGreaterThan(0);
+  });
+
+  test("--dry-run prints the request it would send, URL redacted, and sends nothing", async () => {
+    setup("retries = 0");
+    const result = await notify("--dry-run", "--title", "T", "hello");
+    expect(result.stdout).toBe(`POST ${base}/…\nContent-Type: text/plain; charset=utf-8\nTitle: T\n\nhello\n`);
+    expect(hook.seen.length).toBe(0);
+  });
+
+  test("MESSAGE - reads stdin", async () => {
+    setup("retries = 0");
+    const child = Bun.spawn([TEND, "notify", "-"], { env: box.env(), stdin: new Blob(["from stdin\n"]) });
+    expect(await child.exited).toBe(0);
+    expect(hook.seen[0].body).toBe("from stdin");
+  });
+});
+
+describe("failures: curl -f semantics, retries, nothing lost", () => {
+  test("500: retried (1 + retries attempts), exit 1, status and first 200 characters on stderr, spooled", async () => {
+    setup("retries = 2");
+    hook.modes = ["500"];
+    const result = await notify("--service", "web", "first");
+    expect(result.code).toBe(1);
+    expect(hook.seen.length).toBe(3);
+    expect(result.stderr).toContain(`HTTP 500: ${"E".repeat(150)}${"F".repeat(50)};`);
+    expect(result.stderr).not.toContain("F".repeat(51));
+    expect(spool().map((message) => message.message)).toEqual(["first"]);
+  }, 20_000);
+
+  test("404: not retried", async () => {
+    setup("retries = 2");
+    hook.modes = ["404"];
+    const result = await notify("x");
+    expect(result.code).toBe(1);
+    expect(hook.seen.length).toBe(1);
+    expect(result.stderr).toContain("HTTP 404: no such topic");
+  });
+
+  test("429 with Retry-After: 1 is honoured, then delivered", async () => {
+    setup("retries = 2");
+    hook.modes = ["429", "ok"];
+    const result = await notify("x");
+    expect(result.code).toBe(0);
+    expect(hook.seen.length).toBe(2);
+    expect(hook.seen[1].at - hook.seen[0].at).toBeGreaterThanOrEqual(950);
+    expect(spool()).toEqual([]);
+  });
+
+  test("a webhook that hangs past the timeout fails as no answer", async () => {
+    setup("retries = 0");
+    hook.modes = ["hang"];
+    const result = await notify("x");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("no answer within 0.5s");
+  });
+
+  test("refused connections fail and are retried", async () => {
+    setup("retries = 1", `http://127.0.0.1:${await freePort()}/topic/${SECRET}`);
+    const result = await notify("x");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("failed after 2 attempt(s): connection refused");
+  }, 20_000);
+
+  test("500 / 404 / 429 / hang, then the webhook recovers: every message delivered once, in order", async () => {
+    setup("retries = 0");
+    const sent: string[] = [];
+    for (const mode of ["500", "404", "hang", "429", "500"] as Mode[]) {
+      hook.modes = [mode];
+      const text = `message ${sent.length + 1} (${mode})`;
+      sent.push(text);
+      expect((await notify(text)).code).toBe(1);
+    }
+    expect(spool().map((message) => message.message)).toEqual(sent);
+    hook.modes = ["ok"];
+    hook.seen = [];
+    const last = await notify("message 6 (ok)");
+    expect(last.code).toBe(0);
+    expect(hook.seen.map((request) => request.body)).toEqual([...sent, "message 6 (ok)"]);
+    expect(spool()).toEqual([]);
+  }, 30_000);
+
+  test("a failing spooled message stops the flush; the new message queues behind it", async () => {
+    setup("retries = 0");
+    hook.modes = ["500"];
+    await notify("one"); // spooled: [one]
+    await notify("two"); // "one" fails again: [one, two]
+    expect(spool().map((message) => message.message)).toEqual(["one", "two"]);
+    hook.modes = ["ok", "500"]; // "one" goes through, "two" fails: flushing stops there
+    const result = await notify("three");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("queued behind 1 spooled message(s)");
+    expect(spool().map((message) => message.message)).toEqual(["two", "three"]);
+    hook.modes = ["ok"];
+    expect((await notify("--flush")).code).toBe(0);
+    const delivered = hook.seen.filter((request) => request.answered === "ok").map((request) => request.body);
+    expect(delivered).toEqual(["one", "two", "three"]);
+  });
+
+  test("--no-spool reports and drops; the spool is not touched", async () => {
+    setup("retries = 0");
+    hook.modes = ["500"];
+    const result = await notify("--no-spool", "gone");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("dropped: --no-spool");
+    expect(box.read("notify-spool.jsonl")).toBe("");
+  });
+
+  test("secrets in the URL never appear in output, logs or the spool", async () => {
+    setup("retries = 0");
+    hook.modes = ["401"];
+    const result = await notify("x");
+    expect(result.stderr).toContain(`delivery to ${base}/… failed`);
+    expect(result.stderr).toContain("HTTP 401: bad token …");
+    for (const text of [result.stdout, result.stderr, box.read("notify-spool.jsonl"), box.read("notify-state.json")]) expect(text).not.toContain(SECRET);
+  });
+});
+
+describe("spool and dedup", () => {
+  test("the spool keeps at most 1000; the next delivered message says how many were dropped", async () => {
+    setup("retries = 0");
+    mkdirSync(box.state, { recursive: true, mode: 0o700 });
+    const old = Array.from({ length: 1000 }, (_, i) => JSON.stringify({ message: `old ${i}`, title: null, priority: null, tags: [], event: null, service: null, time: new Date().toISOString() }));
+    writeFileSync(join(box.state, "notify-spool.jsonl"), old.join("\n") + "\n");
+    hook.modes = ["500"];
+    expect((await notify("newest")).code).toBe(1);
+    const kept = spool();
+    expect(kept.length).toBe(1000);
+    expect(kept[0].message).toBe("old 1");
+    expect(kept.at(-1).message).toBe("newest");
+    hook.modes = ["ok"];
+    hook.seen = [];
+    expect((await notify("--flush")).code).toBe(0);
+    expect(hook.seen.length).toBe(1000);
+    expect(hook.seen[0].body).toBe("old 1 (1 older message was dropped from a full spool)");
+    expect(hook.seen[1].body).toBe("old 2");
+  }, 60_000);
+
+  test("concurrent notify processes never corrupt or duplicate the spool", async () => {
+    setup("retries = 0");
+    hook.modes = ["500"];
+    const texts = Array.from({ length: 12 }, (_, i) => `parallel ${i}`);
+    const results = await Promise.all(texts.map((text) => notify(text)));
+    expect(results.every((result) => result.code === 1)).toBe(true);
+    expect(spool().map((message) => message.message).sort()).toEqual([...texts].sort());
+    hook.modes = ["ok"];
+    hook.seen = [];
+    await Promise.all([notify("--flush"), notify("--flush"), notify("--flush")]);
+    expect(hook.seen.map((request) => request.body).sort()).toEqual([...texts].sort());
+  }, 60_000);
+
+  test("same service+event within min_interval is suppressed and counted; the next one says so", async () => {
+    setup('retries = 0\nmin_interval = "1s"');
+    expect((await notify("--service", "web", "--event", "restart", "web restarted")).code).toBe(0);
+    const again = await notify("--service", "web", "--event", "restart", "web restarted");
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("suppressed");
+    expect((await notify("--service", "db", "--event", "restart", "db restarted")).code).toBe(0); // another service
+    await notify("--service", "web", "--event", "restart", "web restarted");
+    expect(hook.seen.length).toBe(2);
+    await waitFor(async () => {
+      await notify("--service", "web", "--event", "restart", "web restarted");
+      return hook.seen.length === 3;
+    }, 10_000, "min_interval to pass");
+    expect(hook.seen[2].body).toMatch(/^web restarted \(\+\d+ similar suppressed\)$/);
+  }, 20_000);
+
+  test("no URL anywhere: exit 2, nothing spooled", async () => {
+    box = new Sandbox();
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    const result = await box.tend(["notify", "hello"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("no notification URL");
+    expect(box.read("notify-spool.jsonl")).toBe("");
+  });
+});
+
+describe("the watchdog's alert path", () => {
+  function watchdogConfig(port: number, extra = "") {
+    box = new Sandbox();
+    box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+heartbeat_url = "${base}/ping/${SECRET}"
+${extra}
+[notify]
+url = "${base}/topic/${SECRET}"
+timeout = "500ms"
+retries = 0
+[[service]]
+name = "web"
+failures = 1
+cooldown = "0s"
+grace = "0s"
+verify_timeout = "1s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "300ms"
+[service.restart]
+command = ["true"]
+`);
+  }
+  const bodies = (prefix: string) => hook.seen.filter((request) => request.path.startsWith(prefix)).map((request) => request.body);
+
+  test("restart and failed recovery are notified (⚠️, 🚨); a failed notification is logged, spooled, shown by status, and sent first next pass", async () => {
+    const port = await freePort();
+    watchdogConfig(port);
+    hook.modes = ["500"];
+    const pass = await box.tend(["watchdog"]);
+    expect(pass.stdout).toMatch(/\[NOTIFY\] could not send "⚠️ web failed 1 check in a row.*" to .*: HTTP 500/);
+    expect(pass.stdout).toMatch(/\[NOTIFY\] could not send "🚨 web did not recover/);
+    expect(pass.stdout).not.toContain(SECRET);
+    expect(box.read("watchdog.log")).not.toContain(SECRET);
+    const status = await box.tend(["watchdog", "status", "--json", "--cached"]);
+    const report = JSON.parse(status.stdout);
+    expect(report.notify.spooled).toBe(2);
+    expect(report.notify.last_error.detail).toContain("HTTP 500");
+    expect((await box.tend(["watchdog", "status", "--cached"])).stdout).toContain("notify: 2 undelivered in the spool");
+
+    hook.modes = ["ok"];
+    hook.seen = [];
+    const server = await box.server(port);
+    const healed = await box.tend(["watchdog"]);
+    expect(healed.stdout).toContain("[NOTIFY] delivered 2 spooled notification(s)");
+    const delivered = bodies("/topic/");
+    expect(delivered[0]).toStartWith("⚠️ web failed 1 check in a row");
+    expect(delivered[1]).toStartWith("🚨 web did not recover");
+    expect(delivered[2]).toStartWith("✅ web is healthy again");
+    expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout).notify).toEqual({ spooled: 0, last_error: null });
+    server.kill();
+  }, 30_000);
+
+  test("heartbeat_url is pinged after each pass, with /fail while a service is down", async () => {
+    const port = await freePort();
+    watchdogConfig(port);
+    await box.tend(["watchdog"]);
+    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([`/ping/${SECRET}/fail`]);
+    hook.seen = [];
+    const server = await box.server(port);
+    await box.tend(["watchdog"]);
+    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([`/ping/${SECRET}`]);
+    server.kill();
+  }, 30_000);
+});
