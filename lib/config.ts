@@ -17,7 +17,23 @@ export type Check =
 export type RestartAction =
   | { kind: "spawn"; argv: string[]; cwd: string | null; env: Record<string, string>; output: string }
   | { kind: "tmux"; target: string; run: string }
-  | { kind: "command"; argv: string[] };
+  | { kind: "command"; argv: string[] }
+  | { kind: "systemd"; unit: string }
+  | { kind: "launchd"; label: string };
+
+/** busy: the check fails, but a process listens on `port` and `log` changed within `fresh`. */
+export interface BusyConfig {
+  port: number | null;
+  log: string | null;
+  freshMs: number;
+  maxMs: number;
+}
+
+export interface MemoryConfig {
+  limitBytes: number | null;
+  warnWithinMs: number;
+  restartAboveBytes: number | null;
+}
 
 export interface Tunables {
   failures: number;
@@ -44,6 +60,10 @@ export interface ServiceConfig extends Tunables {
   restart: RestartAction | null;
   dependsOn: string[];
   requiresDns: string | null;
+  busy: BusyConfig | null;
+  memory: MemoryConfig | null;
+  /** Read systemd's NRestarts each pass (default: true with `unit`). */
+  trackRestarts: boolean;
 }
 
 export interface WatchdogConfig {
@@ -106,7 +126,18 @@ const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "duration" | "
 
 /** Keys of the spec that this version does not act on yet: refused rather than silently ignored. */
 const NOT_YET = "is not supported by this version of tend yet; remove it";
-const SERVICE_NOT_YET = ["busy", "memory", "track_restarts"];
+const SIZE = /^(\d+(?:\.\d+)?)\s*(B|K|KB|KiB|M|MB|MiB|G|GB|GiB)?$/i;
+const SIZE_UNITS: Record<string, number> = { b: 1, k: 1024, kb: 1000, kib: 1024, m: 1024 ** 2, mb: 1000 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1000 ** 3, gib: 1024 ** 3 };
+
+/** "512MiB", "1GiB", "800MB", "64M" (binary), or a number of bytes. */
+export function parseSize(value: unknown): number | null {
+  if (typeof value === "number") return Number.isFinite(value) && value > 0 ? Math.round(value) : null;
+  if (typeof value !== "string") return null;
+  const match = SIZE.exec(value.trim());
+  if (!match) return null;
+  const bytes = Math.round(Number(match[1]) * SIZE_UNITS[(match[2] ?? "b").toLowerCase()]);
+  return bytes > 0 ? bytes : null;
+}
 
 type Table = Record<string, unknown>;
 const isTable = (value: unknown): value is Table => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -354,7 +385,6 @@ function readService(table: Reader, defaults: Tunables, inState: (path: string) 
   const name = table.string("name");
   if (name === undefined && !table.has("name")) table.fail("name", "is required");
   else if (name !== undefined && !SERVICE_NAME.test(name)) table.fail("name", `${show(name)} may only hold letters, digits and _ . @ -`);
-  for (const key of SERVICE_NOT_YET) if (table.has(key)) (table.raw(key), table.fail(key, NOT_YET));
 
   const tunables = { ...defaults };
   readTunables(table, tunables);
@@ -379,10 +409,15 @@ function readService(table: Reader, defaults: Tunables, inState: (path: string) 
   const check = checkTable && readCheck(checkTable, tunables.timeoutMs, inState, sources.length > 0);
   const restartTable = table.sub("restart");
   const restart = restartTable ? readRestart(restartTable, inState, name ?? "service") : null;
+  const busy = readBusy(table, inState);
+  const memory = readMemory(table, sources.length > 0);
+  const trackRestarts = table.boolean("track_restarts") ?? Boolean(unit);
+  if (trackRestarts && !unit && table.has("track_restarts")) table.fail("track_restarts", "needs unit = \"NAME.service\" (NRestarts is read from systemd)");
   if (restart?.kind === "spawn" && !pidfile) table.fail("pidfile", "is required with restart.spawn (tend writes the PID there)");
 
   table.finish([
-    "name", "enabled", "pidfile", "tmux", "unit", "launchd", "check", "restart", "depends_on", "requires", ...Object.keys(TUNABLE_KEYS),
+    "name", "enabled", "pidfile", "tmux", "unit", "launchd", "check", "restart", "depends_on", "requires", "busy", "memory",
+    "track_restarts", ...Object.keys(TUNABLE_KEYS),
   ]);
   if (!name || !check || (restartTable && !restart)) return undefined;
   return {
@@ -396,6 +431,9 @@ function readService(table: Reader, defaults: Tunables, inState: (path: string) 
     restart: restart ?? null,
     dependsOn,
     requiresDns,
+    busy,
+    memory,
+    trackRestarts,
     ...tunables,
     timeoutMs: check.timeoutMs,
   };
@@ -508,12 +546,47 @@ function readRestart(table: Reader, inState: (path: string) => string, name: str
       if (argv) action = { kind, argv };
       break;
     }
-    default:
-      table.raw(kind);
-      table.fail(kind, NOT_YET);
+    case "systemd": {
+      const unit = table.string("systemd");
+      if (unit) action = { kind, unit };
+      break;
+    }
+    case "launchd": {
+      const label = table.string("launchd");
+      if (label) action = { kind, label };
+      break;
+    }
   }
   table.finish();
   return action;
+}
+
+function readBusy(service: Reader, inState: (path: string) => string): BusyConfig | null {
+  const table = service.sub("busy");
+  if (!table) return null;
+  const port = table.integer("port", 1, 65535) ?? null;
+  const log = table.string("log");
+  const busy: BusyConfig = { port, log: log ? inState(log) : null, freshMs: table.duration("fresh") ?? 180_000, maxMs: table.duration("max") ?? 1_800_000 };
+  if (!table.has("port") && !table.has("log")) service.fail("busy", "needs port, log, or both (what shows the service is working)");
+  table.finish(["port", "log", "fresh", "max"]);
+  return busy;
+}
+
+function readMemory(service: Reader, hasPidSource: boolean): MemoryConfig | null {
+  const table = service.sub("memory");
+  if (!table) return null;
+  const size = (key: string) => {
+    const value = table.raw(key);
+    if (value === undefined) return null;
+    const bytes = parseSize(value);
+    if (bytes === null) table.fail(key, `${show(value)} is not a size (e.g. "512MiB", "1GiB", "800MB" or a number of bytes)`);
+    return bytes;
+  };
+  const memory: MemoryConfig = { limitBytes: size("limit"), warnWithinMs: table.duration("warn_within") ?? 86_400_000, restartAboveBytes: size("restart_above") };
+  if (!table.has("limit") && !table.has("restart_above")) service.fail("memory", "needs limit, restart_above, or both");
+  if (!hasPidSource) service.fail("memory", "needs a PID source on the service (pidfile, tmux, unit or launchd): RSS is read from its process tree");
+  table.finish(["limit", "warn_within", "restart_above"]);
+  return memory;
 }
 
 /** Duplicate names, unknown or self dependencies, and cycles. */

@@ -2,6 +2,7 @@ import type { ServiceConfig } from "./config.ts";
 import { humanDuration } from "./duration.ts";
 import { localStamp, type Tag } from "./log.ts";
 import type { ProbeResult } from "./probe.ts";
+import { judgeMemory, RSS_HISTORY } from "./memory.ts";
 import { LATENCY_HISTORY, type ServiceState } from "./state.ts";
 
 /** What the pass knows about a service before probing it. */
@@ -13,9 +14,15 @@ export interface Facts {
   process: { running: boolean; startedAt: number | null; detail: string; supervised?: boolean } | null;
   /** Set when a restart cannot help: a dependency is failing, a required name does not resolve. */
   waitReason: string | null;
+  /** For a failed probe with `busy` configured: does the service show it is working? */
+  busy?: { busy: boolean; detail: string } | null;
+  /** systemd's view of the service's unit (unit = or restart.systemd). */
+  unit?: { name: string; activeState: string; nRestarts: number | null } | null;
+  /** RSS of the main process tree, for `memory`. */
+  rssBytes?: number | null;
 }
 
-export type DecisionKind = "skip" | "crash" | "ok" | "strike" | "wait" | "restart" | "give-up";
+export type DecisionKind = "skip" | "crash" | "ok" | "strike" | "busy" | "wait" | "restart" | "give-up";
 
 export interface LogLine {
   tag: Tag;
@@ -40,18 +47,50 @@ export type NotifyEvent = keyof typeof EVENTS;
 
 export interface Decision {
   kind: DecisionKind;
-  /** Why (skip: disabled/paused/boot_delay/grace; strike: why no restart was done at N; restart: hung/crash). */
+  /** Why (skip: disabled/paused/boot_delay/grace/stopped; strike: why no restart at N; restart: hung_restart/crash/busy_timeout/memory). */
   reason: string;
   next: ServiceState;
   log: LogLine[];
 }
 
+const BUSY_LOG_EVERY_MS = 5 * 60_000;
+const MEMORY_WARN_EVERY_MS = 60 * 60_000;
+
 const checks = (count: number) => `${count} check${count === 1 ? "" : "s"}`;
 const clock = (ms: number) => localStamp(new Date(ms)).slice(11);
 
 /**
- * Before probing: skip (disabled, paused, boot_delay, grace) or start a crashed process at once.
- * null means: probe, then `judge`.
+ * Every pass, whatever the verdict: systemd's silent auto-restarts (NRestarts), a unit that
+ * systemd gave up on, and the RSS sample for memory growth.
+ */
+export function observe(service: ServiceConfig, state: ServiceState, facts: Facts): { next: ServiceState; log: LogLine[] } {
+  let next = state;
+  const log: LogLine[] = [];
+  const unit = facts.unit;
+  if (unit) {
+    if (service.trackRestarts && unit.nRestarts !== null) {
+      const before = state.nRestarts;
+      if (before !== null && unit.nRestarts > before) {
+        const count = unit.nRestarts - before;
+        next = { ...next, autoRestarts: next.autoRestarts + count };
+        log.push({ tag: "AUTO-RESTART", event: "auto-restart", message: `${service.name}: systemd restarted ${unit.name} on its own ${count === 1 ? "once" : `${count} times`} (NRestarts ${before} -> ${unit.nRestarts})` });
+      }
+      next = { ...next, nRestarts: unit.nRestarts }; // a decrease (manual restart) only resets the baseline
+    }
+    if (unit.activeState === "failed" && state.unitState !== "failed") {
+      log.push({ tag: "WARN", event: "failed", message: `${service.name}: ${unit.name} is failed (systemd gave up on it): tend does not restart a failed unit; see systemctl status ${unit.name}` });
+    }
+    next = { ...next, unitState: unit.activeState };
+  }
+  if (service.memory && facts.rssBytes) {
+    next = { ...next, rss: [...next.rss, [facts.now, facts.rssBytes] as [number, number]].slice(-RSS_HISTORY) };
+  }
+  return { next, log };
+}
+
+/**
+ * Before probing: skip (disabled, paused, boot_delay, a unit stopped on purpose, grace) or
+ * start a crashed process at once. null means: probe, then `judge`.
  */
 export function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decision | null {
   const { now } = facts;
@@ -59,19 +98,11 @@ export function gate(service: ServiceConfig, state: ServiceState, facts: Facts):
   if (!service.enabled) return skip("disabled");
   if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return skip("paused");
   if (facts.uptimeMs < facts.bootDelayMs) return skip("boot_delay");
+  if (facts.unit?.activeState === "inactive") return skip("stopped"); // stopped on purpose: never started
 
   if (facts.process && !facts.process.running && !facts.process.supervised && service.restart) {
-    const opened = openOutage(state, now, "crash");
-    const held = restartHold(service, opened, now);
-    if (held) return { kind: "strike", reason: held, next: opened, log: [] };
-    const next = { ...opened, outage: { since: opened.outage!.since, reason: "crash" } };
-    if (windowRestarts(service, state, now).length >= service.maxRestarts) return giveUp(service, next, `${service.name} is not running (${facts.process.detail})`);
-    return {
-      kind: "crash",
-      reason: "crash",
-      next,
-      log: [{ tag: "RESTART", event: "restart", message: `${service.name} is not running (${facts.process.detail}): starting it (crash)` }],
-    };
+    const line: LogLine = { tag: "RESTART", event: "restart", message: `${service.name} is not running (${facts.process.detail}): starting it (crash)` };
+    return restartOrHold(service, openOutage(state, now, "crash"), facts, "crash", `${service.name} is not running (${facts.process.detail})`, [], [line]);
   }
 
   const graceFrom = Math.max(state.startedAt ?? 0, facts.process?.startedAt ?? 0);
@@ -79,50 +110,99 @@ export function gate(service: ServiceConfig, state: ServiceState, facts: Facts):
   return null;
 }
 
-/** After probing: ok, strike k/N, wait, restart at N, or give up. */
+/** After probing: ok, busy, wait, strike k/N, restart (at N, busy too long, memory), or give up. */
 export function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, facts: Facts): Decision {
   const { now } = facts;
   const recorded = recordProbe(state, probe, now);
-  if (probe.ok) return { kind: "ok", reason: "healthy", ...closeOutage(service, recorded, probe, now) };
+  if (probe.ok) return judgeHealthy(service, { ...recorded, busySince: null }, probe, facts);
 
   const failing = openOutage(recorded, now, "failing");
+  if (facts.busy?.busy && service.busy) {
+    const busySince = state.busySince ?? now;
+    if (now - busySince > service.busy.maxMs) {
+      const why = `${service.name} has been busy for ${humanDuration(now - busySince)}, longer than busy.max ${humanDuration(service.busy.maxMs)}`;
+      const hung: LogLine = { tag: "HUNG", event: "restart", message: `${why}: restarting (busy_timeout)` };
+      return restartOrHold(service, { ...failing, busySince }, facts, "busy_timeout", why, [], [hung]);
+    }
+    const due = state.busySince === null || (state.busyLoggedAt ?? 0) + BUSY_LOG_EVERY_MS <= now;
+    const line: LogLine = {
+      tag: "BUSY",
+      message: `${service.name} failed health check (${probe.detail}) but is busy (${facts.busy.detail}): not counted, not restarted (busy for ${humanDuration(now - busySince)}, limit ${humanDuration(service.busy.maxMs)})`,
+      ...(state.busySince === null ? { event: "busy" as const } : {}),
+    };
+    return { kind: "busy", reason: facts.busy.detail, next: { ...failing, busySince, busyLoggedAt: due ? now : state.busyLoggedAt }, log: due ? [line] : [] };
+  }
+  const notBusy = { ...failing, busySince: null };
   if (facts.waitReason) {
     return {
       kind: "wait",
       reason: facts.waitReason,
-      next: failing,
+      next: notBusy,
       log: [{ tag: "WAIT", message: `${service.name} failed health check (${probe.detail}) but ${facts.waitReason}: not counted, not restarted` }],
     };
   }
   const strikes = Math.min(state.strikes + 1, service.failures);
-  const next = { ...failing, strikes };
+  const next = { ...notBusy, strikes };
   const warn: LogLine = { tag: "WARN", message: `${service.name} failed health check (${probe.detail}, failure ${strikes}/${service.failures})` };
   if (strikes < service.failures) return { kind: "strike", reason: "below threshold", next, log: [warn] };
-
-  const held = service.restart ? restartHold(service, next, now) : "no restart action configured";
-  if (held) {
-    // Say once why the restart is held, not at every pass.
-    const said = state.strikes >= service.failures;
-    return { kind: "strike", reason: held, next, log: [said ? warn : { ...warn, message: `${warn.message}; not restarting: ${held}` }] };
-  }
-  if (windowRestarts(service, state, now).length >= service.maxRestarts) {
-    const decision = giveUp(service, next, `${service.name} failed ${checks(strikes)} in a row`);
-    return { ...decision, log: [warn, ...decision.log] };
-  }
-  return {
-    kind: "restart",
-    reason: "hung_restart",
-    next: { ...next, outage: { since: next.outage!.since, reason: "hung_restart" } },
-    log: [
-      warn,
-      { tag: "HUNG", event: "restart", message: `${service.name} failed ${checks(strikes)} in a row (last: ${probe.detail}): restarting` },
-    ],
-  };
+  const hung: LogLine = { tag: "HUNG", event: "restart", message: `${service.name} failed ${checks(strikes)} in a row (last: ${probe.detail}): restarting` };
+  return restartOrHold(service, next, facts, "hung_restart", `${service.name} failed ${checks(strikes)} in a row`, [warn], [hung], state.strikes >= service.failures);
 }
 
-/** gate + judge: the whole decision, for callers that have probed already (tests, dry runs). */
+/** Healthy: strikes 0, outage closed; memory may still warn or ask for a preventive restart. */
+function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeResult, facts: Facts): Decision {
+  const healthy = { kind: "ok" as const, reason: "healthy", ...closeOutage(service, state, probe, facts.now) };
+  if (!service.memory) return healthy;
+  const verdict = judgeMemory(service.name, service.memory, healthy.next.rss);
+  if (verdict.restart) {
+    const line: LogLine = { tag: "MEMORY", event: "memory", message: `${verdict.restart}: restarting (memory)` };
+    const decision = restartOrHold(service, healthy.next, facts, "memory", verdict.restart, healthy.log, [line]);
+    return decision.kind === "restart" || decision.kind === "give-up" ? decision : healthy;
+  }
+  if (verdict.warn && (state.memoryWarnedAt ?? 0) + MEMORY_WARN_EVERY_MS <= facts.now) {
+    return { ...healthy, next: { ...healthy.next, memoryWarnedAt: facts.now }, log: [...healthy.log, { tag: "MEMORY", event: "memory", message: verdict.warn }] };
+  }
+  return healthy;
+}
+
+/**
+ * A restart is wanted: hold it (given-up, backoff, cooldown, a failed unit, no action), give up
+ * (max_restarts within restart_window), or restart. `before` lines come first in every case.
+ */
+function restartOrHold(
+  service: ServiceConfig,
+  state: ServiceState,
+  facts: Facts,
+  reason: string,
+  why: string,
+  before: LogLine[],
+  restartLines: LogLine[],
+  heldAlreadySaid = false,
+): Decision {
+  const { now } = facts;
+  const held = !service.restart
+    ? "no restart action configured"
+    : facts.unit?.activeState === "failed"
+      ? `${facts.unit.name} is failed (systemd's start limit is respected)`
+      : restartHold(service, state, now);
+  if (held) {
+    // Say once why the restart is held, not at every pass.
+    const log = before.length && !heldAlreadySaid ? [{ ...before[0], message: `${before[0].message}; not restarting: ${held}` }, ...before.slice(1)] : before;
+    return { kind: "strike", reason: held, next: state, log };
+  }
+  if (windowRestarts(service, state, now).length >= service.maxRestarts) {
+    const decision = giveUp(service, state, why);
+    return { ...decision, log: [...before, ...decision.log] };
+  }
+  const outage = state.outage ? { since: state.outage.since, reason } : null;
+  return { kind: reason === "crash" ? "crash" : "restart", reason, next: { ...state, outage }, log: [...before, ...restartLines] };
+}
+
+/** observe + gate + judge: the whole decision, for callers that have probed already (tests, dry runs). */
 export function decide(service: ServiceConfig, state: ServiceState, facts: Facts, probe: ProbeResult): Decision {
-  return gate(service, state, facts) ?? judge(service, state, probe, facts);
+  const observed = observe(service, state, facts);
+  const decision = gate(service, observed.next, facts) ?? judge(service, observed.next, probe, facts);
+  return { ...decision, log: [...observed.log, ...decision.log] };
 }
 
 export interface RestartOutcome {

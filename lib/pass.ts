@@ -2,7 +2,10 @@ import { lookup } from "node:dns/promises";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config, ServiceConfig } from "./config.ts";
-import { gate, judge, recordRestart, type Decision, type Facts, type LogLine } from "./decide.ts";
+import { gate, judge, observe, recordRestart, type Decision, type Facts, type LogLine } from "./decide.ts";
+import { busyEvidence } from "./busy.ts";
+import { treeRss } from "./memory.ts";
+import { showUnit } from "./systemd.ts";
 import { humanDuration } from "./duration.ts";
 import { TendError } from "./errors.ts";
 import { writeFileAtomic } from "./atomic.ts";
@@ -150,15 +153,22 @@ async function judgeService(
     bootDelayMs: config.watchdog.bootDelayMs,
     process: main && { running: main.running, startedAt: main.startedAt, detail: main.detail, supervised: main.supervised },
     waitReason: null,
+    unit: await unitFacts(service, logger),
+    rssBytes: service.memory && main?.info ? treeRss(main.info.pid) : null,
   };
-  let decision = gate(service, state, facts);
+  const observed = observe(service, state, facts);
+  let decision = gate(service, observed.next, facts);
   let result: ProbeResult | null = null;
   if (!decision) {
     result = await probe(service.check, { process: main?.info });
     facts.now = now();
-    if (!result.ok) facts.waitReason = await waitReason(service, failingDependencies);
-    decision = judge(service, state, result, facts);
+    if (!result.ok) {
+      facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
+      facts.waitReason = await waitReason(service, failingDependencies);
+    }
+    decision = judge(service, observed.next, result, facts);
   }
+  decision = { ...decision, log: [...observed.log, ...decision.log] };
   publish(decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok");
 
   if (dryRun) {
@@ -175,8 +185,6 @@ async function judgeService(
     state = emit(logger, stateDir, service.name, restarted.next, restarted.log, events);
     writeState(stateDir, service.name, state);
     decision = { ...decision, next: state };
-  } else if (loaded.problem && decision.next === loaded.state) {
-    writeState(stateDir, service.name, state);
   }
   return { name: service.name, decision, probe: result, events };
 }
@@ -226,6 +234,19 @@ async function restartAndVerify(service: ServiceConfig, state: ServiceState, mai
     await sleep(Math.max(0, Math.min(1000 - (now() - attemptAt), deadline - now())));
   }
   return recordRestart(service, next, { issued: true, recovered: false, elapsedMs: now() - startedAt, detail, lastProbe: last }, startedAt, now());
+}
+
+/** ActiveState and NRestarts of the service's unit (`unit` or `restart.systemd`). */
+async function unitFacts(service: ServiceConfig, logger: Logger): Promise<Facts["unit"]> {
+  const name = service.unit ?? (service.restart?.kind === "systemd" ? service.restart.unit : null);
+  if (!name) return null;
+  try {
+    const { ActiveState, NRestarts } = await showUnit(name, ["ActiveState", "NRestarts"]);
+    return { name, activeState: ActiveState ?? "unknown", nRestarts: NRestarts === undefined || NRestarts === "" ? null : Number(NRestarts) };
+  } catch (error) {
+    logger.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${(error as Error).message}`);
+    return null;
+  }
 }
 
 /** A failing dependency or an unresolvable required name: a restart cannot help. */

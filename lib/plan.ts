@@ -51,6 +51,17 @@ function flattenService(service: ServiceConfig): Flat {
   if (service.unit) flat.unit = service.unit;
   if (service.launchd) flat.launchd = service.launchd;
   if (service.requiresDns) flat["requires.dns"] = service.requiresDns;
+  if (service.unit) flat.track_restarts = service.trackRestarts;
+  if (service.busy) {
+    Object.assign(flat, { "busy.port": service.busy.port ?? "none", "busy.log": service.busy.log ?? "none", "busy.fresh": formatDuration(service.busy.freshMs), "busy.max": formatDuration(service.busy.maxMs) });
+  }
+  if (service.memory) {
+    Object.assign(flat, {
+      "memory.limit": service.memory.limitBytes ?? "none",
+      "memory.warn_within": formatDuration(service.memory.warnWithinMs),
+      "memory.restart_above": service.memory.restartAboveBytes ?? "none",
+    });
+  }
   const { check, restart } = service;
   switch (check.kind) {
     case "http":
@@ -82,6 +93,12 @@ function flattenService(service: ServiceConfig): Flat {
       break;
     case "command":
       flat["restart.command"] = restart.argv;
+      break;
+    case "systemd":
+      flat["restart.systemd"] = restart.unit;
+      break;
+    case "launchd":
+      flat["restart.launchd"] = restart.label;
       break;
     case undefined:
       flat.restart = "none";

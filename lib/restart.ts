@@ -29,6 +29,27 @@ export function describeRestart(action: RestartAction): string {
       return `tmux respawn-pane ${action.target}`;
     case "command":
       return `command ${action.argv.join(" ")}`;
+    case "systemd":
+      return `systemctl restart ${action.unit}`;
+    case "launchd":
+      return `launchctl kickstart -k ${launchdDomain()}/${action.label}`;
+  }
+}
+
+/** launchd's domain: system/ as root, gui/UID for a user's agents. */
+export const launchdDomain = (uid = process.getuid?.() ?? 0) => (uid === 0 ? "system" : `gui/${uid}`);
+
+/** The argv a restart action runs (command, systemd, launchd). */
+function actionArgv(action: RestartAction): string[] | null {
+  switch (action.kind) {
+    case "command":
+      return action.argv;
+    case "systemd":
+      return ["systemctl", "restart", "--", action.unit];
+    case "launchd":
+      return ["launchctl", "kickstart", "-k", `${launchdDomain()}/${action.label}`];
+    default:
+      return null;
   }
 }
 
@@ -42,8 +63,10 @@ export async function restartService(service: ServiceConfig, current: MainProces
         return await respawn(service, action, current, options);
       case "tmux":
         return await respawnPane(action.target, action.run);
-      case "command": {
-        const result = await runCommand(action.argv, { timeoutMs: service.verifyTimeoutMs });
+      case "command":
+      case "systemd":
+      case "launchd": {
+        const result = await runCommand(actionArgv(action)!, { timeoutMs: service.verifyTimeoutMs });
         if (result.exitCode === 0) return { issued: true, detail: describeRestart(action) };
         const why = result.error ?? (result.timedOut ? `did not finish within ${humanDuration(service.verifyTimeoutMs)}` : `exit ${result.exitCode}`);
         return { issued: false, detail: `${describeRestart(action)}: ${why}${result.stderr.trim() ? `: ${result.stderr.trim().split("\n")[0]}` : ""}` };

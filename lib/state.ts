@@ -43,6 +43,16 @@ export interface ServiceState {
   /** Bounded latency history: [at, latencyMs, ok ? 1 : 0]. */
   latencies: [number, number, number][];
   lastEvent: EventRecord | null;
+  /** First busy verdict of the current busy spell, and when BUSY was last logged. */
+  busySince: number | null;
+  busyLoggedAt: number | null;
+  /** systemd: last ActiveState seen, NRestarts baseline, silent auto-restarts counted. */
+  unitState: string | null;
+  nRestarts: number | null;
+  autoRestarts: number;
+  /** Bounded RSS history: [at, bytes]. */
+  rss: [number, number][];
+  memoryWarnedAt: number | null;
 }
 
 export const LATENCY_HISTORY = 1000;
@@ -68,6 +78,13 @@ export function freshState(): ServiceState {
     lastProbe: null,
     latencies: [],
     lastEvent: null,
+    busySince: null,
+    busyLoggedAt: null,
+    unitState: null,
+    nRestarts: null,
+    autoRestarts: 0,
+    rss: [],
+    memoryWarnedAt: null,
   };
 }
 
@@ -105,12 +122,12 @@ function validate(text: string): string | null {
   if (typeof data !== "object" || data === null || Array.isArray(data)) return "not a JSON object";
   const record = data as Record<string, unknown>;
   if (record.version !== 1) return `unknown version ${JSON.stringify(record.version)}`;
-  const counters = ["strikes", "restartsTotal", "recoveriesOk", "recoveriesFailed", "failedInRow"];
+  const counters = ["strikes", "restartsTotal", "recoveriesOk", "recoveriesFailed", "failedInRow", "autoRestarts"];
   for (const key of counters) {
     const value = record[key];
     if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 0)) return `${key} is ${JSON.stringify(value)}`;
   }
-  for (const key of ["restartTimes", "latencies"]) {
+  for (const key of ["restartTimes", "latencies", "rss"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
   return null;

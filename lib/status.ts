@@ -78,7 +78,9 @@ function describe(service: ServiceConfig, state: ServiceState, result: ProbeResu
 export function stateWord(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, now: number): string {
   if (!service.enabled) return "stopped";
   if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return "paused";
+  if (state.unitState === "inactive") return "stopped";
   if (result?.ok) return "healthy";
+  if (state.busySince !== null) return "busy";
   if (state.givenUp) return "given-up";
   if (state.backoffUntil && now < state.backoffUntil) return "backoff";
   if (state.startedAt && now < state.startedAt + service.graceMs) return "restarting";

@@ -63,7 +63,12 @@ const MALFORMED: [string, string, string][] = [
   ["bad notify url", '[notify]\nurl = "mailto:me@example.org"\n', "notify.url: "],
   ["notify retries too many", "[notify]\nretries = 50\n", "notify.retries: 50 is not an integer from 0 to 10"],
   ["bad heartbeat url", '[watchdog]\nheartbeat_url = "hc-ping.com/abc"\n', "watchdog.heartbeat_url: "],
-  ["not yet supported key", service('track_restarts = true'), "service[0].track_restarts: is not supported by this version of tend yet"],
+  ["not yet supported key", '[watchdog]\nmetrics_file = "/x.prom"\n', "watchdog.metrics_file: is not supported by this version of tend yet"],
+  ["track_restarts without a unit", service("track_restarts = true"), 'service[0].track_restarts: needs unit = "NAME.service"'],
+  ["busy with neither port nor log", service("[service.busy]\nmax = \"10m\""), "service[0].busy: needs port, log, or both"],
+  ["busy port out of range", service("[service.busy]\nport = 0"), "service[0].busy.port: 0 is not an integer from 1 to 65535"],
+  ["memory size unreadable", service('pidfile = "x.pid"\n[service.memory]\nlimit = "lots"'), 'service[0].memory.limit: "lots" is not a size'],
+  ["memory without a PID source", service('[service.memory]\nlimit = "1GiB"'), "service[0].memory: needs a PID source"],
   ["two PID sources", service('pidfile = "x.pid"\nunit = "x.service"'), "service[0].unit: a service has one PID source: pidfile and unit given"],
   ["JSON with a bad type", '{"watchdog": {"concurrency": "16"}}', 'watchdog.concurrency: "16" is not an integer'],
 ];

@@ -20,6 +20,9 @@ const SERVICE: ServiceConfig = {
   restart: { kind: "tmux", target: "main:blog", run: "python3 -m http.server 8080" },
   dependsOn: [],
   requiresDns: null,
+  busy: null,
+  memory: null,
+  trackRestarts: false,
 };
 
 const OK: ProbeResult = { ok: true, detail: "HTTP 200", latencyMs: 40, timedOut: false };
