@@ -30,6 +30,11 @@ const TIMEOUT: ProbeResult = { ok: false, detail: "no answer within 5.0s", laten
 const ALIVE = { running: true, startedAt: NOW - 24 * 60 * MIN, detail: "pid 42" };
 const GONE = { running: false, startedAt: null, detail: "pid 42 is gone" };
 
+const MIB = 1024 * 1024;
+const BUSY = { port: 8080, log: "/var/log/engine.log", freshMs: 180_000, maxMs: 30 * MIN };
+const BUSY_YES = { busy: true, detail: "pid 42 listens on port 8080, log written 3.0s ago" };
+const MEMORY = { limitBytes: 1024 * MIB, warnWithinMs: 86_400_000, restartAboveBytes: 256 * MIB };
+
 interface Row {
   name: string;
   service?: Partial<ServiceConfig>;
@@ -80,6 +85,20 @@ const ROWS: Row[] = [
   // rule 5: give up
   { name: "max_restarts within restart_window: GIVEN-UP", state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - m * 11 * MIN) }, probe: TIMEOUT, kind: "give-up", tags: ["WARN", "GIVEN-UP"] },
   { name: "restarts older than restart_window do not count", state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - 61 * MIN - m) }, probe: TIMEOUT, kind: "restart" },
+  // busy is not hung
+  { name: "busy (listening, log fresh): no strike, BUSY logged with a notification", service: { busy: BUSY }, state: { strikes: 1 }, facts: { busy: BUSY_YES }, kind: "busy", strikes: 1, tags: ["BUSY"] },
+  { name: "still busy 2 minutes later: quiet (BUSY at most every 5 minutes)", service: { busy: BUSY }, state: { busySince: NOW - 2 * MIN, busyLoggedAt: NOW - 2 * MIN }, facts: { busy: BUSY_YES }, kind: "busy", tags: [] },
+  { name: "still busy 6 minutes after the last BUSY line: logged again", service: { busy: BUSY }, state: { busySince: NOW - 6 * MIN, busyLoggedAt: NOW - 6 * MIN }, facts: { busy: BUSY_YES }, kind: "busy", tags: ["BUSY"] },
+  { name: "busy longer than busy.max is hung: restarted at once (busy_timeout)", service: { busy: BUSY }, state: { busySince: NOW - 31 * MIN, outage: { since: NOW - 31 * MIN, reason: "failing" } }, facts: { busy: BUSY_YES }, kind: "restart", reason: "busy_timeout", tags: ["HUNG"] },
+  { name: "no longer showing work (log stale): strikes count again", service: { busy: BUSY }, state: { busySince: NOW - 10 * MIN, strikes: 0 }, facts: { busy: { busy: false, detail: "log not written for 5m" } }, kind: "strike", strikes: 1 },
+  // systemd
+  { name: "an inactive unit was stopped on purpose: skipped, never started", facts: { unit: { name: "blog.service", activeState: "inactive", nRestarts: 0 } }, kind: "skip", reason: "stopped" },
+  { name: "a failed unit is reported once and not restarted", service: { restart: { kind: "systemd", unit: "blog.service" } }, state: { strikes: 2, unitState: "active" }, facts: { unit: { name: "blog.service", activeState: "failed", nRestarts: 3 } }, kind: "strike", reason: /is failed/, tags: ["WARN", "WARN"] },
+  { name: "NRestarts went up: a silent auto-restart is reported", service: { trackRestarts: true }, state: { nRestarts: 1 }, facts: { unit: { name: "blog.service", activeState: "active", nRestarts: 3 } }, probe: OK, kind: "ok", tags: ["AUTO-RESTART"] },
+  { name: "NRestarts went down (manual restart): only the baseline moves", service: { trackRestarts: true }, state: { nRestarts: 3 }, facts: { unit: { name: "blog.service", activeState: "active", nRestarts: 0 } }, probe: OK, kind: "ok", tags: [] },
+  // memory growth
+  { name: "RSS above restart_above: preventive restart (memory)", service: { memory: MEMORY, pidfile: "/x.pid" }, state: { rss: [[NOW - MIN, 300 * MIB]] }, facts: { rssBytes: 300 * MIB }, probe: OK, kind: "restart", reason: "memory", tags: ["MEMORY"] },
+  { name: "a steady slope that reaches the limit within warn_within: MEMORY warning with rate and ETA", service: { memory: { ...MEMORY, limitBytes: 200 * MIB, restartAboveBytes: null } }, state: { rss: [4, 3, 2, 1].map((h) => [NOW - h * 3_600_000, (100 - h * 12) * MIB] as [number, number]) }, facts: { rssBytes: 100 * MIB }, probe: OK, kind: "ok", tags: ["MEMORY"] },
   // origin incidents
   {
     name: "incident: hung tunnel, PID alive for 23 minutes, HTTP times out: restarted at the 3rd strike (10 min in at a 5 min interval)",
@@ -102,6 +121,31 @@ const ROWS: Row[] = [
     probe: { ok: true, detail: "HTTP 200", latencyMs: 6500, timedOut: false },
     kind: "ok",
     strikes: 0,
+  },
+  {
+    name: "incident: an indexing engine busy with a backfill at load 10.7 is not killed after two 5 s timeouts",
+    service: { busy: BUSY },
+    state: { strikes: 1, busySince: NOW - 5 * MIN, busyLoggedAt: NOW - 5 * MIN },
+    facts: { busy: BUSY_YES },
+    kind: "busy",
+    strikes: 1,
+  },
+  {
+    name: "incident: a shared DB blip: dependents wait for the DB instead of six restarts",
+    state: { strikes: 2 },
+    facts: { waitReason: "dependency db is failing" },
+    kind: "wait",
+    strikes: 2,
+    tags: ["WAIT"],
+  },
+  {
+    name: "incident: an SSE proxy leaking 12 MiB/h toward a 1 GiB limit is seen days ahead",
+    service: { memory: { limitBytes: 1024 * MIB, warnWithinMs: 3 * 86_400_000, restartAboveBytes: null }, pidfile: "/x.pid" },
+    state: { rss: [5, 4, 3, 2, 1].map((h) => [NOW - h * 3_600_000, (400 - h * 12) * MIB] as [number, number]) },
+    facts: { rssBytes: 400 * MIB },
+    probe: OK,
+    kind: "ok",
+    tags: ["MEMORY"],
   },
   {
     name: "incident: restart loop after the first restart: the slow starter is left alone in grace",
@@ -132,6 +176,14 @@ describe("decide: one row per rule and per origin incident", () => {
     if (row.reason instanceof RegExp) expect(decision.reason).toMatch(row.reason);
     if (row.strikes !== undefined) expect(decision.next.strikes).toBe(row.strikes);
     if (row.tags) expect(decision.log.map((line) => line.tag as string)).toEqual(row.tags);
+  });
+
+  test("the MEMORY warning names the rate and the ETA", () => {
+    const service = { ...SERVICE, memory: { ...MEMORY, limitBytes: 200 * MIB, restartAboveBytes: null } };
+    const rss = [4, 3, 2, 1].map((h) => [NOW - h * 3_600_000, (100 - h * 12) * MIB] as [number, number]);
+    const decision = decide(service, { ...freshState(), rss }, facts({ rssBytes: 100 * MIB }), OK);
+    expect(decision.log[0].message).toBe("blog memory grows 12 MiB/h (100 MiB now): reaches the limit 200 MiB in 8h 20m");
+    expect(decision.log[0].event).toBe("memory");
   });
 
   test("the pure function does not touch its input state", () => {

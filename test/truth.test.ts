@@ -1,0 +1,237 @@
+// Service truth against real processes: busy vs hung, dependencies, DNS, memory growth, launchd, reboot gaps.
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { alive, BUN, freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+afterEach(() => box?.cleanup());
+
+/** Listens on the port and accepts, never answers; appends to its log every 200 ms until SIGUSR2. */
+const BUSY_ENGINE = `
+const [port, log] = process.argv.slice(-2);
+require("node:net").createServer(() => {}).listen(Number(port), "127.0.0.1");
+const timer = setInterval(() => require("node:fs").appendFileSync(log, "indexing\\n"), 200);
+process.on("SIGUSR2", () => clearInterval(timer));
+`;
+
+async function startBusyEngine(port: number, log: string) {
+  const script = join(box.dir, "engine.js");
+  writeFileSync(script, BUSY_ENGINE);
+  const child = Bun.spawn([BUN, script, String(port), log], { detached: true, stdout: "ignore", stderr: "inherit" });
+  box.track(child.pid);
+  await waitFor(() => existsSync(log) && readFileSync("/proc/net/tcp", "utf8").includes(`:${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`), 10_000, "engine listening");
+  return child;
+}
+
+test("busy is not hung: no strike while it listens and logs; strikes once the log goes stale", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const log = join(box.dir, "engine.log");
+  const marker = join(box.dir, "restarted");
+  const engine = await startBusyEngine(port, log);
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "engine"
+failures = 2
+grace = "0s"
+verify_timeout = "1s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "500ms"
+[service.busy]
+port = ${port}
+log = "${log}"
+fresh = "1s"
+max = "1h"
+[service.restart]
+command = ["touch", "${marker}"]
+`);
+  const first = await box.tend(["watchdog"]);
+  expect(first.stdout).toContain(`[BUSY] engine failed health check (no answer within 0.5s) but is busy (pid ${engine.pid} listens on port ${port}, log written`);
+  expect(box.stateOf("engine").strikes).toBe(0);
+  const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
+  expect(status.services[0].state).toBe("busy");
+  const second = await box.tend(["watchdog"]);
+  expect(second.stdout).toBe(""); // BUSY at most every 5 minutes
+  expect(box.stateOf("engine").strikes).toBe(0);
+
+  process.kill(engine.pid, "SIGUSR2"); // it stops writing its log: no longer shows work
+  await waitFor(() => Date.now() - statSync(log).mtimeMs > 1200, 10_000, "log to go stale");
+  expect((await box.tend(["watchdog"])).stdout).toContain("failure 1/2");
+  const hung = await box.tend(["watchdog"]);
+  expect(hung.stdout).toContain("failure 2/2");
+  expect(hung.stdout).toContain("[HUNG] engine failed 2 checks in a row");
+  expect(existsSync(marker)).toBe(true);
+}, 60_000);
+
+test("busy longer than busy.max is hung: restarted at once (busy_timeout), downtime says so", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const log = join(box.dir, "engine.log");
+  const marker = join(box.dir, "restarted");
+  const engine = await startBusyEngine(port, log);
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "engine"
+grace = "0s"
+verify_timeout = "1s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "300ms"
+[service.busy]
+port = ${port}
+log = "${log}"
+max = "1s"
+[service.restart]
+command = ["touch", "${marker}"]
+`);
+  expect((await box.tend(["watchdog"])).stdout).toContain("[BUSY] engine");
+  const busySince = box.stateOf("engine").busySince;
+  await waitFor(() => Date.now() - busySince > 1100, 5000, "busy.max to pass");
+  const hung = await box.tend(["watchdog"]);
+  expect(hung.stdout).toMatch(/\[HUNG\] engine has been busy for [\d.]+s, longer than busy.max 1.0s: restarting \(busy_timeout\)/);
+  expect(hung.stdout).not.toContain("[WARN]");
+  expect(existsSync(marker)).toBe(true);
+  expect(box.stateOf("engine").outage.reason).toBe("busy_timeout");
+  // The operator replaces the engine by hand; the next pass closes the outage with its reason.
+  process.kill(engine.pid, "SIGKILL");
+  await waitFor(() => !alive(engine.pid), 5000, "engine gone");
+  const server = await box.server(port);
+  await box.tend(["watchdog"]);
+  expect(box.read("downtime.log")).toMatch(/\[DOWNTIME\] engine was unavailable for \d+s \(busy_timeout, from .* UTC to .* UTC\)/);
+  server.kill();
+}, 60_000);
+
+test("no futile restarts: a failing dependency or an unresolvable name means WAIT, not restart", async () => {
+  box = new Sandbox();
+  const dbPort = await freePort();
+  const webPort = await freePort();
+  const marker = join(box.dir, "restarted");
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[defaults]
+failures = 1
+grace = "0s"
+[[service]]
+name = "db"
+[service.check]
+tcp = "127.0.0.1:${dbPort}"
+timeout = "500ms"
+${["web", "worker"].map((name) => `
+[[service]]
+name = "${name}"
+depends_on = ["db"]
+[service.check]
+http = "http://127.0.0.1:${webPort}/"
+timeout = "500ms"
+[service.restart]
+command = ["touch", "${marker}"]`).join("\n")}
+[[service]]
+name = "tunnel"
+requires = { dns = "tend-test-name.invalid" }
+[service.check]
+http = "http://127.0.0.1:${webPort}/"
+timeout = "500ms"
+[service.restart]
+command = ["touch", "${marker}"]
+`);
+  const pass = await box.tend(["watchdog"]);
+  expect(pass.stdout).toContain("[WARN] db failed health check");
+  expect(pass.stdout).toContain("[WAIT] web failed health check (no answer: connection refused) but dependency db is failing: not counted, not restarted");
+  expect(pass.stdout).toContain("[WAIT] worker failed health check");
+  expect(pass.stdout).toContain("[WAIT] tunnel failed health check (no answer: connection refused) but tend-test-name.invalid does not resolve");
+  expect(pass.stdout).not.toContain("[HUNG]");
+  expect(existsSync(marker)).toBe(false);
+  expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached", "web"])).stdout).services[0].state).toBe("waiting");
+}, 30_000);
+
+test("memory growth: a process allocating steadily gets a MEMORY warning with rate and ETA, then a preventive restart", async () => {
+  box = new Sandbox();
+  const grower = join(box.dir, "grower.js");
+  // About 40 MB/s, up to 400 MB; exits on SIGTERM.
+  writeFileSync(grower, "const kept = []; setInterval(() => { if (kept.length < 100) kept.push(Buffer.alloc(4e6, 1)); }, 100);");
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "proxy"
+pidfile = "proxy.pid"
+grace = "0s"
+cooldown = "0s"
+verify_timeout = "5s"
+[service.check]
+process = true
+[service.memory]
+limit = "2GiB"
+warn_within = "1h"
+restart_above = "200MiB"
+[service.restart]
+spawn = ["${BUN}", "${grower}"]
+`);
+  await box.tend(["watchdog"]);
+  const first = Number(box.read("proxy.pid"));
+  box.track(first);
+  let output = "";
+  await waitFor(async () => {
+    output += (await box.tend(["watchdog"])).stdout;
+    return output.includes("[RESTART] proxy: stopped pid");
+  }, 60_000, "a preventive restart");
+  expect(output).toMatch(/\[MEMORY\] proxy memory grows \d+ MiB\/h \(\d+ MiB now\): reaches the limit 2048 MiB in /);
+  expect(output).toMatch(/\[MEMORY\] proxy uses \d+ MiB \(RSS of its process tree\), above restart_above 200 MiB: restarting \(memory\)/);
+  const second = Number(box.read("proxy.pid"));
+  box.track(second);
+  expect(second).not.toBe(first);
+  await waitFor(() => !alive(first), 5000, "the bloated process gone");
+  expect(box.stateOf("proxy").rss.length).toBeGreaterThanOrEqual(4);
+}, 90_000);
+
+test("restart.launchd runs launchctl kickstart -k system/LABEL (STAND-IN launchctl: launchd cannot run on Linux)", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const bin = join(box.dir, "bin");
+  const calls = join(box.dir, "launchctl.calls");
+  Bun.spawnSync(["mkdir", bin]);
+  writeFileSync(join(bin, "launchctl"), `#!/bin/sh\necho "$*" >> '${calls}'\n`, { mode: 0o755 });
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "web"
+failures = 1
+verify_timeout = "1s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "300ms"
+[service.restart]
+launchd = "org.example.web"
+`);
+  const pass = await box.tend(["watchdog"], { env: { PATH: `${bin}:${process.env.PATH}` } });
+  expect(pass.stdout).toContain("[RESTART] web: launchctl kickstart -k system/org.example.web");
+  expect(readFileSync(calls, "utf8")).toBe("kickstart -k system/org.example.web\n"); // as root: the system domain
+}, 30_000);
+
+test("a heartbeat older than 2 x interval records the gap as host downtime", async () => {
+  box = new Sandbox();
+  const { server, url } = (() => {
+    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+    return { server, url: `http://127.0.0.1:${server.port}/` };
+  })();
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "5m"\n[[service]]\nname = "api"\n[service.check]\nhttp = "${url}"\n`);
+  await box.tend(["watchdog"]);
+  const heartbeat = join(box.state, "heartbeat");
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  utimesSync(heartbeat, hourAgo, hourAgo);
+  const pass = await box.tend(["watchdog"]);
+  expect(pass.stdout).toMatch(/\[DOWNTIME\] host was unavailable for 36\d\ds \(unexpected_shutdown_or_reboot, from .* UTC to .* UTC\)/);
+  expect(box.read("downtime.log")).toContain("host was unavailable");
+  // An ordinary gap (one interval) is not downtime.
+  utimesSync(heartbeat, new Date(Date.now() - 300_000), new Date(Date.now() - 300_000));
+  expect((await box.tend(["watchdog"])).stdout).toBe("");
+  server.stop(true);
+}, 30_000);
