@@ -1,7 +1,9 @@
 // Against a REAL systemd (PID 1 of a container): safe-kill by MainPID, systemd restarts the unit.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { bootSystemd, shutdownSystemd, type Systemd } from "./systemd.ts";
-import { waitFor } from "./helpers.ts";
+import { freePort, waitFor } from "./helpers.ts";
 
 let systemd: Systemd;
 beforeAll(() => {
@@ -35,3 +37,97 @@ test("safe-kill -s KILL UNIT kills systemd's MainPID; systemd restarts it (NRest
   expect(stopped.code).toBe(1);
   expect(stopped.stderr).toContain(`${UNIT} has no running process`);
 }, 60_000);
+
+describe("the watchdog against real systemd units", () => {
+  const WEB = "web.service";
+  let port = 0;
+  let config = "";
+  const pass = (...args: string[]) => systemd.ct(systemd.tend, "watchdog", ...args, "--config", config);
+  const answers = async () => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(1000) }).catch(() => null))?.status === 200;
+
+  beforeAll(async () => {
+    port = await freePort();
+    systemd.installUnit(WEB, `[Service]\nExecStart=/usr/bin/python3 -m http.server ${port} --bind 127.0.0.1\nRestart=on-failure\nRestartSec=200ms\n`);
+    systemd.installUnit("broken.service", "[Service]\nExecStart=/usr/bin/false\n");
+    const brokenPort = await freePort();
+    const name = `tend-${Math.random().toString(36).slice(2)}`;
+    rmSync(join(systemd.share, name), { recursive: true, force: true });
+    mkdirSync(join(systemd.share, name));
+    config = `${systemd.shareInside}/${name}/tend.toml`;
+    writeFileSync(join(systemd.share, name, "tend.toml"), `
+[watchdog]
+state_dir = "${systemd.shareInside}/${name}/state"
+[defaults]
+grace = "0s"
+cooldown = "0s"
+verify_timeout = "20s"
+[[service]]
+name = "web"
+unit = "${WEB}"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "1s"
+[service.restart]
+systemd = "${WEB}"
+[[service]]
+name = "broken"
+failures = 1
+[service.check]
+http = "http://127.0.0.1:${brokenPort}/"
+timeout = "500ms"
+[service.restart]
+systemd = "broken.service"
+`);
+    systemd.ct("systemctl", "start", "broken.service");
+    systemd.ct("systemctl", "restart", WEB);
+    await waitFor(answers, 15_000, "web.service answering");
+  }, 60_000);
+  afterAll(() => {
+    systemd.ct("systemctl", "stop", WEB, "broken.service");
+    systemd.ct("systemctl", "reset-failed");
+  });
+
+  test("a frozen unit (systemd still says running) is restarted with systemctl restart at the 3rd strike; a failed unit is reported, not restarted", async () => {
+    const first = pass();
+    expect(first.stderr).toBe("");
+    expect(first.stdout).toContain("[WARN] broken: broken.service is failed (systemd gave up on it): tend does not restart a failed unit");
+    expect(first.stdout).toContain("not restarting: broken.service is failed");
+    expect(first.stdout).not.toContain("[RESTART] broken");
+    const frozen = Number(systemd.show(WEB, "MainPID"));
+    systemd.ct("systemctl", "kill", "-s", "STOP", "--kill-who=main", WEB);
+    expect(systemd.show(WEB, "SubState")).toBe("running"); // systemd does not notice SIGSTOP
+    expect(pass().stdout).toContain("[WARN] web failed health check (no answer within 1.0s, failure 1/3)");
+    expect(pass().stdout).toContain("failure 2/3");
+    const third = pass().stdout;
+    expect(third).toContain("[HUNG] web failed 3 checks in a row");
+    expect(third).toContain("[RESTART] web: systemctl restart web.service");
+    expect(third).toContain("[RECOVERED] web recovered");
+    expect(Number(systemd.show(WEB, "MainPID"))).not.toBe(frozen);
+    expect(await answers()).toBe(true);
+    expect(systemd.show("broken.service", "ActiveState")).toBe("failed");
+    expect(systemd.show("broken.service", "NRestarts")).toBe("0");
+  }, 90_000);
+
+  test("track_restarts: systemd's silent auto-restart (NRestarts up) is reported; a manual restart only moves the baseline", async () => {
+    pass();
+    const before = Number(systemd.show(WEB, "NRestarts"));
+    systemd.ct("systemctl", "kill", "-s", "KILL", "--kill-who=main", WEB);
+    await waitFor(() => Number(systemd.show(WEB, "NRestarts")) === before + 1, 10_000, "systemd's own restart");
+    await waitFor(answers, 15_000, "web answering again");
+    const seen = pass().stdout;
+    expect(seen).toContain(`[AUTO-RESTART] web: systemd restarted web.service on its own once (NRestarts ${before} -> ${before + 1})`);
+    systemd.ct("systemctl", "restart", WEB); // manual: NRestarts back to 0
+    await waitFor(answers, 15_000, "web answering after the manual restart");
+    expect(pass().stdout).not.toContain("AUTO-RESTART");
+  }, 60_000);
+
+  test("an inactive unit was stopped on purpose: never started, shown as stopped", async () => {
+    systemd.ct("systemctl", "stop", WEB);
+    const quiet = pass();
+    expect(quiet.stdout).not.toContain("[RESTART] web");
+    expect(quiet.stdout).not.toContain("[WARN] web");
+    expect(systemd.show(WEB, "ActiveState")).toBe("inactive");
+    const status = JSON.parse(pass("status", "--json", "--cached", "web").stdout);
+    expect(status.services[0].state).toBe("stopped");
+  }, 30_000);
+});

@@ -14,6 +14,9 @@ export interface Systemd {
   ct: (...argv: string[]) => { code: number; stdout: string; stderr: string };
   /** tend inside the container (the binary is copied into the shared folder). */
   tend: string;
+  /** The folder shared with the container: host path, and its path inside. */
+  share: string;
+  shareInside: string;
   installUnit: (name: string, text: string) => void;
   show: (unit: string, property: string) => string;
   /** Host PID of a container PID (NSpid). */
@@ -42,6 +45,8 @@ export function bootSystemd(): Systemd {
     leader,
     ct,
     tend: "/sandbox-share/tend",
+    share,
+    shareInside: "/sandbox-share",
     installUnit(name, text) {
       writeFileSync(`/proc/${leader}/root/etc/systemd/system/${name}`, text);
       ct("systemctl", "daemon-reload");
