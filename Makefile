@@ -29,8 +29,16 @@ cross: node_modules/.installed
 typecheck: node_modules/.installed
 	node_modules/.bin/tsc -p .
 
-test: build/tend typecheck
-	TEND_BIN=$(CURDIR)/build/tend $(BUN) test --timeout 120000 test/
+test: build/tend typecheck build/tools/promtool
+	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool $(BUN) test --timeout 120000 test/
+
+# promtool (Debian's prometheus package, unpacked, not installed) checks the metrics exposition.
+build/tools/promtool:
+	@mkdir -p build/tools/deb
+	cd build/tools/deb && (apt-get download prometheus >/dev/null 2>&1 || (apt-get update -qq && apt-get download prometheus >/dev/null))
+	dpkg -x build/tools/deb/prometheus_*.deb build/tools/deb/x
+	cp build/tools/deb/x/usr/bin/promtool $@
+	rm -rf build/tools/deb
 
 demo: build/tend
 	bash examples/demo.sh

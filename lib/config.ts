@@ -74,6 +74,8 @@ export interface WatchdogConfig {
   concurrency: number;
   /** Pinged after each pass (dead-man switch); "/fail" appended while a service is down. */
   heartbeatUrl: string | null;
+  /** Prometheus textfile-collector output, written atomically each pass; null = off. */
+  metricsFile: string | null;
 }
 
 export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager"] as const;
@@ -124,8 +126,6 @@ const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "duration" | "
   verify_timeout: { field: "verifyTimeoutMs", kind: "duration" },
 };
 
-/** Keys of the spec that this version does not act on yet: refused rather than silently ignored. */
-const NOT_YET = "is not supported by this version of tend yet; remove it";
 const SIZE = /^(\d+(?:\.\d+)?)\s*(B|K|KB|KiB|M|MB|MiB|G|GB|GiB)?$/i;
 const SIZE_UNITS: Record<string, number> = { b: 1, k: 1024, kb: 1000, kib: 1024, m: 1024 ** 2, mb: 1000 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1000 ** 3, gib: 1024 ** 3 };
 
@@ -311,10 +311,11 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
     bootDelayMs: watchdogTable.duration("boot_delay") ?? 0,
     concurrency: watchdogTable.integer("concurrency", 1, 1024) ?? 16,
     heartbeatUrl: httpUrl(watchdogTable, "heartbeat_url"),
+    metricsFile: null,
   };
   if (watchdog.intervalMs < 1000 && watchdogTable.has("interval")) watchdogTable.fail("interval", `must be at least 1s`);
   const metrics = watchdogTable.string("metrics_file", { nonEmpty: false });
-  if (metrics) watchdogTable.fail("metrics_file", NOT_YET);
+  watchdog.metricsFile = metrics ? inState(metrics) : null;
   watchdogTable.finish(["state_dir", "log", "interval", "boot_delay", "metrics_file", "heartbeat_url", "concurrency"]);
 
   const notifyTable = root.sub("notify") ?? new Reader({}, "notify", errors);

@@ -3,7 +3,7 @@ import { humanDuration } from "./duration.ts";
 import { localStamp, type Tag } from "./log.ts";
 import type { ProbeResult } from "./probe.ts";
 import { judgeMemory, RSS_HISTORY } from "./memory.ts";
-import { LATENCY_HISTORY, type ServiceState } from "./state.ts";
+import { LATENCY_HISTORY, remember, type LatencySample, type ServiceState } from "./state.ts";
 
 /** What the pass knows about a service before probing it. */
 export interface Facts {
@@ -64,7 +64,7 @@ const clock = (ms: number) => localStamp(new Date(ms)).slice(11);
  * systemd gave up on, and the RSS sample for memory growth.
  */
 export function observe(service: ServiceConfig, state: ServiceState, facts: Facts): { next: ServiceState; log: LogLine[] } {
-  let next = state;
+  let next = state.firstSeenAt === null ? { ...state, firstSeenAt: facts.now } : state;
   const log: LogLine[] = [];
   const unit = facts.unit;
   if (unit) {
@@ -72,7 +72,7 @@ export function observe(service: ServiceConfig, state: ServiceState, facts: Fact
       const before = state.nRestarts;
       if (before !== null && unit.nRestarts > before) {
         const count = unit.nRestarts - before;
-        next = { ...next, autoRestarts: next.autoRestarts + count };
+        next = remember({ ...next, autoRestarts: next.autoRestarts + count }, { at: facts.now, what: "auto-restart", count });
         log.push({ tag: "AUTO-RESTART", event: "auto-restart", message: `${service.name}: systemd restarted ${unit.name} on its own ${count === 1 ? "once" : `${count} times`} (NRestarts ${before} -> ${unit.nRestarts})` });
       }
       next = { ...next, nRestarts: unit.nRestarts }; // a decrease (manual restart) only resets the baseline
@@ -218,7 +218,7 @@ export interface RestartOutcome {
 /** Count a restart and its verification: RECOVERED or FAILED, backoff after a failure. */
 export function recordRestart(service: ServiceConfig, state: ServiceState, outcome: RestartOutcome, startedAt: number, now: number): Decision {
   let next: ServiceState = {
-    ...state,
+    ...remember(state, { at: startedAt, what: "restart" }),
     restartsTotal: state.restartsTotal + 1,
     restartTimes: [...windowRestarts(service, state, startedAt), startedAt],
     lastRestartAt: startedAt,
@@ -226,7 +226,7 @@ export function recordRestart(service: ServiceConfig, state: ServiceState, outco
   };
   if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
   if (outcome.recovered) {
-    const ok = { ...next, strikes: 0, recoveriesOk: next.recoveriesOk + 1, failedInRow: 0, backoffUntil: null };
+    const ok = { ...remember(next, { at: now, what: "recovered" }), strikes: 0, recoveriesOk: next.recoveriesOk + 1, failedInRow: 0, backoffUntil: null };
     const closed = closeOutage(service, ok, outcome.lastProbe!, now, false);
     return {
       kind: "ok",
@@ -237,7 +237,7 @@ export function recordRestart(service: ServiceConfig, state: ServiceState, outco
   }
   const failedInRow = next.failedInRow + 1;
   const backoffMs = Math.min(service.backoffMs * 2 ** (failedInRow - 1), service.backoffMaxMs);
-  const failed = { ...next, recoveriesFailed: next.recoveriesFailed + 1, failedInRow, backoffUntil: now + backoffMs };
+  const failed = { ...remember(next, { at: now, what: "failed" }), recoveriesFailed: next.recoveriesFailed + 1, failedInRow, backoffUntil: now + backoffMs };
   const what = outcome.issued ? `did not recover within ${humanDuration(service.verifyTimeoutMs)} after restart` : `could not be restarted`;
   return {
     kind: "restart",
@@ -248,7 +248,8 @@ export function recordRestart(service: ServiceConfig, state: ServiceState, outco
 }
 
 function recordProbe(state: ServiceState, probe: ProbeResult, now: number): ServiceState {
-  const latencies = [...state.latencies, [now, probe.latencyMs, probe.ok ? 1 : 0] as [number, number, number]].slice(-LATENCY_HISTORY);
+  const sample: LatencySample = [now, probe.latencyMs, probe.ok ? 1 : 0, probe.timedOut ? 1 : 0];
+  const latencies = [...state.latencies, sample].slice(-LATENCY_HISTORY);
   return { ...state, latencies, lastProbe: { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs } };
 }
 

@@ -5,6 +5,7 @@ import type { Config, ServiceConfig } from "./config.ts";
 import { gate, judge, observe, recordRestart, type Decision, type Facts, type LogLine } from "./decide.ts";
 import { busyEvidence } from "./busy.ts";
 import { treeRss } from "./memory.ts";
+import { renderMetrics } from "./metrics.ts";
 import { showUnit } from "./systemd.ts";
 import { humanDuration } from "./duration.ts";
 import { TendError } from "./errors.ts";
@@ -71,11 +72,21 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       await sendEvents(config, services.flatMap((service) => service.events), logger);
       const anyDown = services.some((service) => service.decision.kind !== "skip" && service.decision.next.outage !== null);
       await pingHeartbeat(config, anyDown, logger);
-      writeFileAtomic(heartbeatFile(stateDir), new Date(now()).toISOString() + "\n");
+      const passAt = now();
+      if (config.watchdog.metricsFile) writeMetrics(config.watchdog.metricsFile, services, passAt, logger);
+      writeFileAtomic(heartbeatFile(stateDir), new Date(passAt).toISOString() + "\n");
     }
     return { ran: true, services };
   } finally {
     lock?.release();
+  }
+}
+
+function writeMetrics(path: string, services: ServiceOutcome[], passAt: number, logger: Logger) {
+  try {
+    writeFileAtomic(path, renderMetrics(services.map(({ name, decision }) => ({ name, state: decision.next })), passAt), 0o644);
+  } catch (error) {
+    logger.write("ERROR", `cannot write metrics_file ${path}: ${(error as Error).message}`);
   }
 }
 

@@ -25,6 +25,7 @@ export function renderPlan(config: Config): string {
       boot_delay: formatDuration(watchdog.bootDelayMs),
       concurrency: watchdog.concurrency,
       heartbeat_url: watchdog.heartbeatUrl ? redactUrl(watchdog.heartbeatUrl) : "",
+      metrics_file: watchdog.metricsFile ?? "",
     }],
     ...[...config.services].sort((a, b) => a.name.localeCompare(b.name)).map((service) => [`service "${service.name}"`, flattenService(service)] as [string, Flat]),
   ];

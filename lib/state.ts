@@ -40,8 +40,12 @@ export interface ServiceState {
   pausedUntil: number | null;
   outage: { since: number; reason: string } | null;
   lastProbe: ProbeRecord | null;
-  /** Bounded latency history: [at, latencyMs, ok ? 1 : 0]. */
-  latencies: [number, number, number][];
+  /** Bounded latency history: [at, latencyMs, ok ? 1 : 0, timed out ? 1 : 0]. */
+  latencies: LatencySample[];
+  /** Bounded history of restarts and their outcome, for `watchdog report`. */
+  history: HistoryEntry[];
+  /** When tend first watched this service (report: no data before). */
+  firstSeenAt: number | null;
   lastEvent: EventRecord | null;
   /** First busy verdict of the current busy spell, and when BUSY was last logged. */
   busySince: number | null;
@@ -56,6 +60,19 @@ export interface ServiceState {
 }
 
 export const LATENCY_HISTORY = 1000;
+export const EVENT_HISTORY = 1000;
+
+export type LatencySample = [at: number, latencyMs: number, ok: number, timedOut?: number];
+export interface HistoryEntry {
+  at: number;
+  what: "restart" | "recovered" | "failed" | "auto-restart";
+  count?: number;
+}
+
+/** Append to a bounded history. */
+export function remember(state: ServiceState, entry: HistoryEntry): ServiceState {
+  return { ...state, history: [...state.history, entry].slice(-EVENT_HISTORY) };
+}
 
 export function freshState(): ServiceState {
   return {
@@ -77,6 +94,8 @@ export function freshState(): ServiceState {
     outage: null,
     lastProbe: null,
     latencies: [],
+    history: [],
+    firstSeenAt: null,
     lastEvent: null,
     busySince: null,
     busyLoggedAt: null,
@@ -127,7 +146,7 @@ function validate(text: string): string | null {
     const value = record[key];
     if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 0)) return `${key} is ${JSON.stringify(value)}`;
   }
-  for (const key of ["restartTimes", "latencies", "rss"]) {
+  for (const key of ["restartTimes", "latencies", "rss", "history"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
   return null;

@@ -7,10 +7,14 @@ import { runPass } from "../lib/pass.ts";
 import { renderPlan } from "../lib/plan.ts";
 import { runLoop } from "../lib/loop.ts";
 import { allHealthy, collectStatus, renderStatus } from "../lib/status.ts";
+import { collectStats, renderStats } from "../lib/stats.ts";
+import { buildReport, renderReport } from "../lib/report.ts";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
        watchdog run [--interval D]           passes in a loop until SIGTERM/SIGINT
        watchdog status [NAME...] [--json] [--cached]
+       watchdog stats [NAME...] [--json]      probe latency percentiles, timeouts, histogram
+       watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
        watchdog validate | plan
        watchdog pause NAME [--for D] | resume NAME | reset NAME
 options: --config PATH, --help, --version
@@ -24,7 +28,7 @@ const duration = (flag: string, value: string | undefined) => {
 };
 
 export function main(argv: string[], io: Io): Promise<number> {
-  const spec = { name: "watchdog", usage: USAGE, string: ["interval", "for"], boolean: ["dry-run", "json", "cached"] };
+  const spec = { name: "watchdog", usage: USAGE, string: ["interval", "for", "since"], boolean: ["dry-run", "json", "cached"] };
   return runCli(spec, argv, io, async (args) => {
     const [command = "pass", ...names] = args._.map(String);
     const config = loadConfig({ path: args.config, env: io.env });
@@ -32,7 +36,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       if (names.length !== 1) throw usageError(`watchdog ${command} takes one service name\n\n${USAGE}`);
       return names[0];
     };
-    if (command !== "status" && command !== "pause" && command !== "resume" && command !== "reset" && names.length) throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
+    if (command !== "status" && command !== "stats" && command !== "pause" && command !== "resume" && command !== "reset" && names.length) throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
     switch (command) {
       case "pass":
         return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env })), 0;
@@ -42,6 +46,16 @@ export function main(argv: string[], io: Io): Promise<number> {
         const report = await collectStatus(config, { names, cached: args.cached });
         io.out(args.json ? JSON.stringify(report, null, 2) : renderStatus(report, paintFor(io)));
         return allHealthy(report) ? 0 : 1;
+      }
+      case "stats": {
+        const stats = collectStats(config, names);
+        io.out(args.json ? JSON.stringify(stats, null, 2) : renderStats(stats, { paint: paintFor(io), pictures: io.tty }));
+        return 0;
+      }
+      case "report": {
+        const report = buildReport(config, duration("since", args.since) ?? 7 * 86_400_000);
+        io.out(args.json ? JSON.stringify(report, null, 2) : renderReport(report, { paint: paintFor(io), pictures: io.tty }));
+        return 0;
       }
       case "validate":
         return io.out(`${config.path}: ok (${config.services.length} services)`), 0;

@@ -63,7 +63,7 @@ const MALFORMED: [string, string, string][] = [
   ["bad notify url", '[notify]\nurl = "mailto:me@example.org"\n', "notify.url: "],
   ["notify retries too many", "[notify]\nretries = 50\n", "notify.retries: 50 is not an integer from 0 to 10"],
   ["bad heartbeat url", '[watchdog]\nheartbeat_url = "hc-ping.com/abc"\n', "watchdog.heartbeat_url: "],
-  ["not yet supported key", '[watchdog]\nmetrics_file = "/x.prom"\n', "watchdog.metrics_file: is not supported by this version of tend yet"],
+  ["metrics_file not a string", '[watchdog]\nmetrics_file = 1\n', "watchdog.metrics_file: 1 is a number, expected a string"],
   ["track_restarts without a unit", service("track_restarts = true"), 'service[0].track_restarts: needs unit = "NAME.service"'],
   ["busy with neither port nor log", service("[service.busy]\nmax = \"10m\""), "service[0].busy: needs port, log, or both"],
   ["busy port out of range", service("[service.busy]\nport = 0"), "service[0].busy.port: 0 is not an integer from 1 to 65535"],

@@ -1,0 +1,250 @@
+// stats, report, metrics and status, fed by real passes against real servers (no hand-written state).
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Sandbox, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+const servers: ReturnType<typeof Bun.serve>[] = [];
+afterEach(() => {
+  for (const server of servers.splice(0)) server.stop(true);
+  box?.cleanup();
+});
+
+function controlled() {
+  const control = { status: 200, delayMs: 0 };
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 30,
+    async fetch() {
+      if (control.delayMs) await Bun.sleep(control.delayMs);
+      return new Response("ok", { status: control.status });
+    },
+  });
+  servers.push(server);
+  return { control, url: `http://127.0.0.1:${server.port}/` };
+}
+
+/** Run a command in a real terminal (tmux on the private socket) and return the screen. */
+async function onTerminal(args: string[], marker = "__done__"): Promise<string> {
+  const env = box.env();
+  const command = `'${TEND}' ${args.join(" ")}; echo ${marker}; sleep 30`;
+  Bun.spawnSync(["tmux", "new-session", "-d", "-x", "120", "-y", "50", "-s", "screen", command], { env });
+  let screen = "";
+  await waitFor(() => {
+    screen = Bun.spawnSync(["tmux", "capture-pane", "-p", "-t", "screen"], { env }).stdout.toString();
+    return screen.includes(marker);
+  }, 10_000, "command on the terminal");
+  Bun.spawnSync(["tmux", "kill-session", "-t", "screen"], { env });
+  return screen;
+}
+
+test("stats: percentiles, timeouts and a WARN where the timeout cuts into the distribution; the histogram marks it", async () => {
+  box = new Sandbox();
+  const slow = controlled();
+  const fast = controlled();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "tunnel"
+failures = 100
+[service.check]
+http = "${slow.url}"
+timeout = "600ms"
+[[service]]
+name = "api"
+[service.check]
+http = "${fast.url}"
+timeout = "2s"
+`);
+  // The tunnel answers in 100..700 ms: the 600 ms timeout cuts the tail off.
+  for (const delay of [100, 200, 300, 400, 500, 700, 700]) {
+    slow.control.delayMs = delay;
+    expect((await box.tend(["watchdog"])).code).toBe(0);
+  }
+  const stats = JSON.parse((await box.tend(["watchdog", "stats", "--json"])).stdout);
+  const tunnel = stats.find((s: { name: string }) => s.name === "tunnel");
+  expect(tunnel.samples).toBe(7);
+  expect(tunnel.timeouts).toBe(2);
+  expect(tunnel.p50_ms).toBeGreaterThanOrEqual(400);
+  expect(tunnel.p99_ms).toBeGreaterThanOrEqual(600);
+  expect(tunnel.max_ms).toBeGreaterThanOrEqual(600);
+  expect(tunnel.warning).toContain("timeout 0.6s is below the observed p99 (2 of 7 probes timed out)");
+  expect(tunnel.suggested_timeout_ms).toBeGreaterThanOrEqual(1000);
+  const api = stats.find((s: { name: string }) => s.name === "api");
+  expect(api.samples).toBe(7);
+  expect(api.timeouts).toBe(0);
+  expect(api.warning).toBeNull();
+
+  const text = (await box.tend(["watchdog", "stats"])).stdout;
+  expect(text).toMatch(/^tunnel: 7 probes {2}p50 \d+ms {2}p90 .* {2}timeouts 2 {2}\(timeout 600ms\)$/m);
+  expect(text).toContain("WARN tunnel: timeout 0.6s is below the observed p99");
+  expect(text).not.toContain("│"); // no pictures when stdout is not a terminal
+  const screen = await onTerminal(["watchdog", "stats", "tunnel"]);
+  expect(screen).toContain("├──────────────────────────────");
+  expect(screen).toContain("timeout 600ms: slower answers count as failures");
+  expect(screen).toMatch(/100ms-200ms │█+ 1/);
+}, 60_000);
+
+test("report: availability, downtime, restarts, recoveries and MTTR from real passes; timeline on a terminal", async () => {
+  box = new Sandbox();
+  const web = controlled();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "web"
+failures = 2
+grace = "0s"
+cooldown = "0s"
+verify_timeout = "1s"
+[service.check]
+http = "${web.url}"
+timeout = "500ms"
+[service.restart]
+command = ["true"]
+`);
+  await box.tend(["watchdog"]); // healthy: first seen
+  web.control.status = 503;
+  await box.tend(["watchdog"]); // strike 1: the outage opens
+  const failed = await box.tend(["watchdog"]); // strike 2: restart; 503 persists: FAILED
+  expect(failed.stdout).toContain("[FAILED] web");
+  web.control.status = 200;
+  await waitFor(async () => (await box.tend(["watchdog"])).stdout.includes("[RECOVERED] web is healthy again"), 20_000, "recovery");
+
+  const report = JSON.parse((await box.tend(["watchdog", "report", "--since", "10m", "--json"])).stdout);
+  const row = report.services[0];
+  expect(row.name).toBe("web");
+  expect(row.outages).toBe(1);
+  expect(row.restarts).toBe(1);
+  expect(row.recoveries_failed).toBe(1);
+  expect(row.recoveries_ok).toBe(0);
+  expect(row.downtime_s).toBeGreaterThanOrEqual(1);
+  expect(row.mttr_s).toBe(row.downtime_s);
+  expect(row.availability).toBeGreaterThan(0);
+  expect(row.availability).toBeLessThan(1);
+  expect(row.timeline[0]).toBe("none"); // before tend watched it
+  expect(["down", "degraded"]).toContain(row.timeline.at(-1)); // 12.5 s cells: the whole test sits in the last one
+
+  // With short cells the picture shows the outage between healthy time.
+  const recoveredAt = Date.now();
+  await waitFor(() => Date.now() - recoveredAt > 1500, 5000, "a little healthy time");
+  const fine = JSON.parse((await box.tend(["watchdog", "report", "--since", "30s", "--json"])).stdout).services[0].timeline as string[];
+  expect(fine.at(-1)).toBe("up");
+  const firstBad = fine.findIndex((cell) => cell === "down" || cell === "degraded");
+  expect(firstBad).toBeGreaterThan(0);
+  expect(fine.slice(0, firstBad).every((cell) => cell === "none" || cell === "up")).toBe(true);
+
+  // The watchdog's own restarts do not change the figures: they come from files.
+  const again = JSON.parse((await box.tend(["watchdog", "report", "--since", "10m", "--json"])).stdout).services[0];
+  expect({ ...again, availability: 0, timeline: [] }).toEqual({ ...row, availability: 0, timeline: [] });
+
+  const screen = await onTerminal(["watchdog", "report", "--since", "10m"]);
+  expect(screen).toMatch(/web\s+\d+\.\d+%\s+\d/);
+  expect(screen).toContain("█ up  ▒ degraded  ░ down  · no data");
+  expect(screen).toMatch(/·+[░▒█]+/);
+}, 60_000);
+
+test("report: a host gap (heartbeat older than 2 x interval) is no data, not downtime", async () => {
+  box = new Sandbox();
+  const web = controlled();
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "1m"\n[[service]]\nname = "web"\n[service.check]\nhttp = "${web.url}"\n`);
+  await box.tend(["watchdog"]);
+  const long = new Date(Date.now() - 20 * 60_000);
+  utimesSync(join(box.state, "heartbeat"), long, long);
+  const state = box.stateOf("web");
+  state.firstSeenAt = Date.now() - 30 * 60_000; // watched for 30 minutes
+  writeFileSync(join(box.state, "web.json"), JSON.stringify(state));
+  await box.tend(["watchdog"]);
+  const row = JSON.parse((await box.tend(["watchdog", "report", "--since", "1h", "--json"])).stdout).services[0];
+  expect(row.availability).toBe(1);
+  expect(row.downtime_s).toBe(0);
+  expect(row.timeline.filter((cell: string) => cell === "none").length).toBeGreaterThan(24);
+});
+
+test("metrics_file: Prometheus text, written atomically each pass, valid for promtool, with the right figures", async () => {
+  box = new Sandbox();
+  const web = controlled();
+  const metrics = join(box.dir, "textfile", "tend.prom");
+  Bun.spawnSync(["mkdir", "-p", join(box.dir, "textfile")]);
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+metrics_file = "${metrics}"
+[[service]]
+name = "web"
+failures = 1
+grace = "0s"
+verify_timeout = "1s"
+[service.check]
+http = "${web.url}"
+timeout = "500ms"
+[service.restart]
+command = ["true"]
+[[service]]
+name = "db"
+[service.check]
+http = "${web.url}"
+`);
+  web.control.status = 500;
+  await box.tend(["watchdog"]);
+  const before = Date.now();
+  web.control.status = 200;
+  await box.tend(["watchdog"]);
+  const text = await Bun.file(metrics).text();
+  expect(text).toContain('tend_service_up{service="web"} 1');
+  expect(text).toContain('tend_service_restarts_total{service="web"} 1');
+  expect(text).toContain('tend_service_recoveries_total{service="web",result="failed"} 1');
+  expect(text).toContain('tend_service_recoveries_total{service="web",result="ok"} 0');
+  expect(text).toContain('tend_service_strikes{service="db"} 0');
+  expect(text).toContain('tend_service_auto_restarts_total{service="web"} 0');
+  expect(text).toMatch(/tend_probe_duration_seconds\{service="web"\} 0\.\d+|tend_probe_duration_seconds\{service="web"\} 0/);
+  const stamp = Number(/^tend_last_pass_timestamp_seconds (\d+)$/m.exec(text)?.[1]);
+  expect(stamp * 1000).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);
+  expect(statSync(metrics).mode & 0o777).toBe(0o644);
+  expect(readdirSync(join(box.dir, "textfile"))).toEqual(["tend.prom"]); // no temp file left behind
+
+  // Every sample line follows the exposition grammar, and promtool (Prometheus's own checker) agrees.
+  for (const line of text.trim().split("\n")) {
+    expect(line).toMatch(/^(# (HELP|TYPE) tend_[a-z_]+ .+|tend_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?\d+(\.\d+)?(e-?\d+)?)$/);
+  }
+  const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
+  if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: run make build/tools/promtool (make test does)`);
+  const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(text) });
+  expect(check.stderr.toString() + check.stdout.toString()).toBe("");
+  expect(check.exitCode).toBe(0);
+}, 30_000);
+
+test("status reads at a glance on a terminal: aligned columns, colour by state, the last pass's age", async () => {
+  box = new Sandbox();
+  const ok = controlled();
+  const bad = controlled();
+  bad.control.status = 503;
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "blog"\n[service.check]\nhttp = "${ok.url}"\n[[service]]\nname = "tunnel-public"\n[service.check]\nhttp = "${bad.url}"\n`);
+  await box.tend(["watchdog"]);
+  const env = box.env();
+  Bun.spawnSync(["tmux", "new-session", "-d", "-x", "100", "-y", "20", "-s", "screen", `'${TEND}' watchdog status; echo __done__; sleep 30`], { env });
+  let plain = "";
+  await waitFor(() => (plain = Bun.spawnSync(["tmux", "capture-pane", "-p", "-t", "screen"], { env }).stdout.toString()).includes("__done__"), 10_000, "status");
+  const colored = Bun.spawnSync(["tmux", "capture-pane", "-p", "-e", "-t", "screen"], { env }).stdout.toString();
+  Bun.spawnSync(["tmux", "kill-session", "-t", "screen"], { env });
+  const lines = plain.split("\n");
+  expect(lines[0]).toMatch(/^last pass: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(\d+\.\ds ago\)/);
+  const header = lines.find((line) => line.startsWith("SERVICE"))!;
+  const blog = lines.find((line) => line.startsWith("blog"))!;
+  const tunnel = lines.find((line) => line.startsWith("tunnel-public"))!;
+  for (const column of ["STATE", "PROBE", "STRIKES"]) {
+    const at = header.indexOf(column);
+    expect(blog[at - 1]).toBe(" ");
+    expect(tunnel[at - 1]).toBe(" ");
+    expect(blog[at]).not.toBe(" ");
+  }
+  expect(blog).toContain("healthy");
+  expect(tunnel).toContain("failing 1/3");
+  expect(colored).toMatch(/\x1b\[32mhealthy/); // green
+  expect(colored).toMatch(/\x1b\[31mfailing 1\/3/); // red
+  const noColor = await box.tend(["watchdog", "status"], { env: { NO_COLOR: "1" } });
+  expect(noColor.stdout).not.toContain("\x1b[");
+}, 30_000);
