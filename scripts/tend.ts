@@ -7,8 +7,9 @@ const COMMANDS: Record<string, () => Promise<{ main: Main }>> = {
   watchdog: () => import("./watchdog.ts"),
   "safe-kill": () => import("./safe-kill.ts"),
   notify: () => import("./notify.ts"),
+  blogtunnel: () => import("./blogtunnel.ts"),
 };
-const PLANNED = ["blogtunnel", "self-update"];
+const PLANNED = ["self-update"];
 
 const USAGE = `usage: tend COMMAND [ARGS...]   (or call a copy/symlink named after the command)
 
@@ -16,6 +17,7 @@ commands:
   watchdog     probe services, restart the hung ones, report (watchdog --help)
   safe-kill    signal a service's verified main process, never by pattern
   notify       send a message (curl -f semantics, retries, a spool that loses nothing)
+  blogtunnel   the public-URL tunnel check for crontab (fail codes, counter file, tmux respawn)
   ${PLANNED.join(", ")}: not in this version yet
 
 tend --version prints the version.`;

@@ -51,7 +51,7 @@ test("usage errors exit 2 and say what is wrong", () => {
 });
 
 test("commands of later versions say so and exit 2 instead of pretending", () => {
-  for (const name of ["blogtunnel", "self-update"]) {
+  for (const name of ["self-update"]) {
     const result = run([TEND, name, "x"]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`${name} is not available in this version`);

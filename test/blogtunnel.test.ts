@@ -1,0 +1,89 @@
+// blogtunnel against a local "public URL" and a real tmux server on a private socket.
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { alive, Sandbox, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+let server: ReturnType<typeof Bun.serve> | null = null;
+afterEach(() => {
+  server?.stop(true);
+  box?.cleanup();
+});
+
+test("strikes on 502/530/no answer only, counted in the plain counter file; the 3rd respawns the pane and writes 0", async () => {
+  box = new Sandbox();
+  const answer = { status: 200, hang: false };
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 30,
+    async fetch() {
+      if (answer.hang) await Bun.sleep(2000);
+      return new Response("blog", { status: answer.status });
+    },
+  });
+  const env = { BLOG_URL: `http://127.0.0.1:${server.port}/secret-path` };
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
+  tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");
+  const panePid = () => Number(tmux("display-message", "-p", "-t", "main:blog", "#{pane_pid}").stdout.toString().trim());
+  const original = panePid();
+  const counter = join(box.dir, ".blogtunnel-fail-count");
+  writeFileSync(counter, "0\n"); // the file the old watchdog.sh kept
+  const marker = join(box.dir, "tunnel-started");
+  const run = (...extra: string[]) =>
+    box.tend(["blogtunnel", "--timeout", "500ms", "--pane", "main:blog", "--command", `touch '${marker}'; exec sleep 300`, ...extra], { env });
+  const count = () => readFileSync(counter, "utf8");
+
+  answer.status = 502;
+  const first = await run();
+  expect(first.code).toBe(1);
+  expect(first.stdout).toMatch(/^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \[WARN\] tunnel http:\/\/127\.0\.0\.1:\d+\/… failed health check \(HTTP 502, failure 1\/3\)\n$/);
+  expect(count()).toBe("1\n");
+
+  answer.status = 404; // an answer that is not a fail code: the tunnel works
+  expect((await run()).code).toBe(0);
+  expect(count()).toBe("0\n");
+
+  answer.status = 530;
+  await run();
+  expect(count()).toBe("1\n");
+  answer.hang = true; // no answer within the timeout: 000
+  const second = await run();
+  expect(second.stdout).toContain("(no answer within 0.5s, failure 2/3)");
+  expect(count()).toBe("2\n");
+  expect(panePid()).toBe(original);
+
+  answer.hang = false;
+  answer.status = 502;
+  const third = await run();
+  expect(third.code).toBe(1);
+  expect(third.stdout).toContain("failure 3/3");
+  expect(third.stdout).toContain("[HUNG] tunnel");
+  expect(third.stdout).toContain("[RESTART] tunnel: tmux respawn-pane -k -t main:blog");
+  expect(count()).toBe("0\n");
+  await waitFor(() => existsSync(marker), 5000, "the pane's new command");
+  await waitFor(() => !alive(original), 5000, "the old pane process gone");
+  expect(panePid()).not.toBe(original);
+  for (const output of [first.stdout, second.stdout, third.stdout]) expect(output).not.toContain("secret-path");
+}, 60_000);
+
+test("--fail-codes decides what is a strike; usage errors exit 2", async () => {
+  box = new Sandbox();
+  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("", { status: 503 }) });
+  const counter = join(box.dir, "count");
+  const url = `http://127.0.0.1:${server.port}/`;
+  expect((await box.tend(["blogtunnel", "--url", url, "--counter", counter, "--fail-codes", "502,000"])).code).toBe(0);
+  expect(readFileSync(counter, "utf8")).toBe("0\n");
+  writeFileSync(counter, "garbage");
+  const struck = await box.tend(["blogtunnel", "--url", url, "--counter", counter, "--strikes", "2"]);
+  expect(struck.stdout).toContain(`holds "garbage", not a number: counting from 0`);
+  expect(struck.stdout).toContain("failure 1/2");
+  const noPane = await box.tend(["blogtunnel", "--url", url, "--counter", counter, "--strikes", "2"]);
+  expect(noPane.stdout).toContain("no --pane given, nothing restarted");
+  expect(readFileSync(counter, "utf8")).toBe("0\n");
+  for (const args of [["--url", "ftp://x"], ["--url", url, "--pane", "main:blog"], ["--url", url, "--fail-codes", "5xx"], ["--url", url, "--strikes", "0"], ["--url", url, "--timeout", "soon"]]) {
+    expect((await box.tend(["blogtunnel", "--counter", counter, ...args])).code).toBe(2);
+  }
+  expect((await box.tend(["blogtunnel"], { env: { BLOG_URL: "" } })).code).toBe(2);
+});
