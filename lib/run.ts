@@ -2,6 +2,8 @@ export interface RunOptions {
   timeoutMs: number;
   cwd?: string;
   env?: Record<string, string | undefined>;
+  /** Written to the command's stdin (default: none). */
+  input?: string;
 }
 
 export interface RunResult {
@@ -18,10 +20,11 @@ export interface RunResult {
  * Run argv (no shell) in its own process group; on timeout the whole group is killed, so a
  * command's grandchildren cannot outlive it (Bun.spawn's own timeout kills only the child).
  */
-export async function runCommand(argv: string[], { timeoutMs, cwd, env }: RunOptions): Promise<RunResult> {
-  let child: ReturnType<typeof Bun.spawn<"ignore", "pipe", "pipe">>;
+export async function runCommand(argv: string[], { timeoutMs, cwd, env, input }: RunOptions): Promise<RunResult> {
+  let child;
   try {
-    child = Bun.spawn(argv, { cwd, env: env as Record<string, string>, stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
+    const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
+    child = Bun.spawn(argv, { cwd, env: env as Record<string, string>, stdin, stdout: "pipe", stderr: "pipe", detached: true });
   } catch (error) {
     return { exitCode: null, signal: null, timedOut: false, stdout: "", stderr: "", error: (error as Error).message };
   }

@@ -9,6 +9,8 @@ import { runLoop } from "../lib/loop.ts";
 import { allHealthy, collectStatus, renderStatus } from "../lib/status.ts";
 import { collectStats, renderStats } from "../lib/stats.ts";
 import { buildReport, renderReport } from "../lib/report.ts";
+import { installFiles, parseScheduler, writeInstall } from "../lib/install.ts";
+import { homedir } from "node:os";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
        watchdog run [--interval D]           passes in a loop until SIGTERM/SIGINT
@@ -17,6 +19,7 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
        watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
        watchdog validate | plan
        watchdog pause NAME [--for D] | resume NAME | reset NAME
+       watchdog install cron|termux-boot|systemd|launchd [--write]   print (or write) the scheduler entry
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
 
@@ -28,7 +31,7 @@ const duration = (flag: string, value: string | undefined) => {
 };
 
 export function main(argv: string[], io: Io): Promise<number> {
-  const spec = { name: "watchdog", usage: USAGE, string: ["interval", "for", "since"], boolean: ["dry-run", "json", "cached"] };
+  const spec = { name: "watchdog", usage: USAGE, string: ["interval", "for", "since"], boolean: ["dry-run", "json", "cached", "write"] };
   return runCli(spec, argv, io, async (args) => {
     const [command = "pass", ...names] = args._.map(String);
     const config = loadConfig({ path: args.config, env: io.env });
@@ -36,7 +39,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       if (names.length !== 1) throw usageError(`watchdog ${command} takes one service name\n\n${USAGE}`);
       return names[0];
     };
-    if (command !== "status" && command !== "stats" && command !== "pause" && command !== "resume" && command !== "reset" && names.length) throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
+    if (command !== "status" && command !== "stats" && command !== "install" && command !== "pause" && command !== "resume" && command !== "reset" && names.length) throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
     switch (command) {
       case "pass":
         return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env })), 0;
@@ -55,6 +58,13 @@ export function main(argv: string[], io: Io): Promise<number> {
       case "report": {
         const report = buildReport(config, duration("since", args.since) ?? 7 * 86_400_000);
         io.out(args.json ? JSON.stringify(report, null, 2) : renderReport(report, { paint: paintFor(io), pictures: io.tty }));
+        return 0;
+      }
+      case "install": {
+        const scheduler = parseScheduler(one());
+        const files = installFiles(scheduler, config, { binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 });
+        if (!args.write) return io.out(files.map((file) => (scheduler === "cron" ? file.content : `# ${file.path}\n${file.content}`)).join("\n")), 0;
+        for (const line of await writeInstall(scheduler, files)) io.out(line);
         return 0;
       }
       case "validate":
