@@ -8,8 +8,8 @@ const COMMANDS: Record<string, () => Promise<{ main: Main }>> = {
   "safe-kill": () => import("./safe-kill.ts"),
   notify: () => import("./notify.ts"),
   blogtunnel: () => import("./blogtunnel.ts"),
+  "self-update": () => import("./self-update.ts"),
 };
-const PLANNED = ["self-update"];
 
 const USAGE = `usage: tend COMMAND [ARGS...]   (or call a copy/symlink named after the command)
 
@@ -18,7 +18,7 @@ commands:
   safe-kill    signal a service's verified main process, never by pattern
   notify       send a message (curl -f semantics, retries, a spool that loses nothing)
   blogtunnel   the public-URL tunnel check for crontab (fail codes, counter file, tmux respawn)
-  ${PLANNED.join(", ")}: not in this version yet
+  self-update  replace the binary or the config: validated, backed up, diffed, atomic, reversible
 
 tend --version prints the version.`;
 
@@ -26,12 +26,12 @@ tend --version prints the version.`;
 export async function dispatch(invokedAs: string, argv: string[], io: Io): Promise<number> {
   let name = basename(invokedAs).replace(/\.(ts|js|exe)$/, "");
   let rest = argv;
-  if (!(name in COMMANDS) && !PLANNED.includes(name)) {
+  if (name in COMMANDS && rest[0] === name) rest = rest.slice(1); // `watchdog watchdog plan` = `tend watchdog plan`
+  if (!(name in COMMANDS)) {
     [name, ...rest] = argv;
     if (name === undefined || name === "--help" || name === "-h" || name === "help") return io.out(USAGE), name === undefined ? 2 : 0;
     if (name === "--version") return io.out(`tend ${VERSION}`), 0;
   }
-  if (PLANNED.includes(name)) return io.err(`tend: ${name} is not available in this version (${VERSION}) yet`), 2;
   const load = COMMANDS[name];
   if (!load) return io.err(`tend: unknown command ${JSON.stringify(name)}\n\n${USAGE}`), 2;
   return (await load()).main(rest, io);

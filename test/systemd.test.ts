@@ -1,6 +1,6 @@
 // Against a REAL systemd (PID 1 of a container): safe-kill by MainPID, systemd restarts the unit.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bootSystemd, shutdownSystemd, type Systemd } from "./systemd.ts";
 import { freePort, waitFor } from "./helpers.ts";
@@ -130,4 +130,47 @@ systemd = "broken.service"
     const status = JSON.parse(pass("status", "--json", "--cached", "web").stdout);
     expect(status.services[0].state).toBe("stopped");
   }, 30_000);
+});
+
+describe("watchdog install systemd, in a real systemd", () => {
+  test("--write installs the service and timer; the timer fires a pass; the service it spawned outlives the pass's unit", async () => {
+    const port = await freePort();
+    const name = `install-${Math.random().toString(36).slice(2)}`;
+    mkdirSync(join(systemd.share, name));
+    const inside = `${systemd.shareInside}/${name}`;
+    const config = `${inside}/tend.toml`;
+    writeFileSync(join(systemd.share, name, "tend.toml"), `
+[watchdog]
+state_dir = "${inside}/state"
+interval = "1h"
+boot_delay = "1s"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "1s"
+[service.restart]
+spawn = ["/usr/bin/python3", "-m", "http.server", "${port}", "--bind", "127.0.0.1"]
+`);
+    const written = systemd.ct(systemd.tend, "watchdog", "install", "systemd", "--write", "--config", config);
+    expect(written.stderr).toBe("");
+    expect(written.stdout).toContain("/etc/systemd/system/tend-watchdog.service: written");
+    expect(written.stdout).toContain("/etc/systemd/system/tend-watchdog.timer: written");
+    expect(systemd.ct(systemd.tend, "watchdog", "install", "systemd", "--write", "--config", config).stdout).toContain("tend-watchdog.timer: unchanged");
+    systemd.ct("systemctl", "daemon-reload");
+    systemd.ct("systemctl", "start", "tend-watchdog.timer");
+    const heartbeat = join(systemd.share, name, "state", "heartbeat");
+    await waitFor(() => existsSync(heartbeat), 30_000, "the timer to fire a pass");
+    await waitFor(() => systemd.show("tend-watchdog.service", "ActiveState") === "inactive", 30_000, "the oneshot pass to finish");
+    expect(systemd.show("tend-watchdog.service", "Result")).toBe("success");
+    const answer = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
+    expect(answer.status).toBe(200); // spawned by the pass, still running after the unit finished
+    expect(readFileSync(join(systemd.share, name, "state", "watchdog.log"), "utf8")).toContain("[RECOVERED] web recovered");
+    systemd.ct("systemctl", "stop", "tend-watchdog.timer");
+    const pid = readFileSync(join(systemd.share, name, "state", "web.pid"), "utf8").trim();
+    systemd.ct("kill", pid);
+    systemd.ct("rm", "-f", "/etc/systemd/system/tend-watchdog.service", "/etc/systemd/system/tend-watchdog.timer");
+    systemd.ct("systemctl", "daemon-reload");
+  }, 90_000);
 });

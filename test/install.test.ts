@@ -1,0 +1,89 @@
+// watchdog install: what each scheduler gets, written idempotently (real crontab, real plist parser).
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { chmodSync, copyFileSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { Sandbox, TEND } from "./helpers.ts";
+
+const USER = "tendtest";
+let box: Sandbox;
+let binary = "";
+
+beforeAll(() => {
+  if (Bun.spawnSync(["id", USER]).exitCode !== 0) {
+    const added = Bun.spawnSync(["useradd", "--no-create-home", "--shell", "/bin/sh", USER]);
+    if (added.exitCode !== 0) throw new Error(`useradd ${USER}: ${added.stderr}`);
+  }
+});
+afterEach(() => {
+  Bun.spawnSync(["crontab", "-r", "-u", USER]);
+  box?.cleanup();
+});
+afterAll(() => Bun.spawnSync(["crontab", "-r", "-u", USER]));
+
+/** A sandbox the unprivileged test user can use: its own copy of the binary, readable config. */
+function setup(interval = "5m") {
+  box = new Sandbox();
+  chmodSync(box.dir, 0o777);
+  binary = join(box.dir, "tend");
+  copyFileSync(TEND, binary);
+  chmodSync(binary, 0o755);
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "${interval}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`);
+  chmodSync(box.config, 0o644);
+}
+/** Run tend as the test user, HOME in the sandbox (so nothing lands in a real home or /Library). */
+function asUser(...args: string[]) {
+  // runuser resets HOME to the user's own: set it again inside.
+  const result = Bun.spawnSync(["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, binary, ...args, "--config", box.config], { env: box.env() });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+const crontab = () => Bun.spawnSync(["crontab", "-l", "-u", USER]).stdout.toString();
+
+test("cron: the line runs a pass at the interval; --write adds it once, keeps other lines, updates in place", () => {
+  setup("5m");
+  const printed = asUser("watchdog", "install", "cron");
+  expect(printed.code).toBe(0);
+  expect(printed.stdout).toBe(`*/5 * * * * ${binary} watchdog pass --config ${box.config} # tend watchdog\n`);
+  Bun.spawnSync(["crontab", "-u", USER, "-"], { stdin: new TextEncoder().encode("0 3 * * * /usr/local/bin/backup.sh\n") });
+  expect(asUser("watchdog", "install", "cron", "--write").stdout).toContain("crontab: added");
+  expect(asUser("watchdog", "install", "cron", "--write").stdout).toBe("crontab: unchanged\n");
+  expect(crontab()).toBe(`0 3 * * * /usr/local/bin/backup.sh\n*/5 * * * * ${binary} watchdog pass --config ${box.config} # tend watchdog\n`);
+  box.writeConfig(readFileSync(box.config, "utf8").replace('interval = "5m"', 'interval = "2h"'));
+  expect(asUser("watchdog", "install", "cron", "--write").stdout).toContain("crontab: updated");
+  const lines = crontab().trim().split("\n");
+  expect(lines.filter((line) => line.includes("# tend watchdog"))).toEqual([`0 */2 * * * ${binary} watchdog pass --config ${box.config} # tend watchdog`]);
+  expect(lines[0]).toBe("0 3 * * * /usr/local/bin/backup.sh");
+});
+
+test("termux-boot: a boot script that takes the wake lock, then runs the loop; written once", () => {
+  setup();
+  const path = join(box.dir, ".termux", "boot", "tend-watchdog");
+  expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: written\n`);
+  expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: unchanged\n`);
+  const script = readFileSync(path, "utf8").split("\n");
+  expect(script[0]).toBe("#!/data/data/com.termux/files/usr/bin/sh");
+  expect(script.indexOf("termux-wake-lock")).toBeLessThan(script.findIndex((line) => line.startsWith("exec ")));
+  expect(script).toContain(`exec ${binary} watchdog run --config ${box.config}`);
+  expect(statSync(path).mode & 0o777).toBe(0o755);
+});
+
+test("launchd: a plist with AbandonProcessGroup true and StartInterval, valid for a real plist parser", () => {
+  setup("10m");
+  const path = join(box.dir, "Library", "LaunchAgents", "org.tend.watchdog.plist");
+  expect(asUser("watchdog", "install", "launchd", "--write").stdout).toContain(`${path}: written`);
+  const parsed = Bun.spawnSync(["python3", "-c", "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))", path]);
+  expect(parsed.stderr.toString()).toBe("");
+  const plist = JSON.parse(parsed.stdout.toString());
+  expect(plist).toMatchObject({ Label: "org.tend.watchdog", AbandonProcessGroup: true, StartInterval: 600, RunAtLoad: true });
+  expect(plist.ProgramArguments).toEqual([binary, "watchdog", "pass", "--config", box.config]);
+});
+
+test("systemd: a oneshot service and a timer (OnBootSec, OnUnitActiveSec) that leaves spawned services alone", () => {
+  setup("5m");
+  const units = asUser("watchdog", "install", "systemd").stdout;
+  expect(units).toContain(`# ${join(box.dir, ".config", "systemd", "user", "tend-watchdog.service")}`);
+  expect(units).toContain(`ExecStart=${binary} watchdog pass --config ${box.config}`);
+  expect(units).toContain("KillMode=process");
+  expect(units).toContain("OnBootSec=60s");
+  expect(units).toContain("OnUnitActiveSec=300s");
+  expect(asUser("watchdog", "install", "nonsense").code).toBe(2);
+});
