@@ -19,7 +19,7 @@ import { eventMessage, pingHeartbeat, sendEvents } from "./alert.ts";
 import type { Message } from "./notify.ts";
 import { redactUrl } from "./redact.ts";
 import { describeRestart, restartService } from "./restart.ts";
-import { ensureStateDir, readState, writeState, type ServiceState } from "./state.ts";
+import { ensureStateDir, freshState, readState, refuseSymlink, stateFile, writeState, type ServiceState } from "./state.ts";
 
 export interface PassOptions {
   config: Config;
@@ -77,6 +77,11 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       writeFileAtomic(heartbeatFile(stateDir), new Date(passAt).toISOString() + "\n");
     }
     return { ran: true, services };
+  } catch (error) {
+    // A full or read-only disk is the operator's to fix: say so plainly, exit 1, never a stack trace.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (error instanceof TendError || !code) throw error;
+    throw new TendError(`cannot write to the state dir ${stateDir}: ${code === "ENOSPC" ? "no space left on the device" : code} (${(error as Error).message})`, 1);
   } finally {
     lock?.release();
   }
@@ -136,7 +141,7 @@ async function judgeAll(config: Config, options: PassOptions, logger: Logger): P
       } catch (error) {
         publish.get(service.name)!(true);
         logger.write("ERROR", `${service.name}: ${(error as Error).message}`);
-        return { name: service.name, decision: { kind: "skip", reason: "error", next: readState(config.watchdog.stateDir, service.name).state, log: [] }, probe: null, events: [] } as ServiceOutcome;
+        return { name: service.name, decision: { kind: "skip", reason: "error", next: freshState(), log: [] }, probe: null, events: [] } as ServiceOutcome;
       }
     }),
   );
@@ -152,6 +157,7 @@ async function judgeService(
 ): Promise<ServiceOutcome> {
   const { dryRun = false, echo = () => {}, now = Date.now, uptime = uptimeMs } = options;
   const { stateDir } = config.watchdog;
+  refuseSymlink(stateFile(stateDir, service.name));
   const loaded = readState(stateDir, service.name);
   let state = loaded.state;
   if (!dryRun && loaded.problem === "missing") logger.write("START", `watching ${service.name} (${describeCheck(service)})`);

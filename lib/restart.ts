@@ -1,4 +1,4 @@
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
 import type { RestartAction, ServiceConfig } from "./config.ts";
 import { humanDuration } from "./duration.ts";
 import { writeFileAtomic } from "./atomic.ts";
@@ -116,7 +116,9 @@ async function respawn(
   const output = openSync(action.output, "a", 0o600);
   let child;
   try {
-    child = Bun.spawn(action.argv, {
+    // The child records its own PID (atomically) before it becomes the service: if the watchdog
+    // is killed right after the spawn, the pidfile still names the process, never an orphan.
+    child = Bun.spawn(["/bin/sh", "-c", RECORD_SELF, service.pidfile!, ...action.argv], {
       cwd: action.cwd ?? undefined,
       env: { ...env, ...action.env } as Record<string, string>,
       stdin: "ignore",
@@ -129,6 +131,19 @@ async function respawn(
   }
   child.unref();
   const info = readProc(child.pid);
-  writeFileAtomic(service.pidfile!, `${child.pid}\n`, 0o644);
+  const deadline = Date.now() + 5000;
+  while (readPid(service.pidfile!) !== child.pid && child.exitCode === null && Date.now() < deadline) await sleep(5);
+  if (readPid(service.pidfile!) !== child.pid) writeFileAtomic(service.pidfile!, `${child.pid}\n`, 0o644); // it exited at once
   return { issued: true, detail: `${stopped}started pid ${child.pid}`, pid: child.pid, pidStartTicks: info?.startTicks };
+}
+
+/** sh -c RECORD_SELF PIDFILE ARGV...: write $$ to PIDFILE (temp + rename), then exec ARGV in place. */
+const RECORD_SELF = 'umask 022; echo $$ > "$0.tmp.$$" && mv -f "$0.tmp.$$" "$0" && exec "$@"';
+
+function readPid(path: string): number | null {
+  try {
+    return Number(readFileSync(path, "utf8").trim()) || null;
+  } catch {
+    return null;
+  }
 }

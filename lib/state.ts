@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, readFileSync, renameSync, chmodSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "./atomic.ts";
 import { TendError } from "./errors.ts";
@@ -154,6 +154,15 @@ function validate(text: string): string | null {
 
 export function writeState(stateDir: string, name: string, state: ServiceState): void {
   writeFileAtomic(stateFile(stateDir, name), JSON.stringify(state) + "\n");
+}
+
+/** A state file that is a symlink would be read and replaced through it: refuse it (the service is not judged). */
+export function refuseSymlink(path: string): void {
+  let link: string | null = null;
+  try {
+    if (lstatSync(path).isSymbolicLink()) link = readlinkSync(path);
+  } catch {}
+  if (link !== null) throw new TendError(`state file ${path} is a symlink (to ${link}): refused, nothing read or written through it`, 1);
 }
 
 /** Create the state dir 0700; refuse a symlink (state must not be written through to elsewhere). */
