@@ -7,7 +7,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --no-compile-autoload-dot
             --define 'TEND_VERSION="$(VERSION)"'
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 
-.PHONY: all cross demo test typecheck clean
+.PHONY: all cross demo test typecheck clean bench faults
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -39,6 +39,15 @@ build/tools/promtool:
 	dpkg -x build/tools/deb/prometheus_*.deb build/tools/deb/x
 	cp build/tools/deb/x/usr/bin/promtool $@
 	rm -rf build/tools/deb
+
+# Benchmarks against peers (bash+curl, monit) and the fault suite; not part of `make test`.
+bench: build/tend
+	@command -v hyperfine >/dev/null && command -v monit >/dev/null && command -v curl >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine monit curl >/dev/null)
+	$(BUN) bench/bench.ts $(BENCH_ARGS)
+
+faults: build/tend
+	$(BUN) bench/faults.ts $(FAULT_ARGS)
 
 demo: build/tend
 	bash examples/demo.sh

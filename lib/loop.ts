@@ -37,6 +37,8 @@ export async function runLoop({ config, intervalMs, echo = () => {}, env, maxPas
           echo(formatLine("ERROR", message, new Date()));
         }
       }
+      // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
+      Bun.gc(true);
       const wait = Math.max(0, started + intervalMs - Date.now());
       if (!stopping && passes + 1 < maxPasses) await new Promise<void>((resolve) => ((wake = resolve), setTimeout(resolve, wait)));
     }
