@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import minimist from "minimist";
 
 const ROOT = resolve(import.meta.dir, "..");
-const TEND = join(ROOT, "build", "tend");
+const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
 const BUN = process.execPath;
 const SERVICE = join(ROOT, "examples", "service.ts");
 const PEER = join(ROOT, "bench", "peers", "watchdog.sh");

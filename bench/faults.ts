@@ -8,7 +8,7 @@ import minimist from "minimist";
 import { MALFORMED } from "../test/malformed.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
-const TEND = join(ROOT, "build", "tend");
+const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
 const BUN = process.execPath;
 const SERVICE = join(ROOT, "examples", "service.ts");
 const WORK = "/tmp/tend-faults";
