@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync, ex
 import { cpus, totalmem, release } from "node:os";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
+import { answers, killGroup, waitFor } from "./common.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
@@ -30,15 +31,6 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const fmt = (seconds: number) => (seconds < 1 ? `${(seconds * 1000).toFixed(1)} ms` : `${seconds.toFixed(2)} s`);
 const sleep = (ms: number) => Bun.sleep(ms);
 
-async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await condition()) return;
-    await sleep(20);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-const answers = async (port: number) => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null))?.status === 200;
 
 function spawnDetached(argv: string[]) {
   const child = Bun.spawn(argv, { detached: true, stdout: "ignore", stderr: "ignore" });
@@ -161,7 +153,7 @@ async function recoveryTend(run: number): Promise<number> {
   const p = port();
   mkdirSync(dir, { recursive: true });
   const config = join(dir, "tend.toml");
-  writeFileSync(config, `[watchdog]\nstate_dir = "${dir}/state"\ninterval = "10s"\n[[service]]\nname = "web"\npidfile = "web.pid"\nfailures = 3\n[service.check]\nhttp = "http://127.0.0.1:${p}/"\ntimeout = "2s"\n[service.restart]\nspawn = ["${BUN}", "${SERVICE}", "${p}"]\n`);
+  writeFileSync(config, `[watchdog]\nstate_dir = "${dir}/state"\ninterval = "10s"\n[[service]]\nname = "web"\npidfile = "web.pid"\nfailures = 3\ncooldown = "0s"\n[service.check]\nhttp = "http://127.0.0.1:${p}/"\ntimeout = "2s"\n[service.restart]\nspawn = ["${BUN}", "${SERVICE}", "${p}"]\n`);
   const loop = spawnDetached([TEND, "watchdog", "run", "--config", config]);
   await waitFor(() => answers(p), 30_000, "tend to start the service");
   await sleep(31_000 + Math.random() * 10_000); // past grace, at a random phase of the interval
@@ -212,13 +204,6 @@ check process web with pidfile ${pidfile}
   return seconds;
 }
 
-function killGroup(pid: number) {
-  for (const target of [-pid, pid]) {
-    try {
-      process.kill(target, "SIGKILL");
-    } catch {}
-  }
-}
 
 function machine(): string {
   const version = Bun.spawnSync([TEND, "--version"]).stdout.toString().trim();

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
+import { answers, killGroup, waitFor as poll } from "./common.ts";
 import { MALFORMED } from "../test/malformed.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -18,16 +19,9 @@ const only = args.only ? String(args.only).split(",") : null;
 const children: number[] = [];
 
 class Loss extends Error {}
+const waitFor = (condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) => poll(condition, timeoutMs, what, Loss);
 function check(condition: unknown, what: string): asserts condition {
   if (!condition) throw new Loss(what);
-}
-async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await condition()) return;
-    await Bun.sleep(20);
-  }
-  throw new Loss(`timed out waiting for ${what}`);
 }
 /** Run tend without blocking: the fault's own servers live in this process and must keep answering. */
 async function tend(args: string[], env: Record<string, string> = {}) {
@@ -35,7 +29,6 @@ async function tend(args: string[], env: Record<string, string> = {}) {
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   return { code, stdout, stderr };
 }
-const answers = async (port: number) => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null))?.status === 200;
 function freePort(): number {
   const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const port = server.port;
@@ -62,13 +55,6 @@ function processesWith(...parts: string[]): number[] {
     } catch {}
   }
   return found;
-}
-function killGroup(pid: number) {
-  for (const target of [-pid, pid]) {
-    try {
-      process.kill(target, "SIGKILL");
-    } catch {}
-  }
 }
 const parsesAsState = (path: string) => {
   if (!existsSync(path)) return true;

@@ -44,7 +44,12 @@ step "watchdog status: web was restarted and answers again"
 "$BIN/watchdog" status
 echo
 echo "web now answers: $(get http://127.0.0.1:18480/)"
-echo "old pid $WEB: $([ -e "/proc/$WEB" ] && echo "still there" || echo gone); new pid: $(cat "$DEMO/state/web.pid")"
+case "$(pstate "$WEB")" in
+  "") old=gone ;;
+  Z) old="exited (a zombie until its parent reaps it)" ;;
+  *) old="STILL RUNNING ($(pstate "$WEB"))" ;;
+esac
+echo "old pid $WEB: $old; new pid: $(cat "$DEMO/state/web.pid")"
 step "downtime.log"
 cat "$DEMO/state/downtime.log"
 step "cleaning up the demo's services"

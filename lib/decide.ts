@@ -184,7 +184,7 @@ function restartOrHold(
     ? "no restart action configured"
     : facts.unit?.activeState === "failed"
       ? `${facts.unit.name} is failed (systemd's start limit is respected)`
-      : restartHold(service, state, now);
+      : restartHold(service, state, now, reason !== "crash");
   if (held) {
     // Say once why the restart is held, not at every pass.
     const log = before.length && !heldAlreadySaid ? [{ ...before[0], message: `${before[0].message}; not restarting: ${held}` }, ...before.slice(1)] : before;
@@ -274,10 +274,11 @@ function closeOutage(service: ServiceConfig, state: ServiceState, probe: ProbeRe
 }
 
 /** Why a restart cannot happen now (given-up, backoff, cooldown), or null. */
-function restartHold(service: ServiceConfig, state: ServiceState, now: number): string | null {
+/** A process that is gone is started without waiting out the cooldown: backoff and max_restarts bound a crash loop. */
+function restartHold(service: ServiceConfig, state: ServiceState, now: number, cooldown = true): string | null {
   if (state.givenUp) return "given up (watchdog reset to retry)";
   if (state.backoffUntil && now < state.backoffUntil) return `backoff until ${clock(state.backoffUntil)}`;
-  if (state.lastRestartAt && now < state.lastRestartAt + service.cooldownMs) return `cooldown until ${clock(state.lastRestartAt + service.cooldownMs)}`;
+  if (cooldown && state.lastRestartAt && now < state.lastRestartAt + service.cooldownMs) return `cooldown until ${clock(state.lastRestartAt + service.cooldownMs)}`;
   return null;
 }
 

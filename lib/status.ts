@@ -101,30 +101,42 @@ export interface Paint {
 
 const plain: Paint = { ok: (t) => t, bad: (t) => t, warn: (t) => t, dim: (t) => t };
 
-/** Aligned columns, narrow enough for a phone: NAME STATE PROBE STRIKES RESTARTS LAST EVENT. */
-export function renderStatus(report: StatusReport, paint: Paint = plain, now = Date.now()): string {
+/**
+ * Aligned columns; on a terminal narrower than the table (a phone), two lines per service. An
+ * event of today shows its time only.
+ */
+export function renderStatus(report: StatusReport, paint: Paint = plain, now = Date.now(), columns = Infinity): string {
   const lastPass = report.last_pass ? `${localStamp(new Date(report.last_pass))} (${humanDuration(Math.max(0, now - Date.parse(report.last_pass)))} ago)` : "never";
+  const today = localStamp(new Date(now)).slice(0, 10);
+  const when = (iso: string) => {
+    const stamp = localStamp(new Date(iso));
+    return stamp.startsWith(today) ? stamp.slice(11) : stamp;
+  };
   const header = ["SERVICE", "STATE", "PROBE", "STRIKES", "RESTARTS", "LAST EVENT"];
   const rows = report.services.map((row) => [
     row.name,
     row.state,
-    row.probe ? `${row.probe.detail} ${row.probe.latency_ms}ms` : "-",
+    row.probe ? (row.probe.ok ? `${row.probe.detail} ${row.probe.latency_ms}ms` : row.probe.detail) : "-",
     `${row.strikes}/${row.failures}`,
-    `${row.restarts} (${row.recoveries_ok} ok/${row.recoveries_failed} failed)`,
-    row.last_event ? `${localStamp(new Date(row.last_event.at))} ${row.last_event.tag}` : "-",
+    `${row.restarts} (✓${row.recoveries_ok} ✗${row.recoveries_failed})`,
+    row.last_event ? `${when(row.last_event.at)} ${row.last_event.tag}` : "-",
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) => cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]))).join("  ");
   const color = (state: string, text: string) =>
     state === "healthy" ? paint.ok(text) : state.startsWith("failing") || state === "given-up" ? paint.bad(text) : paint.warn(text);
-  const body = rows.map((cells, index) => {
-    const text = line(cells);
+  const wide = widths.reduce((sum, width) => sum + width + 2, 0) <= columns;
+  const body = rows.flatMap((cells, index) => {
     const state = report.services[index].state;
-    return text.replace(cells[1].padEnd(widths[1]), color(state, cells[1].padEnd(widths[1])));
+    const stateCell = color(state, cells[1].padEnd(widths[1]));
+    if (wide) return [line(cells).replace(cells[1].padEnd(widths[1]), stateCell)];
+    // A phone: two lines per service, the second the probe and the last event, cut to the width.
+    const detail = `  ${cells[2]} · ${cells[5]}`;
+    return [`${cells[0].padEnd(widths[0])}  ${stateCell}  ${cells[3]}  ${cells[4]}`, paint.dim(detail.length > columns ? detail.slice(0, columns - 1) + "…" : detail)];
   });
   const { spooled, last_error: lastError } = report.notify;
   const notify = spooled || lastError
     ? [paint.bad(`notify: ${spooled} undelivered in the spool${lastError ? `; last failure ${localStamp(new Date(lastError.at))}: ${lastError.detail}` : ""}`)]
     : [];
-  return [paint.dim(`last pass: ${lastPass}`), ...notify, paint.dim(line(header)), ...body].join("\n");
+  return [paint.dim(`last pass: ${lastPass}`), ...notify, ...(wide ? [paint.dim(line(header))] : []), ...body].join("\n");
 }

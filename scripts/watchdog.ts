@@ -47,7 +47,7 @@ export function main(argv: string[], io: Io): Promise<number> {
         return runLoop({ config, intervalMs: duration("interval", args.interval) ?? config.watchdog.intervalMs, echo: io.out, env: io.env });
       case "status": {
         const report = await collectStatus(config, { names, cached: args.cached });
-        io.out(args.json ? JSON.stringify(report, null, 2) : renderStatus(report, paintFor(io)));
+        io.out(args.json ? JSON.stringify(report, null, 2) : renderStatus(report, paintFor(io), Date.now(), io.tty ? process.stdout.columns : Infinity));
         return allHealthy(report) ? 0 : 1;
       }
       case "stats": {

@@ -62,6 +62,7 @@ const ROWS: Row[] = [
   // rule 0: crash
   { name: "a pid source whose process is gone: started at once, no strike", facts: { process: GONE }, probe: TIMEOUT, kind: "crash", reason: "crash", strikes: 0, tags: ["RESTART"] },
   { name: "crash inside grace is still started (grace waits for a live process only)", state: { startedAt: NOW - 5_000 }, facts: { process: GONE }, kind: "crash" },
+  { name: "crash inside the cooldown is started anyway (cooldown is for hung restarts)", state: { lastRestartAt: NOW - MIN }, facts: { process: GONE }, kind: "crash" },
   { name: "crash during backoff waits", state: { backoffUntil: NOW + MIN }, facts: { process: GONE }, kind: "strike", reason: /^backoff until/ },
   { name: "crash loop: max_restarts reached gives up", service: { maxRestarts: 2 }, state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN] }, facts: { process: GONE }, kind: "give-up", tags: ["GIVEN-UP"] },
   { name: "a systemd/launchd-supervised process that is gone is left to its manager: probed, not started", facts: { process: { ...GONE, supervised: true } }, probe: TIMEOUT, kind: "strike", strikes: 1 },

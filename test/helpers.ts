@@ -86,6 +86,22 @@ export class Sandbox {
   }
 }
 
+/** An in-process HTTP server on port 0 whose answers the test controls, counting its hits. */
+export function controlledServer() {
+  const control = { status: 200, delayMs: 0, hits: 0 };
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 30,
+    async fetch() {
+      control.hits++;
+      if (control.delayMs) await Bun.sleep(control.delayMs);
+      return new Response("ok", { status: control.status });
+    },
+  });
+  return { control, server, url: `http://127.0.0.1:${server.port}/` };
+}
+
 /** Poll until `condition` holds or the deadline passes (no blind sleeps). */
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
   const deadline = Date.now() + timeoutMs;

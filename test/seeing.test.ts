@@ -2,7 +2,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Sandbox, TEND, waitFor } from "./helpers.ts";
+import { controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const servers: ReturnType<typeof Bun.serve>[] = [];
@@ -12,18 +12,9 @@ afterEach(() => {
 });
 
 function controlled() {
-  const control = { status: 200, delayMs: 0 };
-  const server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    idleTimeout: 30,
-    async fetch() {
-      if (control.delayMs) await Bun.sleep(control.delayMs);
-      return new Response("ok", { status: control.status });
-    },
-  });
+  const { control, server, url } = controlledServer();
   servers.push(server);
-  return { control, url: `http://127.0.0.1:${server.port}/` };
+  return { control, url };
 }
 
 /** Run a command in a real terminal (tmux on the private socket) and return the screen. */
@@ -247,4 +238,16 @@ test("status reads at a glance on a terminal: aligned columns, colour by state, 
   expect(colored).toMatch(/\x1b\[31mfailing 1\/3/); // red
   const noColor = await box.tend(["watchdog", "status"], { env: { NO_COLOR: "1" } });
   expect(noColor.stdout).not.toContain("\x1b[");
+
+  // A phone-width terminal: two lines per service, nothing wider than the screen.
+  Bun.spawnSync(["tmux", "new-session", "-d", "-x", "44", "-y", "20", "-s", "phone", `'${TEND}' watchdog status; echo __done__; sleep 30`], { env });
+  let phone = "";
+  await waitFor(() => (phone = Bun.spawnSync(["tmux", "capture-pane", "-p", "-J", "-t", "phone"], { env }).stdout.toString()).includes("__done__"), 10_000, "status on a phone");
+  Bun.spawnSync(["tmux", "kill-session", "-t", "phone"], { env });
+  const shown = phone.split("\n").filter((line) => line && line !== "__done__");
+  expect(shown.every((line) => line.length <= 44)).toBe(true);
+  expect(shown.find((line) => line.startsWith("tunnel-public"))).toMatch(/^tunnel-public\s+failing 1\/3\s+1\/3\s+0 \(✓0 ✗0\)$/);
+  const detail = shown[shown.findIndex((line) => line.startsWith("tunnel-public")) + 1];
+  expect(detail).toMatch(/^ {2}HTTP 503 \(expected 2xx\/3xx\) · \d\d:\d\d:\d\d WA…$/); // cut to the width
+  expect(shown.some((line) => line.startsWith("SERVICE"))).toBe(false);
 }, 30_000);

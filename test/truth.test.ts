@@ -24,7 +24,8 @@ async function startBusyEngine(port: number, log: string) {
   return child;
 }
 
-test("busy is not hung: no strike while it listens and logs; strikes once the log goes stale", async () => {
+/** A busy engine and a service watching it: restart.command touches a marker (no real restart needed). */
+async function busyEngineService(serviceExtra: string, checkExtra: string, busyExtra: string) {
   box = new Sandbox();
   const port = await freePort();
   const log = join(box.dir, "engine.log");
@@ -35,20 +36,24 @@ test("busy is not hung: no strike while it listens and logs; strikes once the lo
 state_dir = "${box.state}"
 [[service]]
 name = "engine"
-failures = 2
 grace = "0s"
 verify_timeout = "1s"
+${serviceExtra}
 [service.check]
 http = "http://127.0.0.1:${port}/"
-timeout = "500ms"
+${checkExtra}
 [service.busy]
 port = ${port}
 log = "${log}"
-fresh = "1s"
-max = "1h"
+${busyExtra}
 [service.restart]
 command = ["touch", "${marker}"]
 `);
+  return { port, log, marker, engine };
+}
+
+test("busy is not hung: no strike while it listens and logs; strikes once the log goes stale", async () => {
+  const { port, log, marker, engine } = await busyEngineService('failures = 2', 'timeout = "500ms"', 'fresh = "1s"\nmax = "1h"');
   const first = await box.tend(["watchdog"]);
   expect(first.stdout).toContain(`[BUSY] engine failed health check (no answer within 0.5s) but is busy (pid ${engine.pid} listens on port ${port}, log written`);
   expect(box.stateOf("engine").strikes).toBe(0);
@@ -68,28 +73,7 @@ command = ["touch", "${marker}"]
 }, 60_000);
 
 test("busy longer than busy.max is hung: restarted at once (busy_timeout), downtime says so", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  const log = join(box.dir, "engine.log");
-  const marker = join(box.dir, "restarted");
-  const engine = await startBusyEngine(port, log);
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "engine"
-grace = "0s"
-verify_timeout = "1s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "300ms"
-[service.busy]
-port = ${port}
-log = "${log}"
-max = "1s"
-[service.restart]
-command = ["touch", "${marker}"]
-`);
+  const { port, engine, marker } = await busyEngineService("", 'timeout = "300ms"', 'max = "1s"');
   expect((await box.tend(["watchdog"])).stdout).toContain("[BUSY] engine");
   const busySince = box.stateOf("engine").busySince;
   await waitFor(() => Date.now() - busySince > 1100, 5000, "busy.max to pass");

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, freePort, procState, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, BUN, controlledServer, freePort, procState, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 let pidfiles: string[] = [];
@@ -38,21 +38,6 @@ timeout = "1s"
 [service.restart]
 spawn = ["${BUN}", "${SERVER}", "${port}"]
 `;
-}
-
-/** An in-process server whose answer the test controls. */
-function controlledServer() {
-  const control = { status: 200, delayMs: 0, hits: 0 };
-  const server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    async fetch() {
-      control.hits++;
-      if (control.delayMs) await Bun.sleep(control.delayMs);
-      return new Response("ok", { status: control.status });
-    },
-  });
-  return { control, server, url: `http://127.0.0.1:${server.port}/` };
 }
 
 function checkOnly(url: string, extra = "", checkExtra = "") {
