@@ -207,7 +207,9 @@ check process web with pidfile ${pidfile}
 
 function machine(): string {
   const version = Bun.spawnSync([TEND, "--version"]).stdout.toString().trim();
-  const tools = ["hyperfine --version", "curl --version", "monit -V", "bash --version"].map((cmd) => Bun.spawnSync(cmd.split(" ")).stdout.toString().split("\n")[0].split(" ").slice(0, 2).join(" ")).join("; ");
+  const tools = ["hyperfine --version", "curl --version", "monit -V", "bash --version"]
+    .map((cmd) => `${cmd.split(" ")[0]} ${/\d+\.\d+(\.\d+)?/.exec(Bun.spawnSync(cmd.split(" ")).stdout.toString())?.[0] ?? "?"}`)
+    .join(", ");
   return `${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, Linux ${release()}, ${version} (Bun ${Bun.version}); ${tools}`;
 }
 

@@ -206,14 +206,14 @@ async function judgeService(
   return { name: service.name, decision, probe: result, events };
 }
 
-/** Log lines (DOWNTIME lines to downtime.log); the last becomes the service's last event; notifications are collected. */
+/** Log lines (DOWNTIME lines to downtime.log); the last watchdog.log line becomes the service's last event; notifications are collected. */
 function emit(logger: Logger, stateDir: string, name: string, state: ServiceState, lines: LogLine[], events: Message[]): ServiceState {
   let next = state;
   for (const line of lines) {
     if (line.downtime) logger.write(line.tag, line.message, downtimeFile(stateDir));
     else logger.write(line.tag, line.message);
     const at = logger.entries.at(-1)!.at;
-    next = { ...next, lastEvent: { at: at.getTime(), tag: line.tag, message: line.message } };
+    if (!line.downtime) next = { ...next, lastEvent: { at: at.getTime(), tag: line.tag, message: line.message } }; // RECOVERED says more than its DOWNTIME line
     const message = eventMessage(name, line, at);
     if (message) events.push(message);
   }

@@ -42,7 +42,7 @@ export interface TmuxRestart {
 
 /** respawn-pane -k; creates the session or the window when missing. */
 export async function respawnPane(target: string, run: string): Promise<TmuxRestart> {
-  const { session, window, numbered } = parseTarget(target);
+  const { session, window, pane: paneIndex, numbered } = parseTarget(target);
   const must = async (what: string, ...args: string[]): Promise<TmuxRestart> => {
     const result = await tmux(...args);
     if (result.exitCode === 0) return { issued: true, detail: what };
@@ -56,6 +56,6 @@ export async function respawnPane(target: string, run: string): Promise<TmuxRest
   if ("error" in pane) {
     return must(`created tmux window ${session}:${window}`, "new-window", "-d", "-t", numbered ? `=${session}:${window}` : `=${session}:`, ...named, run);
   }
-  const exactPane = parseTarget(target).pane === null ? exactWindow(target) : `${exactWindow(target)}.${parseTarget(target).pane}`;
+  const exactPane = paneIndex === null ? exactWindow(target) : `${exactWindow(target)}.${paneIndex}`;
   return must(`tmux respawn-pane -k -t ${target}`, "respawn-pane", "-k", "-t", exactPane, run);
 }
