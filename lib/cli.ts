@@ -1,6 +1,7 @@
 import { Chalk } from "chalk";
 import minimist from "minimist";
-import { errorMessage, TendError, EXIT } from "./errors.ts";
+import { parseDuration } from "./duration.ts";
+import { errorMessage, EXIT, TendError, usageError } from "./errors.ts";
 import type { Paint } from "./status.ts";
 
 declare const TEND_VERSION: string | undefined;
@@ -67,6 +68,14 @@ export async function runCli(spec: CommandSpec, argv: string[], io: Io, handler:
     io.err(`${spec.name}: internal error: ${errorMessage(error)}`);
     return EXIT.failed;
   }
+}
+
+/** A duration flag (--interval 30s): null when absent; zero or unreadable is a usage error. */
+export function durationFlag(flag: string, value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const ms = parseDuration(value);
+  if (ms === null || ms === 0) throw usageError(`--${flag}: ${JSON.stringify(value)} is not a duration (e.g. 2s, 30s, 5m, 2h)`);
+  return ms;
 }
 
 /** Colour only on a terminal and never with NO_COLOR. */

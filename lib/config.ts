@@ -4,6 +4,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { DURATION_HINT, parseDuration } from "./duration.ts";
 import { TendError, usageError } from "./errors.ts";
 import { TMUX_TARGET } from "./tmux.ts";
+import { isHttpUrl } from "./redact.ts";
 
 export type Env = Record<string, string | undefined>;
 
@@ -358,7 +359,7 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
 function httpUrl(table: Reader, key: string): string | null {
   const value = table.string(key, { nonEmpty: false });
   if (!value) return null;
-  if (!/^https?:\/\/[^/\s]+/.test(value)) {
+  if (!isHttpUrl(value)) {
     table.fail(key, `${show(value.replace(/^(\w+:\/\/[^/]*).*/, "$1/…"))} is not an http:// or https:// URL`);
     return null;
   }
@@ -463,7 +464,7 @@ function readCheck(table: Reader, serviceTimeoutMs: number, inState: (path: stri
   switch (kind) {
     case "http": {
       const url = table.string("http");
-      if (url !== undefined && !/^https?:\/\/[^/\s]+/.test(url)) table.fail("http", `${show(url)} is not an http:// or https:// URL`);
+      if (url !== undefined && !isHttpUrl(url)) table.fail("http", `${show(url)} is not an http:// or https:// URL`);
       const expect = table.statusList("expect") ?? null;
       const anyResponse = table.boolean("any_response") ?? false;
       const failCodes = table.statusList("fail_codes") ?? null;

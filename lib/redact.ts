@@ -1,3 +1,6 @@
+/** An http:// or https:// URL with a host. */
+export const isHttpUrl = (url: string) => /^https?:\/\/[^/\s]+/.test(url);
+
 /** scheme://host[:port]/… : paths, queries and user info can hold tokens, so they are never shown. */
 export function redactUrl(url: string): string {
   try {

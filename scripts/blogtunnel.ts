@@ -1,7 +1,7 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { runCli, type Io } from "../lib/cli.ts";
-import { parseDuration } from "../lib/duration.ts";
+import { durationFlag, runCli, type Io } from "../lib/cli.ts";
+import { isHttpUrl } from "../lib/redact.ts";
 import { usageError } from "../lib/errors.ts";
 import { Logger } from "../lib/log.ts";
 import { TMUX_TARGET } from "../lib/tmux.ts";
@@ -20,9 +20,8 @@ export function main(argv: string[], io: Io): Promise<number> {
     if (args._.length) throw usageError(`unexpected ${args._.join(" ")}\n\n${USAGE}`);
     const url = args.url ?? io.env.BLOG_URL;
     if (!url) throw usageError("no URL: pass --url or set BLOG_URL");
-    if (!/^https?:\/\/[^/\s]+/.test(url)) throw usageError(`--url: not an http:// or https:// URL`);
-    const timeoutMs = parseDuration(args.timeout ?? "20s");
-    if (!timeoutMs) throw usageError(`--timeout: ${JSON.stringify(args.timeout)} is not a duration (e.g. 20s)`);
+    if (!isHttpUrl(url)) throw usageError(`--url: not an http:// or https:// URL`);
+    const timeoutMs = durationFlag("timeout", args.timeout) ?? 20_000;
     const strikes = Number(args.strikes ?? 3);
     if (!Number.isInteger(strikes) || strikes < 1) throw usageError(`--strikes: ${JSON.stringify(args.strikes)} is not an integer >= 1`);
     const failCodes = String(args["fail-codes"] ?? "502,503,504,530,000").split(",").map((code) => code.trim());

@@ -2,7 +2,7 @@ import { runCli, type Io } from "../lib/cli.ts";
 import { loadConfigOrDefaults, NOTIFY_FORMATS, type NotifyFormat } from "../lib/config.ts";
 import { usageError } from "../lib/errors.ts";
 import { buildRequest, describeRequest, type Channel, type Message } from "../lib/notify.ts";
-import { redactUrl } from "../lib/redact.ts";
+import { isHttpUrl, redactUrl } from "../lib/redact.ts";
 import { deliver, sendDirect, spoolFile } from "../lib/spool.ts";
 
 const USAGE = `usage: notify [--title T] [--priority P] [--tag T]... [--event E] [--service S]
@@ -23,7 +23,7 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
     if (!NOTIFY_FORMATS.includes(format)) throw usageError(`--format: ${JSON.stringify(format)} is not one of ${NOTIFY_FORMATS.join(", ")}`);
     const url = args.url ?? config.notify.url;
     if (!url) throw usageError("no notification URL: pass --url, set [notify] url in the config, or TEND_NOTIFY_URL");
-    if (!/^https?:\/\/[^/\s]+/.test(url)) throw usageError(`--url: ${redactUrl(url)} is not an http:// or https:// URL`);
+    if (!isHttpUrl(url)) throw usageError(`--url: ${redactUrl(url)} is not an http:// or https:// URL`);
     const channel: Channel = { url, format, timeoutMs: config.notify.timeoutMs, retries: config.notify.retries };
     const options = { stateDir: config.watchdog.stateDir, channel, minIntervalMs: config.notify.minIntervalMs };
 

@@ -1,6 +1,5 @@
-import { runCli, type Io } from "../lib/cli.ts";
+import { durationFlag, runCli, type Io } from "../lib/cli.ts";
 import { loadConfig, type Config } from "../lib/config.ts";
-import { parseDuration } from "../lib/duration.ts";
 import { usageError } from "../lib/errors.ts";
 import { parseSignal, safeKill } from "../lib/kill.ts";
 import { resolveTarget } from "../lib/target.ts";
@@ -20,8 +19,7 @@ export function main(argv: string[], io: Io): Promise<number> {
     if (args._.length !== 1) throw usageError(`expected one TARGET\n\n${USAGE}`);
     const target = String(args._[0]);
     const signal = parseSignal(args.signal ?? "TERM");
-    const escalateMs = args.escalate === undefined ? null : parseDuration(args.escalate);
-    if (escalateMs === null && args.escalate !== undefined) throw usageError(`--escalate: ${JSON.stringify(args.escalate)} is not a duration (e.g. 2s)`);
+    const escalateMs = durationFlag("escalate", args.escalate);
     // A config is needed for service names; for pidfile:/tmux: targets it only adds recorded identities.
     const byPath = target.startsWith("pidfile:") || target.startsWith("tmux:");
     let config: Config | null = null;

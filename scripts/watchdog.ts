@@ -1,6 +1,5 @@
-import { paintFor, runCli, type Io } from "../lib/cli.ts";
+import { durationFlag, paintFor, runCli, type Io } from "../lib/cli.ts";
 import { loadConfig } from "../lib/config.ts";
-import { parseDuration } from "../lib/duration.ts";
 import { usageError } from "../lib/errors.ts";
 import { maintain } from "../lib/maintenance.ts";
 import { runPass } from "../lib/pass.ts";
@@ -23,13 +22,6 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
 
-const duration = (flag: string, value: string | undefined) => {
-  if (value === undefined) return null;
-  const ms = parseDuration(value);
-  if (ms === null || ms === 0) throw usageError(`--${flag}: ${JSON.stringify(value)} is not a duration (e.g. 30s, 5m, 2h)`);
-  return ms;
-};
-
 export function main(argv: string[], io: Io): Promise<number> {
   const spec = { name: "watchdog", usage: USAGE, string: ["interval", "for", "since"], boolean: ["dry-run", "json", "cached", "write"] };
   return runCli(spec, argv, io, async (args) => {
@@ -44,7 +36,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       case "pass":
         return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env })), 0;
       case "run":
-        return runLoop({ config, intervalMs: duration("interval", args.interval) ?? config.watchdog.intervalMs, echo: io.out, env: io.env });
+        return runLoop({ config, intervalMs: durationFlag("interval", args.interval) ?? config.watchdog.intervalMs, echo: io.out, env: io.env });
       case "status": {
         const report = await collectStatus(config, { names, cached: args.cached });
         io.out(args.json ? JSON.stringify(report, null, 2) : renderStatus(report, paintFor(io), Date.now(), io.tty ? process.stdout.columns : Infinity));
@@ -56,7 +48,7 @@ export function main(argv: string[], io: Io): Promise<number> {
         return 0;
       }
       case "report": {
-        const report = buildReport(config, duration("since", args.since) ?? 7 * 86_400_000);
+        const report = buildReport(config, durationFlag("since", args.since) ?? 7 * 86_400_000);
         io.out(args.json ? JSON.stringify(report, null, 2) : renderReport(report, { paint: paintFor(io), pictures: io.tty }));
         return 0;
       }
@@ -74,7 +66,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       case "pause":
       case "resume":
       case "reset": {
-        const action = command === "pause" ? { kind: command, forMs: duration("for", args.for) } : { kind: command };
+        const action = command === "pause" ? { kind: command, forMs: durationFlag("for", args.for) } : { kind: command };
         return io.out(`${one()}: ${await maintain(config, one(), action)}`), 0;
       }
       default:
