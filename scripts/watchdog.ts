@@ -5,6 +5,7 @@ import { maintain } from "../lib/maintenance.ts";
 import { runPass } from "../lib/pass.ts";
 import { renderPlan } from "../lib/plan.ts";
 import { runLoop } from "../lib/loop.ts";
+import { becomeLean } from "../lib/lean.ts";
 import { allHealthy, collectStatus, renderStatus } from "../lib/status.ts";
 import { collectStats, renderStats } from "../lib/stats.ts";
 import { buildReport, renderReport } from "../lib/report.ts";
@@ -36,6 +37,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       case "pass":
         return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env })), 0;
       case "run":
+        await becomeLean(io.env);
         return runLoop({ config, intervalMs: durationFlag("interval", args.interval) ?? config.watchdog.intervalMs, echo: io.out, env: io.env });
       case "status": {
         const report = await collectStatus(config, { names, cached: args.cached });

@@ -291,13 +291,17 @@ command = ["true"]
     server.stop(true);
   });
 
-  test("run --interval loops until SIGTERM and exits 0", async () => {
+  test("run --interval loops until SIGTERM and exits 0, lean (baseline JIT only) in the same process", async () => {
     box = new Sandbox();
     const { control, server, url } = controlledServer();
     box.writeConfig(checkOnly(url));
     const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], { env: box.env(), stdout: "pipe", stderr: "pipe" });
     box.track(loop.pid);
     await waitFor(() => control.hits >= 3, 20_000, "three passes");
+    // Same PID, re-executed without the optimizing JITs (RSS stays flat over long runs: bench P5).
+    const environ = readFileSync(`/proc/${loop.pid}/environ`, "utf8").split("\0");
+    expect(environ).toContain("BUN_JSC_useDFGJIT=0");
+    expect(environ).toContain("BUN_JSC_useFTLJIT=0");
     loop.kill("SIGTERM");
     expect(await loop.exited).toBe(0);
     server.stop(true);

@@ -1,0 +1,40 @@
+/**
+ * `watchdog run` is a long-lived loop that is idle between passes: it does not need JSC's
+ * optimizing JITs, whose compiled code made RSS climb ~4 MiB over the first thousands of passes
+ * (bench P5). Re-exec the same binary, same PID (execve), with the baseline JIT only.
+ */
+const LEAN_ENV = { BUN_JSC_useDFGJIT: "0", BUN_JSC_useFTLJIT: "0" };
+
+/** Replaces the process when it can; returns (and the loop runs as it is) when it cannot. */
+export async function becomeLean(env: Record<string, string | undefined>): Promise<void> {
+  const compiled = process.argv[1]?.startsWith("/$bunfs/");
+  if (!compiled || env.BUN_JSC_useDFGJIT !== undefined || env.TEND_FULL_JIT) return;
+  try {
+    const { dlopen, FFIType, ptr } = await import("bun:ffi");
+    const names = process.platform === "darwin" ? ["libSystem.B.dylib"] : ["libc.so.6", "libc.so"];
+    type Execve = (path: unknown, argv: unknown, envp: unknown) => number;
+    let execve: Execve | null = null;
+    for (const name of names) {
+      try {
+        execve = dlopen(name, { execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } }).symbols.execve as unknown as Execve;
+        break;
+      } catch {}
+    }
+    if (!execve) return;
+    const cString = (text: string) => Buffer.from(text + "\0");
+    const keep: Buffer[] = []; // the strings must stay alive until execve
+    const array = (items: string[]) => {
+      const pointers = new BigUint64Array(items.length + 1);
+      items.forEach((item, index) => {
+        const buffer = cString(item);
+        keep.push(buffer);
+        pointers[index] = BigInt(ptr(buffer));
+      });
+      return pointers;
+    };
+    const argv = array([process.argv0, ...process.argv.slice(2)]);
+    const envp = array(Object.entries({ ...env, ...LEAN_ENV }).filter(([, value]) => value !== undefined).map(([key, value]) => `${key}=${value}`));
+    const path = cString(process.execPath);
+    execve(ptr(path), ptr(argv), ptr(envp)); // returns only on failure: run as we are
+  } catch {}
+}
