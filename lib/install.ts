@@ -134,6 +134,11 @@ ${args}
   }
 }
 
+/** What --write would write: the crontab line, or each file under a `# PATH` line. */
+export function renderInstall(scheduler: Scheduler, files: InstallFile[]): string {
+  return files.map((file) => (scheduler === "cron" ? file.content : `# ${file.path}\n${file.content}`)).join("\n");
+}
+
 /** Write the entry idempotently; returns what changed, one line each. */
 export async function writeInstall(scheduler: Scheduler, files: InstallFile[]): Promise<string[]> {
   if (scheduler === "cron") return [await writeCrontab(files[0].content.trim())];

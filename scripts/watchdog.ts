@@ -9,7 +9,7 @@ import { becomeLean } from "../lib/lean.ts";
 import { allHealthy, collectStatus, renderStatus } from "../lib/status.ts";
 import { collectStats, renderStats } from "../lib/stats.ts";
 import { buildReport, renderReport } from "../lib/report.ts";
-import { installFiles, parseScheduler, writeInstall } from "../lib/install.ts";
+import { installFiles, parseScheduler, renderInstall, writeInstall } from "../lib/install.ts";
 import { homedir } from "node:os";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
@@ -23,6 +23,9 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
 
+/** Subcommands that take service names (or, install, a scheduler). */
+const TAKES_NAMES = new Set(["status", "stats", "install", "pause", "resume", "reset"]);
+
 export function main(argv: string[], io: Io): Promise<number> {
   const spec = { name: "watchdog", usage: USAGE, string: ["interval", "for", "since"], boolean: ["dry-run", "json", "cached", "write"] };
   return runCli(spec, argv, io, async (args) => {
@@ -32,7 +35,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       if (names.length !== 1) throw usageError(`watchdog ${command} takes one service name\n\n${USAGE}`);
       return names[0];
     };
-    if (command !== "status" && command !== "stats" && command !== "install" && command !== "pause" && command !== "resume" && command !== "reset" && names.length) throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
+    if (!TAKES_NAMES.has(command) && names.length) throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
     switch (command) {
       case "pass":
         return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env })), 0;
@@ -57,7 +60,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       case "install": {
         const scheduler = parseScheduler(one());
         const files = installFiles(scheduler, config, { binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 });
-        if (!args.write) return io.out(files.map((file) => (scheduler === "cron" ? file.content : `# ${file.path}\n${file.content}`)).join("\n")), 0;
+        if (!args.write) return io.out(renderInstall(scheduler, files)), 0;
         for (const line of await writeInstall(scheduler, files)) io.out(line);
         return 0;
       }
