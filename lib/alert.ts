@@ -5,7 +5,7 @@ import { errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { Message } from "./notify.ts";
 import { redactUrl, scrub } from "./redact.ts";
-import { networkReason } from "./net.ts";
+import { isTimeout, networkReason } from "./net.ts";
 import { deliver, readSpool } from "./spool.ts";
 
 /** A watchdog log line worth a notification, as a message that starts with its emoji and names the service. */
@@ -54,7 +54,7 @@ export async function pingHeartbeat(config: Config, anyDown: boolean, logger: Lo
       logger.write("NOTIFY", `heartbeat ping to ${redactUrl(url)} failed: ${scrub(`HTTP ${response.status}${body ? `: ${body}` : ""}`, url)}`);
     }
   } catch (error) {
-    const reason = (error as Error).name === "TimeoutError" ? "no answer" : networkReason(error);
+    const reason = isTimeout(error) ? "no answer" : networkReason(error);
     logger.write("NOTIFY", `heartbeat ping to ${redactUrl(url)} failed: ${scrub(reason, url)}`);
   }
 }

@@ -1,6 +1,6 @@
 import type { ServiceConfig } from "./config.ts";
 import { humanDuration } from "./duration.ts";
-import { localStamp, type Tag } from "./log.ts";
+import { localStamp, utcStamp, type Tag } from "./log.ts";
 import type { ProbeResult } from "./probe.ts";
 import { judgeMemory, RSS_HISTORY } from "./memory.ts";
 import { LATENCY_HISTORY, remember, type LatencySample, type ServiceState } from "./state.ts";
@@ -265,7 +265,7 @@ function closeOutage(service: ServiceConfig, state: ServiceState, probe: ProbeRe
     const { since, reason } = state.outage;
     const seconds = Math.round((now - since) / 1000);
     if (sayRecovered) log.push({ tag: "RECOVERED", event: "recovered", message: `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})` });
-    const utc = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace("T", " ");
+    const utc = (ms: number) => utcStamp(new Date(ms));
     log.push({ tag: "DOWNTIME", downtime: true, message: `${service.name} was unavailable for ${seconds}s (${reason}, from ${utc(since)} UTC to ${utc(now)} UTC)` });
   } else if (state.givenUp && sayRecovered) {
     log.push({ tag: "RECOVERED", event: "recovered", message: `${service.name} is healthy again: no longer given up` });

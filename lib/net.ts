@@ -1,3 +1,6 @@
+/** fetch aborted by AbortSignal.timeout: the curl --max-time case. */
+export const isTimeout = (error: unknown) => ["TimeoutError", "AbortError"].includes((error as Error)?.name);
+
 /** A network error in words: "connection refused", "name does not resolve", ... */
 export function networkReason(error: unknown): string {
   const code = (error as { code?: string }).code;

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { NotifyFormat } from "./config.ts";
 import { humanDuration } from "./duration.ts";
-import { networkReason } from "./net.ts";
+import { isTimeout, networkReason } from "./net.ts";
 import { redactUrl, scrub } from "./redact.ts";
 
 /** One notification, as spooled (no URL: the spool is sent to the configured channel). */
@@ -117,8 +117,7 @@ export async function send(request: HttpRequest, channel: Channel, { fetch: doFe
       if (!retryable(response.status)) return last;
       retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
     } catch (error) {
-      const name = (error as Error).name;
-      const detail = name === "TimeoutError" || name === "AbortError" ? `no answer within ${humanDuration(channel.timeoutMs)}` : networkReason(error);
+      const detail = isTimeout(error) ? `no answer within ${humanDuration(channel.timeoutMs)}` : networkReason(error);
       last = { ok: false, status: null, detail: scrub(detail, channel.url), attempts: attempt };
     }
     if (attempt <= channel.retries) await sleep(Math.min(retryAfterMs ?? 1000 * 2 ** (attempt - 1), RETRY_AFTER_CAP_MS));

@@ -4,7 +4,7 @@ import type { Check } from "./config.ts";
 import { humanDuration } from "./duration.ts";
 import { isStopped, isZombie, type ProcInfo } from "./proc.ts";
 import { runCommand } from "./run.ts";
-import { networkReason } from "./net.ts";
+import { isTimeout, networkReason } from "./net.ts";
 
 export interface ProbeResult {
   ok: boolean;
@@ -45,8 +45,7 @@ export async function probe(check: Check, context: ProbeContext = {}): Promise<P
         status = response.status;
         body = await response.text(); // the body counts toward the timeout, like curl --max-time
       } catch (error) {
-        const name = (error as Error).name;
-        if (name === "TimeoutError" || name === "AbortError") return finish(false, timeoutText, true);
+        if (isTimeout(error)) return finish(false, timeoutText, true);
         return finish(false, `no answer: ${networkReason(error)}`);
       }
       const detail = `HTTP ${status}`;

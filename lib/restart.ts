@@ -2,6 +2,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import type { RestartAction, ServiceConfig } from "./config.ts";
 import { humanDuration } from "./duration.ts";
 import { writeFileAtomic } from "./atomic.ts";
+import { refuseUnsafe } from "./kill.ts";
 import { ancestry, readProc, waitForExit, type ProcInfo } from "./proc.ts";
 import { runCommand } from "./run.ts";
 import type { MainProcess } from "./pidsource.ts";
@@ -83,7 +84,7 @@ export async function restartService(service: ServiceConfig, current: MainProces
  * otherwise the process alone. Never PID <= 1, this process or an ancestor.
  */
 export async function stopProcess(info: ProcInfo, stopTimeoutMs: number, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<{ forced: boolean }> {
-  if (info.pid <= 1 || ancestry().includes(info.pid)) throw new Error(`refusing to signal pid ${info.pid} (init, self or an ancestor)`);
+  refuseUnsafe(info.pid); // the same guard safe-kill uses: never PID <= 1, self or an ancestor
   const target = info.pgid === info.pid && !ancestry().includes(info.pgid) ? -info.pid : info.pid;
   const send = (signal: NodeJS.Signals) => {
     try {

@@ -3,6 +3,7 @@ import { chmodSync, copyFileSync, readdirSync, readFileSync, renameSync, rmSync,
 import { basename, dirname, join } from "node:path";
 import { unifiedDiff } from "./diff.ts";
 import { TendError, usageError } from "./errors.ts";
+import { localStamp } from "./log.ts";
 import { redactUrl } from "./redact.ts";
 import { runCommand } from "./run.ts";
 
@@ -17,8 +18,8 @@ export interface UpdateIo {
   fetch?: typeof fetch;
 }
 
-const pad = (n: number) => String(n).padStart(2, "0");
-const stamp = (at: Date) => `${at.getFullYear()}${pad(at.getMonth() + 1)}${pad(at.getDate())}-${pad(at.getHours())}${pad(at.getMinutes())}${pad(at.getSeconds())}`;
+/** "2026-11-30 04:29:59" -> "20261130-042959" */
+const stamp = (at: Date) => localStamp(at).replace(/[-:]/g, "").replace(" ", "-");
 
 /** Backups of `target`, newest first: TARGET.bak-YYYYMMDD-HHMMSS[-N]. */
 export function listBackups(target: string): string[] {
