@@ -12,7 +12,7 @@ import { TendError } from "./errors.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { tryLock } from "./lock.ts";
 import { Logger, utcStamp } from "./log.ts";
-import { mainProcess, type MainProcess } from "./pidsource.ts";
+import { mainProcess, UNIT_PROPERTIES, type MainProcess, type UnitShown } from "./pidsource.ts";
 import { probe, type ProbeResult } from "./probe.ts";
 import { uptimeMs } from "./proc.ts";
 import { eventMessage, pingHeartbeat, sendEvents } from "./alert.ts";
@@ -163,14 +163,15 @@ async function judgeService(
   if (!dryRun && loaded.problem === "missing") logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
   else if (!dryRun && loaded.problem) logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
 
-  const main = await mainProcess(service, state);
+  const unit = await readUnit(service, logger);
+  const main = await mainProcess(service, state, unit?.shown);
   const facts: Facts = {
     now: now(),
     uptimeMs: uptime(),
     bootDelayMs: config.watchdog.bootDelayMs,
     process: main && { running: main.running, startedAt: main.startedAt, detail: main.detail, supervised: main.supervised },
     waitReason: null,
-    unit: await unitFacts(service, logger),
+    unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
     rssBytes: service.memory && main?.info ? treeRss(main.info.pid) : null,
   };
   const observed = observe(service, state, facts);
@@ -253,18 +254,20 @@ async function restartAndVerify(service: ServiceConfig, state: ServiceState, mai
   return recordRestart(service, next, { issued: true, recovered: false, elapsedMs: now() - startedAt, detail, lastProbe: last }, startedAt, now());
 }
 
-/** ActiveState and NRestarts of the service's unit (`unit` or `restart.systemd`). */
-async function unitFacts(service: ServiceConfig, logger: Logger): Promise<Facts["unit"]> {
+/** One `systemctl show` per pass for the service's unit (`unit` or `restart.systemd`): pid source and facts. */
+async function readUnit(service: ServiceConfig, logger: Logger): Promise<{ name: string; shown: UnitShown } | null> {
   const name = service.unit ?? (service.restart?.kind === "systemd" ? service.restart.unit : null);
   if (!name) return null;
-  try {
-    const { ActiveState, NRestarts } = await showUnit(name, ["ActiveState", "NRestarts"]);
-    return { name, activeState: ActiveState ?? "unknown", nRestarts: NRestarts === undefined || NRestarts === "" ? null : Number(NRestarts) };
-  } catch (error) {
-    logger.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${(error as Error).message}`);
-    return null;
-  }
+  const shown = await showUnit(name, UNIT_PROPERTIES).catch((error: Error) => error);
+  if (shown instanceof Error) logger.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${shown.message}`);
+  return { name, shown };
 }
+
+const unitFacts = (name: string, { ActiveState, NRestarts }: Record<string, string>): Facts["unit"] => ({
+  name,
+  activeState: ActiveState ?? "unknown",
+  nRestarts: NRestarts === undefined || NRestarts === "" ? null : Number(NRestarts),
+});
 
 /** A failing dependency or an unresolvable required name: a restart cannot help. */
 async function waitReason(service: ServiceConfig, failingDependencies: string[]): Promise<string | null> {

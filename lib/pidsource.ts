@@ -70,15 +70,17 @@ function supervisedProcess(source: string, pid: number | null, why: string): Mai
   return { source, supervised: true, info: running ? info : null, running, startedAt: running ? startedAtMs(info) : null, detail };
 }
 
-/** systemd's MainPID (0: no main process). */
-export async function fromUnit(unit: string): Promise<MainProcess> {
+/** Properties a pass reads from systemd once per service: the pid source and the unit facts share them. */
+export const UNIT_PROPERTIES = ["MainPID", "ActiveState", "NRestarts"];
+/** What `systemctl show` answered, or why it could not. */
+export type UnitShown = Record<string, string> | Error;
+
+/** systemd's MainPID (0: no main process); `shown` when the caller has read the unit already. */
+export async function fromUnit(unit: string, shown?: UnitShown): Promise<MainProcess> {
   const source = `unit ${unit}`;
-  try {
-    const { MainPID, ActiveState } = await showUnit(unit, ["MainPID", "ActiveState"]);
-    return supervisedProcess(source, Number(MainPID) || null, `${source} has no main process (${ActiveState || "unknown"})`);
-  } catch (error) {
-    return supervisedProcess(source, null, (error as Error).message);
-  }
+  const props = shown ?? (await showUnit(unit, UNIT_PROPERTIES).catch((error: Error) => error));
+  if (props instanceof Error) return supervisedProcess(source, null, props.message);
+  return supervisedProcess(source, Number(props.MainPID) || null, `${source} has no main process (${props.ActiveState || "unknown"})`);
 }
 
 export async function fromLaunchd(label: string): Promise<MainProcess> {
@@ -87,10 +89,10 @@ export async function fromLaunchd(label: string): Promise<MainProcess> {
 }
 
 /** The service's main process from its pid source; null when it has none. */
-export async function mainProcess(service: ServiceConfig, state: ServiceState): Promise<MainProcess | null> {
+export async function mainProcess(service: ServiceConfig, state: ServiceState, unitShown?: UnitShown): Promise<MainProcess | null> {
   if (service.pidfile) return fromPidfile(service.pidfile, state);
   if (service.tmux) return fromTmux(service.tmux);
-  if (service.unit) return fromUnit(service.unit);
+  if (service.unit) return fromUnit(service.unit, unitShown);
   if (service.launchd) return fromLaunchd(service.launchd);
   return null;
 }
