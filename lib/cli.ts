@@ -1,8 +1,8 @@
 import { Chalk } from "chalk";
 import minimist from "minimist";
-import { parseDuration } from "./duration.ts";
-import { errorMessage, EXIT, TendError, usageError } from "./errors.ts";
-import type { Paint } from "./status.ts";
+import { parseDuration } from "./core/duration.ts";
+import { errorMessage, EXIT, TendError, usageError } from "./core/errors.ts";
+import type { Paint } from "./watchdog/status.ts";
 
 declare const TEND_VERSION: string | undefined;
 /** Embedded by `bun build --define`; "dev" when run from source. */

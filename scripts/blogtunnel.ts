@@ -1,11 +1,11 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { durationFlag, runCli, type Io } from "../lib/cli.ts";
-import { isHttpUrl } from "../lib/redact.ts";
-import { usageError } from "../lib/errors.ts";
-import { Logger } from "../lib/log.ts";
-import { TMUX_TARGET } from "../lib/tmux.ts";
-import { checkTunnel } from "../lib/tunnel.ts";
+import { isHttpUrl } from "../lib/core/redact.ts";
+import { usageError } from "../lib/core/errors.ts";
+import { Logger } from "../lib/state/logger.ts";
+import { TMUX_TARGET } from "../lib/os/tmux.ts";
+import { checkTunnel } from "../lib/tools/tunnel.ts";
 
 const USAGE = `usage: blogtunnel [--url U] [--timeout 20s] [--strikes 3] [--counter FILE]
                   [--fail-codes 502,503,504,530,000] [--pane TARGET --command CMD]

@@ -1,9 +1,10 @@
 import { runCli, type Io } from "../lib/cli.ts";
-import { loadConfigOrDefaults, NOTIFY_FORMATS, type NotifyFormat } from "../lib/config.ts";
-import { usageError } from "../lib/errors.ts";
-import { buildRequest, describeRequest, type Channel, type Message } from "../lib/notify.ts";
-import { isHttpUrl, redactUrl } from "../lib/redact.ts";
-import { deliver, sendDirect, spoolFile } from "../lib/spool.ts";
+import { loadConfigOrDefaults } from "../lib/config/load.ts";
+import { NOTIFY_FORMATS, type NotifyFormat } from "../lib/config/types.ts";
+import { usageError } from "../lib/core/errors.ts";
+import { buildRequest, describeRequest, type Channel, type Message } from "../lib/notify/send.ts";
+import { isHttpUrl, redactUrl } from "../lib/core/redact.ts";
+import { deliver, sendDirect, spoolFile } from "../lib/notify/spool.ts";
 
 const USAGE = `usage: notify [--title T] [--priority P] [--tag T]... [--event E] [--service S]
               [--url U] [--format F] [--dry-run] [--no-spool] MESSAGE...   (MESSAGE - reads stdin)

@@ -1,8 +1,9 @@
 import { durationFlag, runCli, type Io } from "../lib/cli.ts";
-import { loadConfig, type Config } from "../lib/config.ts";
-import { usageError } from "../lib/errors.ts";
-import { parseSignal, safeKill } from "../lib/kill.ts";
-import { resolveTarget } from "../lib/target.ts";
+import { loadConfig } from "../lib/config/load.ts";
+import type { Config } from "../lib/config/types.ts";
+import { usageError } from "../lib/core/errors.ts";
+import { parseSignal, safeKill } from "../lib/tools/kill.ts";
+import { resolveTarget } from "../lib/tools/target.ts";
 
 const USAGE = `usage: safe-kill [-s SIGNAL] [--escalate D] [--dry-run] TARGET
 TARGET: a service name from the config, a systemd unit (NAME.service), pidfile:PATH, tmux:SESSION:WINDOW

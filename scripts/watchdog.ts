@@ -1,15 +1,15 @@
 import { durationFlag, paintFor, runCli, type Io } from "../lib/cli.ts";
-import { loadConfig } from "../lib/config.ts";
-import { usageError } from "../lib/errors.ts";
-import { maintain } from "../lib/maintenance.ts";
-import { runPass } from "../lib/pass.ts";
-import { renderPlan } from "../lib/plan.ts";
-import { runLoop } from "../lib/loop.ts";
-import { becomeLean } from "../lib/lean.ts";
-import { allHealthy, collectStatus, renderStatus } from "../lib/status.ts";
-import { collectStats, renderStats } from "../lib/stats.ts";
-import { buildReport, renderReport } from "../lib/report.ts";
-import { installFiles, parseScheduler, renderInstall, writeInstall } from "../lib/install.ts";
+import { loadConfig } from "../lib/config/load.ts";
+import { usageError } from "../lib/core/errors.ts";
+import { maintain } from "../lib/watchdog/maintenance.ts";
+import { runPass } from "../lib/watchdog/pass.ts";
+import { renderPlan } from "../lib/core/plan.ts";
+import { runLoop } from "../lib/watchdog/loop.ts";
+import { becomeLean } from "../lib/os/lean.ts";
+import { allHealthy, collectStatus, renderStatus } from "../lib/watchdog/status.ts";
+import { collectStats, renderStats } from "../lib/watchdog/stats.ts";
+import { buildReport, renderReport } from "../lib/watchdog/report.ts";
+import { installFiles, parseScheduler, renderInstall, writeInstall } from "../lib/watchdog/install.ts";
 import { homedir } from "node:os";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)

@@ -2,8 +2,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseConfig } from "../lib/config.ts";
-import { formatDuration, parseDuration } from "../lib/duration.ts";
+import { parseConfig } from "../lib/config/load.ts";
+import { formatDuration, parseDuration } from "../lib/core/duration.ts";
 import { Sandbox } from "./helpers.ts";
 import { MALFORMED, service } from "./malformed.ts";
 

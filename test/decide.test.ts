@@ -1,9 +1,10 @@
 // The decision for one service is a pure function: a table, one row per rule and per origin incident.
 import { describe, expect, test } from "bun:test";
-import { BUILTIN_TUNABLES, type ServiceConfig } from "../lib/config.ts";
-import { decide, recordRestart, type Facts } from "../lib/decide.ts";
-import type { ProbeResult } from "../lib/probe.ts";
-import { freshState, type ServiceState } from "../lib/state.ts";
+import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
+import type { ServiceConfig } from "../lib/config/types.ts";
+import { decide, recordRestart, type Facts } from "../lib/core/decide.ts";
+import type { ProbeResult } from "../lib/checks/index.ts";
+import { freshState, type ServiceState } from "../lib/state/service.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 const MIN = 60_000;

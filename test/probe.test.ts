@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { utimesSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
-import type { Check } from "../lib/config.ts";
-import { probe } from "../lib/probe.ts";
-import { readProc } from "../lib/proc.ts";
+import type { HttpCheck } from "../lib/checks/http.ts";
+import { probe } from "../lib/checks/index.ts";
+import { readProc } from "../lib/os/proc.ts";
 import { alive, freePort, procState, Sandbox, waitFor } from "./helpers.ts";
 
 const box = new Sandbox();
@@ -42,7 +42,6 @@ afterAll(() => {
   box.cleanup();
 });
 
-type HttpCheck = Extract<Check, { kind: "http" }>;
 const http = (path: string, extra: Partial<HttpCheck> = {}): HttpCheck => ({
   kind: "http", url: url + path, expect: null, anyResponse: false, failCodes: null, contains: null, headers: {}, timeoutMs: 1000, ...extra,
 });

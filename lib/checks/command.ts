@@ -1,0 +1,33 @@
+import { humanDuration } from "../core/duration.ts";
+import { runCommand } from "../os/run.ts";
+import { defineCheck, stopwatch } from "./kind.ts";
+
+export type CommandCheck = {
+  kind: "command";
+  argv: string[];
+  timeoutMs: number;
+};
+
+/** Exit 0 within the timeout is healthy (no shell; the whole process group is killed on timeout). */
+export const command = defineCheck<CommandCheck>({
+  kind: "command",
+  keys: ["command", "timeout"],
+  read(table, { timeoutMs }) {
+    const argv = table.argv("command");
+    return argv && { kind: "command", argv, timeoutMs };
+  },
+  async probe(check) {
+    const finish = stopwatch();
+    const result = await runCommand(check.argv, { timeoutMs: check.timeoutMs });
+    if (result.error) return finish(false, `cannot run ${check.argv[0]}: ${result.error}`);
+    if (result.timedOut) {
+      return finish(false, `command did not finish within ${humanDuration(check.timeoutMs)}`, { timedOut: true });
+    }
+    if (result.exitCode === 0) return finish(true, "exit 0");
+    const said = (result.stderr.trim() || result.stdout.trim()).split("\n")[0]?.slice(0, 200);
+    const how = result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
+    return finish(false, `${how}${said ? `: ${said}` : ""}`);
+  },
+  describe: (check) => `command ${check.argv[0]}, timeout ${humanDuration(check.timeoutMs)}`,
+  plan: (check) => ({ "check.command": check.argv }),
+});

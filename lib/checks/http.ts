@@ -1,0 +1,75 @@
+import { humanDuration } from "../core/duration.ts";
+import { isHttpUrl, redactUrl } from "../core/redact.ts";
+import { show } from "../config/reader.ts";
+import { isTimeout, networkReason } from "../os/net.ts";
+import { defineCheck, stopwatch } from "./kind.ts";
+
+export type HttpCheck = {
+  kind: "http";
+  url: string;
+  expect: number[] | null;
+  anyResponse: boolean;
+  failCodes: number[] | null;
+  contains: string | null;
+  headers: Record<string, string>;
+  timeoutMs: number;
+};
+
+/** GET the URL; the status (and `contains`) decide. The body counts toward the timeout, like curl --max-time. */
+export const http = defineCheck<HttpCheck>({
+  kind: "http",
+  keys: ["http", "expect", "any_response", "fail_codes", "contains", "headers", "timeout"],
+  read(table, { timeoutMs }) {
+    const url = table.string("http");
+    if (url !== undefined && !isHttpUrl(url)) table.fail("http", `${show(url)} is not an http:// or https:// URL`);
+    const expect = table.statusList("expect") ?? null;
+    const anyResponse = table.boolean("any_response") ?? false;
+    const failCodes = table.statusList("fail_codes") ?? null;
+    if ([expect !== null, anyResponse, failCodes !== null].filter(Boolean).length > 1) {
+      table.fail("expect", "expect, any_response and fail_codes exclude each other: choose one");
+    }
+    const contains = table.string("contains") ?? null;
+    const headers = table.stringMap("headers") ?? {};
+    return url ? { kind: "http", url, expect, anyResponse, failCodes, contains, headers, timeoutMs } : undefined;
+  },
+  async probe(check, context) {
+    const finish = stopwatch();
+    let status: number;
+    let body: string;
+    try {
+      const response = await (context.fetch ?? fetch)(check.url, {
+        headers: check.headers,
+        redirect: "manual",
+        signal: AbortSignal.timeout(check.timeoutMs),
+      });
+      status = response.status;
+      body = await response.text();
+    } catch (error) {
+      if (isTimeout(error)) {
+        return finish(false, `no answer within ${humanDuration(check.timeoutMs)}`, { timedOut: true, status: null });
+      }
+      return finish(false, `no answer: ${networkReason(error)}`, { status: null });
+    }
+    const detail = `HTTP ${status}`;
+    const answer = (ok: boolean, text = detail) => finish(ok, text, { status });
+    if (check.anyResponse) return answer(true);
+    if (check.failCodes) {
+      if (check.failCodes.includes(status)) return answer(false, `${detail} (a fail code)`);
+    } else if (check.expect ? !check.expect.includes(status) : status < 200 || status > 399) {
+      return answer(false, `${detail} (expected ${check.expect ? check.expect.join("/") : "2xx/3xx"})`);
+    }
+    if (check.contains !== null && !body.includes(check.contains)) {
+      return answer(false, `${detail} but the body lacks ${JSON.stringify(check.contains)}`);
+    }
+    return answer(true);
+  },
+  describe: (check) => `http ${redactUrl(check.url)}, timeout ${humanDuration(check.timeoutMs)}`,
+  plan(check) {
+    const plan: Record<string, unknown> = { "check.http": check.url, "check.headers": check.headers };
+    if (check.anyResponse) plan["check.any_response"] = true;
+    else if (check.failCodes) plan["check.fail_codes"] = check.failCodes;
+    else plan["check.expect"] = check.expect ?? "2xx/3xx";
+    if (check.contains !== null) plan["check.contains"] = check.contains;
+    return plan;
+  },
+});

@@ -1,0 +1,61 @@
+import type { ReadContext, ServiceConfig } from "../config/types.ts";
+import type { Reader } from "../config/reader.ts";
+import type { ProcInfo } from "../os/proc.ts";
+
+/** What a check's config holds at the least; each kind adds its own fields. */
+export interface CheckConfig {
+  kind: string;
+  timeoutMs: number;
+  [field: string]: unknown;
+}
+
+export interface ProbeResult {
+  ok: boolean;
+  /** What was seen, in words: "HTTP 200", "no answer within 2s", "pid 42 is stopped (T)". */
+  detail: string;
+  latencyMs: number;
+  timedOut: boolean;
+  /** The HTTP status of the answer (http checks); null: no answer. */
+  status?: number | null;
+  /** Healthy, but worth a warning without a strike (a certificate that expires soon). */
+  warning?: string | null;
+}
+
+export interface ProbeContext {
+  /** The service's main process, for check.process (null: none found). */
+  process?: ProcInfo | null;
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+/**
+ * One check kind: the keys it takes in [service.check], how it reads and validates them, how it
+ * probes, and how it reads in a log line and in `watchdog plan`.
+ */
+export interface CheckKind<C extends CheckConfig = CheckConfig> {
+  /** The key that selects the kind: `http = "..."`. */
+  kind: C["kind"];
+  /** Every key it takes, its own first; `timeout` is common to all. */
+  keys: string[];
+  read(table: Reader, context: ReadContext): C | undefined;
+  probe(check: C, context: ProbeContext): Promise<ProbeResult>;
+  /** For `[START] watching NAME (...)`: "http http://host/…, timeout 2.0s". */
+  describe(check: C, service: ServiceConfig): string;
+  /** Its `check.*` lines of `watchdog plan`. */
+  plan(check: C): Record<string, unknown>;
+}
+
+/** A kind typed for its own config, stored in the registry under the common type. */
+export const defineCheck = <C extends CheckConfig>(kind: CheckKind<C>) => kind;
+
+/** Measures one probe: `finish(ok, detail)` stamps the latency. */
+export function stopwatch() {
+  const started = performance.now();
+  return (ok: boolean, detail: string, extra: Partial<ProbeResult> = {}): ProbeResult => ({
+    ok,
+    detail,
+    timedOut: false,
+    ...extra,
+    latencyMs: Math.round(performance.now() - started),
+  });
+}

@@ -1,0 +1,41 @@
+import { statSync } from "node:fs";
+import { formatDuration, humanDuration } from "../core/duration.ts";
+import { defineCheck, stopwatch } from "./kind.ts";
+
+export type LogCheck = {
+  kind: "log";
+  path: string;
+  freshMs: number;
+  timeoutMs: number;
+};
+
+/** The file was modified within `fresh`: a service that keeps writing its log is doing its job. */
+export const log = defineCheck<LogCheck>({
+  kind: "log",
+  keys: ["log", "fresh", "timeout"],
+  read(table, { timeoutMs, inState }) {
+    const path = table.string("log");
+    const freshMs = table.duration("fresh");
+    if (freshMs === undefined && !table.has("fresh")) {
+      table.fail("fresh", "is required with check.log (how recent the file must be)");
+    }
+    return path && freshMs !== undefined ? { kind: "log", path: inState(path), freshMs, timeoutMs } : undefined;
+  },
+  async probe(check, context) {
+    const finish = stopwatch();
+    const now = (context.now ?? Date.now)();
+    let modified: number;
+    try {
+      modified = statSync(check.path).mtimeMs;
+    } catch (error) {
+      return finish(false, `${check.path}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    }
+    const age = Math.max(0, now - modified);
+    if (age > check.freshMs) {
+      return finish(false, `log not written for ${humanDuration(age)} (fresh: ${humanDuration(check.freshMs)})`);
+    }
+    return finish(true, `log written ${humanDuration(age)} ago`);
+  },
+  describe: (check) => `log ${check.path}, fresh ${humanDuration(check.freshMs)}`,
+  plan: (check) => ({ "check.log": check.path, "check.fresh": formatDuration(check.freshMs) }),
+});

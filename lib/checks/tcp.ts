@@ -1,0 +1,49 @@
+import { connect } from "node:net";
+import { humanDuration } from "../core/duration.ts";
+import { show } from "../config/reader.ts";
+import { networkReason } from "../os/net.ts";
+import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
+
+export type TcpCheck = {
+  kind: "tcp";
+  host: string;
+  port: number;
+  timeoutMs: number;
+};
+
+const address = (check: TcpCheck) => `${check.host.includes(":") ? `[${check.host}]` : check.host}:${check.port}`;
+
+/** A TCP connect within the timeout. */
+export const tcp = defineCheck<TcpCheck>({
+  kind: "tcp",
+  keys: ["tcp", "timeout"],
+  read(table, { timeoutMs }) {
+    const value = table.string("tcp");
+    if (value === undefined) return undefined;
+    const match = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(value);
+    const port = match ? Number(match[2]) : 0;
+    if (!match || port < 1 || port > 65535) return void table.fail("tcp", `${show(value)} is not "host:port" (port 1-65535)`);
+    return { kind: "tcp", host: match[1].replace(/^\[|\]$/g, ""), port, timeoutMs };
+  },
+  probe(check) {
+    const finish = stopwatch();
+    return new Promise<ProbeResult>((resolve) => {
+      const socket = connect({ host: check.host, port: check.port });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        resolve(finish(false, `no answer within ${humanDuration(check.timeoutMs)}`, { timedOut: true }));
+      }, check.timeoutMs);
+      socket.once("connect", () => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(finish(true, `connected to ${address(check)}`));
+      });
+      socket.once("error", (error) => {
+        clearTimeout(timer);
+        resolve(finish(false, `no connection: ${networkReason(error)}`));
+      });
+    });
+  },
+  describe: (check) => `tcp ${address(check)}, timeout ${humanDuration(check.timeoutMs)}`,
+  plan: (check) => ({ "check.tcp": address(check) }),
+});

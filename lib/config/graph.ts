@@ -1,0 +1,36 @@
+import type { ServiceConfig } from "./types.ts";
+
+/** Duplicate names, unknown or self dependencies, and cycles. */
+export function checkServiceGraph(services: ServiceConfig[], errors: string[]) {
+  const byName = new Map<string, number>();
+  services.forEach((service, index) => {
+    const first = byName.get(service.name);
+    if (first !== undefined) errors.push(`service[${index}].name: "${service.name}" is already used by service[${first}]`);
+    else byName.set(service.name, index);
+  });
+  services.forEach((service, index) => {
+    for (const dependency of service.dependsOn) {
+      if (dependency === service.name) errors.push(`service[${index}].depends_on: "${dependency}" is the service itself`);
+      else if (!byName.has(dependency)) {
+        errors.push(`service[${index}].depends_on: "${dependency}" is not a configured service`);
+      }
+    }
+  });
+  const visiting = new Set<string>();
+  const done = new Set<string>();
+  const visit = (name: string, trail: string[]): void => {
+    if (done.has(name)) return;
+    if (visiting.has(name)) {
+      errors.push(`depends_on: cycle ${[...trail.slice(trail.indexOf(name)), name].join(" -> ")}`);
+      return;
+    }
+    visiting.add(name);
+    const service = services[byName.get(name)!];
+    for (const dependency of service?.dependsOn ?? []) {
+      if (byName.has(dependency) && dependency !== name) visit(dependency, [...trail, name]);
+    }
+    visiting.delete(name);
+    done.add(name);
+  };
+  for (const service of services) visit(service.name, []);
+}

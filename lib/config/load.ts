@@ -1,0 +1,165 @@
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { TendError, usageError } from "../core/errors.ts";
+import { isHttpUrl } from "../core/redact.ts";
+import { checkServiceGraph } from "./graph.ts";
+import { isTable, Reader, show, type Table } from "./reader.ts";
+import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service.ts";
+import {
+  NOTIFY_FORMATS,
+  type Config,
+  type Env,
+  type NotifyConfig,
+  type NotifyFormat,
+  type ServiceConfig,
+  type WatchdogConfig,
+} from "./types.ts";
+
+export interface LoadOptions {
+  /** --config; wins over everything. */
+  path?: string;
+  env?: Env;
+}
+
+/** SPEC lookup: --config > $TEND_CONFIG > $XDG_CONFIG_HOME/tend/tend.toml (~/.config) > /etc/tend/tend.toml. */
+export function findConfig({ path, env = process.env }: LoadOptions = {}): string {
+  if (path) return path;
+  if (env.TEND_CONFIG) return env.TEND_CONFIG;
+  const home = env.HOME || homedir();
+  const candidates = [
+    join(env.XDG_CONFIG_HOME || join(home, ".config"), "tend", "tend.toml"),
+    "/etc/tend/tend.toml",
+  ];
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (!found) {
+    throw usageError(
+      `no configuration found: pass --config PATH, set TEND_CONFIG, or create ${candidates.join(" or ")}`,
+    );
+  }
+  return found;
+}
+
+/** Read, parse and validate the configuration; throws TendError (exit 2) naming every bad key. */
+export function loadConfig(options: LoadOptions = {}): Config {
+  const path = findConfig(options);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw usageError(`cannot read configuration ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+  return parseConfig(text, path, options.env ?? process.env);
+}
+
+/** The configuration, or the built-in defaults when no file exists (notify works without one). */
+export function loadConfigOrDefaults(options: LoadOptions = {}): Config {
+  try {
+    findConfig(options);
+  } catch {
+    return parseConfig("{}", "(built-in defaults).json", options.env ?? process.env);
+  }
+  return loadConfig(options);
+}
+
+export function parseDocument(text: string, path: string): unknown {
+  const json = path.endsWith(".json") || (!path.endsWith(".toml") && text.trimStart().startsWith("{"));
+  try {
+    return json ? JSON.parse(text) : Bun.TOML.parse(text);
+  } catch (error) {
+    // Bun's TOML errors carry no reliable line number: the message is what there is.
+    throw usageError(`${path}: not valid ${json ? "JSON" : "TOML"}: ${(error as Error).message}`);
+  }
+}
+
+export function parseConfig(text: string, path: string, env: Env = process.env): Config {
+  const document = parseDocument(text, path);
+  if (!isTable(document)) throw usageError(`${path}: the top level must be a table`);
+  const errors: string[] = [];
+  const root = new Reader(document, "", errors);
+  const home = env.HOME || homedir();
+
+  const watchdog = readWatchdog(root.sub("watchdog") ?? new Reader({}, "watchdog", errors), env, home, path);
+  const inState = (value: string) => expandPath(value, home, watchdog.stateDir);
+  const notify = readNotify(root.sub("notify") ?? new Reader({}, "notify", errors), env);
+
+  const defaults = { ...BUILTIN_TUNABLES };
+  const defaultsTable = root.sub("defaults");
+  if (defaultsTable) {
+    readTunables(defaultsTable, defaults);
+    defaultsTable.finish(Object.keys(TUNABLE_KEYS));
+  }
+
+  const services: ServiceConfig[] = [];
+  const serviceList = root.raw("service");
+  if (serviceList !== undefined && (!Array.isArray(serviceList) || !serviceList.every(isTable))) {
+    errors.push(`service: must be an array of tables ([[service]] blocks)`);
+  } else {
+    (serviceList as Table[] | undefined)?.forEach((table, index) => {
+      const service = readService(new Reader(table, `service[${index}]`, errors), defaults, inState);
+      if (service) services.push(service);
+    });
+  }
+  root.finish(["watchdog", "notify", "defaults", "service"]);
+  checkServiceGraph(services, errors);
+
+  if (errors.length) throw new TendError(`${path}: invalid configuration:\n  ${errors.join("\n  ")}`, 2);
+  return { path: resolve(path), watchdog, notify, services };
+}
+
+function readWatchdog(table: Reader, env: Env, home: string, path: string): WatchdogConfig {
+  const stateDirSetting = table.string("state_dir");
+  const stateDir = expandPath(
+    stateDirSetting ?? env.TEND_STATE_DIR ?? join(env.XDG_STATE_HOME || join(home, ".local", "state"), "tend"),
+    home,
+    dirname(resolve(path)),
+  );
+  const inState = (value: string) => expandPath(value, home, stateDir);
+  const metrics = table.string("metrics_file", { nonEmpty: false });
+  const watchdog: WatchdogConfig = {
+    stateDir,
+    log: inState(table.string("log") ?? "watchdog.log"),
+    intervalMs: table.duration("interval") ?? 300_000,
+    bootDelayMs: table.duration("boot_delay") ?? 0,
+    concurrency: table.integer("concurrency", 1, 1024) ?? 16,
+    heartbeatUrl: httpUrl(table, "heartbeat_url"),
+    metricsFile: metrics ? inState(metrics) : null,
+  };
+  if (watchdog.intervalMs < 1000 && table.has("interval")) table.fail("interval", `must be at least 1s`);
+  table.finish(["state_dir", "log", "interval", "boot_delay", "metrics_file", "heartbeat_url", "concurrency"]);
+  return watchdog;
+}
+
+function readNotify(table: Reader, env: Env): NotifyConfig {
+  const format = table.string("format") ?? "text";
+  if (!NOTIFY_FORMATS.includes(format as NotifyFormat)) {
+    table.fail("format", `${show(format)} is not one of ${NOTIFY_FORMATS.join(", ")}`);
+  }
+  const notify: NotifyConfig = {
+    url: httpUrl(table, "url") ?? (env.TEND_NOTIFY_URL || null),
+    format: format as NotifyFormat,
+    timeoutMs: table.duration("timeout") ?? 10_000,
+    retries: table.integer("retries", 0, 10) ?? 2,
+    minIntervalMs: table.duration("min_interval") ?? 900_000,
+  };
+  table.finish(["url", "format", "timeout", "retries", "min_interval"]);
+  return notify;
+}
+
+/** An optional http(s) URL setting ("" = off). */
+function httpUrl(table: Reader, key: string): string | null {
+  const value = table.string(key, { nonEmpty: false });
+  if (!value) return null;
+  if (!isHttpUrl(value)) {
+    table.fail(key, `${show(value.replace(/^(\w+:\/\/[^/]*).*/, "$1/…"))} is not an http:// or https:// URL`);
+    return null;
+  }
+  return value;
+}
+
+/** "~/x" -> home; relative -> base. */
+export function expandPath(path: string, home: string, base: string): string {
+  if (path === "~") return home;
+  if (path.startsWith("~/")) return join(home, path.slice(2));
+  return isAbsolute(path) ? path : resolve(base, path);
+}

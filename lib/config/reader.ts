@@ -1,0 +1,135 @@
+import { DURATION_HINT, parseDuration } from "../core/duration.ts";
+
+export type Table = Record<string, unknown>;
+export const isTable = (value: unknown): value is Table =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+export const show = (value: unknown) =>
+  typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+const typeName = (value: unknown) => (Array.isArray(value) ? "an array" : isTable(value) ? "a table" : `a ${typeof value}`);
+
+/** Reads one table, remembering which keys were used so the rest can be reported as unknown. */
+export class Reader {
+  private readonly used = new Set<string>();
+  constructor(
+    readonly table: Table,
+    readonly path: string,
+    private readonly errors: string[],
+  ) {}
+
+  at(key: string) {
+    return this.path ? `${this.path}.${key}` : key;
+  }
+  has(key: string) {
+    return this.table[key] !== undefined;
+  }
+  fail(key: string, message: string) {
+    this.errors.push(`${this.at(key)}: ${message}`);
+  }
+  /** An error about the table itself. */
+  failHere(message: string) {
+    this.errors.push(`${this.path}: ${message}`);
+  }
+  raw(key: string): unknown {
+    this.used.add(key);
+    return this.table[key];
+  }
+  string(key: string, { nonEmpty = true } = {}): string | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== "string") {
+      return void this.fail(key, `${show(value)} is ${typeName(value)}, expected a string`);
+    }
+    if (nonEmpty && value.trim() === "") return void this.fail(key, `must not be empty`);
+    return value;
+  }
+  boolean(key: string): boolean | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== "boolean") {
+      return void this.fail(key, `${show(value)} is ${typeName(value)}, expected true or false`);
+    }
+    return value;
+  }
+  duration(key: string): number | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    const ms = parseDuration(value);
+    if (ms === null) return void this.fail(key, `${show(value)} is not a duration (${DURATION_HINT})`);
+    return ms;
+  }
+  integer(key: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
+      return void this.fail(key, `${show(value)} is not ${range}`);
+    }
+    return value;
+  }
+  stringList(key: string): string[] | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    if (!Array.isArray(value) || value.some((item) => typeof item !== "string")) {
+      return void this.fail(key, `${show(value)} is not an array of strings`);
+    }
+    return value as string[];
+  }
+  argv(key: string): string[] | undefined {
+    const argv = this.stringList(key);
+    if (argv && (argv.length === 0 || argv[0] === "")) {
+      return void this.fail(key, `must name a program: ["program", "arg", ...]`);
+    }
+    return argv;
+  }
+  statusList(key: string): number[] | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    const valid = (code: unknown) => Number.isInteger(code) && (code as number) >= 100 && (code as number) <= 599;
+    if (!Array.isArray(value) || value.length === 0 || !value.every(valid)) {
+      return void this.fail(key, `${show(value)} is not a non-empty array of HTTP status codes (100-599)`);
+    }
+    return value as number[];
+  }
+  stringMap(key: string): Record<string, string> | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    if (!isTable(value) || Object.values(value).some((item) => typeof item !== "string")) {
+      return void this.fail(key, `${show(value)} is not a table of strings`);
+    }
+    return value as Record<string, string>;
+  }
+  sub(key: string): Reader | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    if (!isTable(value)) return void this.fail(key, `${show(value)} is ${typeName(value)}, expected a table`);
+    return new Reader(value, this.at(key), this.errors);
+  }
+  /** Exactly one of `keys` must be present; returns it. */
+  oneOf(keys: string[]): string | undefined {
+    const present = keys.filter((key) => this.has(key));
+    if (present.length === 1) return present[0];
+    const list = keys.join(", ");
+    if (present.length === 0) this.failHere(`needs exactly one of ${list}`);
+    else this.failHere(`has ${present.join(" and ")}; exactly one of ${list} is allowed`);
+    return undefined;
+  }
+  /**
+   * Keys that belong to a sibling kind (another check or restart kind) are named as such:
+   * `does not apply to a tcp check (it takes: tcp, timeout)`.
+   */
+  refuseForeign(own: string[], all: string[], what: string) {
+    for (const key of Object.keys(this.table)) {
+      if (own.includes(key) || !all.includes(key)) continue;
+      this.raw(key);
+      this.fail(key, `does not apply to ${what} (it takes: ${own.join(", ")})`);
+    }
+  }
+  /** Every key not read is unknown. */
+  finish(allowed?: string[]) {
+    for (const key of Object.keys(this.table)) {
+      if (this.used.has(key)) continue;
+      const hint = allowed ? ` (allowed: ${allowed.join(", ")})` : "";
+      this.fail(key, `unknown key${hint}`);
+    }
+  }
+}

@@ -1,0 +1,192 @@
+import { CHECKS } from "../checks/index.ts";
+import type { CheckConfig } from "../checks/kind.ts";
+import { parseSize, SIZE_HINT } from "../core/size.ts";
+import { TMUX_TARGET } from "../os/tmux.ts";
+import { RESTARTS } from "../restarts/index.ts";
+import type { RestartConfig } from "../restarts/kind.ts";
+import { Reader, show } from "./reader.ts";
+import type { BusyConfig, MemoryConfig, ReadContext, ServiceConfig, Tunables } from "./types.ts";
+
+export const SERVICE_NAME = /^[A-Za-z0-9_.@-]+$/;
+
+/** Built-in defaults, overridden by [defaults], then by the service, then (timeout) by the check. */
+export const BUILTIN_TUNABLES: Tunables = {
+  failures: 3,
+  timeoutMs: 5_000,
+  graceMs: 30_000,
+  cooldownMs: 600_000,
+  backoffMs: 10_000,
+  backoffMaxMs: 300_000,
+  maxRestarts: 5,
+  restartWindowMs: 3_600_000,
+  stopTimeoutMs: 2_000,
+  verifyTimeoutMs: 60_000,
+};
+
+export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "duration" | "count" }> = {
+  failures: { field: "failures", kind: "count" },
+  timeout: { field: "timeoutMs", kind: "duration" },
+  grace: { field: "graceMs", kind: "duration" },
+  cooldown: { field: "cooldownMs", kind: "duration" },
+  backoff: { field: "backoffMs", kind: "duration" },
+  backoff_max: { field: "backoffMaxMs", kind: "duration" },
+  max_restarts: { field: "maxRestarts", kind: "count" },
+  restart_window: { field: "restartWindowMs", kind: "duration" },
+  stop_timeout: { field: "stopTimeoutMs", kind: "duration" },
+  verify_timeout: { field: "verifyTimeoutMs", kind: "duration" },
+};
+
+const PID_SOURCES = ["pidfile", "tmux", "unit", "launchd"];
+const SERVICE_KEYS = [
+  "name", "enabled", ...PID_SOURCES, "check", "restart", "depends_on", "requires", "busy", "memory",
+  "track_restarts", ...Object.keys(TUNABLE_KEYS),
+];
+
+export function readTunables(table: Reader, into: Tunables) {
+  for (const [key, { field, kind }] of Object.entries(TUNABLE_KEYS)) {
+    const value = kind === "duration" ? table.duration(key) : table.integer(key, key === "max_restarts" ? 0 : 1);
+    if (value !== undefined) into[field] = value;
+  }
+}
+
+export function readService(
+  table: Reader,
+  defaults: Tunables,
+  inState: (path: string) => string,
+): ServiceConfig | undefined {
+  const name = table.string("name");
+  if (name === undefined && !table.has("name")) table.fail("name", "is required");
+  else if (name !== undefined && !SERVICE_NAME.test(name)) {
+    table.fail("name", `${show(name)} may only hold letters, digits and _ . @ -`);
+  }
+
+  const tunables = { ...defaults };
+  readTunables(table, tunables);
+  const pidfile = table.string("pidfile");
+  const tmux = table.string("tmux");
+  const unit = table.string("unit");
+  const launchd = table.string("launchd");
+  const sources = PID_SOURCES.filter((key) => table.has(key));
+  if (sources.length > 1) table.fail(sources[1], `a service has one PID source: ${sources.join(" and ")} given`);
+  if (tmux !== undefined && !TMUX_TARGET.test(tmux)) {
+    table.fail("tmux", `${show(tmux)} is not "session:window" or "session:window.pane"`);
+  }
+  const enabled = table.boolean("enabled") ?? true;
+  const dependsOn = table.stringList("depends_on") ?? [];
+  let requiresDns: string | null = null;
+  const requires = table.sub("requires");
+  if (requires) {
+    requiresDns = requires.string("dns") ?? null;
+    requires.finish(["dns"]);
+  }
+
+  const context: ReadContext = {
+    inState,
+    hasPidSource: sources.length > 0,
+    timeoutMs: tunables.timeoutMs,
+    name: name ?? "service",
+  };
+  const checkTable = table.sub("check");
+  if (!checkTable && !table.has("check")) {
+    table.fail("check", `is required: a [service.check] table with one of ${Object.keys(CHECKS).join(", ")}`);
+  }
+  const check = checkTable && readCheck(checkTable, context);
+  const restartTable = table.sub("restart");
+  const restart = restartTable ? readRestart(restartTable, context) : null;
+  const busy = readBusy(table, inState);
+  const memory = readMemory(table, sources.length > 0);
+  const trackRestarts = table.boolean("track_restarts") ?? Boolean(unit);
+  if (trackRestarts && !unit && table.has("track_restarts")) {
+    table.fail("track_restarts", 'needs unit = "NAME.service" (NRestarts is read from systemd)');
+  }
+  if (restart && RESTARTS[restart.kind].needsPidfile && !pidfile) {
+    table.fail("pidfile", `is required with restart.${restart.kind} (tend writes the PID there)`);
+  }
+  table.finish(SERVICE_KEYS);
+  if (!name || !check || (restartTable && !restart)) return undefined;
+  return {
+    name,
+    enabled,
+    pidfile: pidfile ? inState(pidfile) : null,
+    tmux: tmux ?? null,
+    unit: unit ?? null,
+    launchd: launchd ?? null,
+    check,
+    restart: restart ?? null,
+    dependsOn,
+    requiresDns,
+    busy,
+    memory,
+    trackRestarts,
+    ...tunables,
+    timeoutMs: check.timeoutMs,
+  };
+}
+
+/** [service.check]: exactly one kind's key, and only the keys that kind takes. */
+function readCheck(table: Reader, context: ReadContext): CheckConfig | undefined {
+  const kind = table.oneOf(Object.keys(CHECKS));
+  if (!kind) return undefined;
+  const { keys } = CHECKS[kind];
+  const timeoutMs = table.duration("timeout") ?? context.timeoutMs;
+  if (timeoutMs === 0) table.fail("timeout", "must be more than 0");
+  table.refuseForeign(keys, Object.values(CHECKS).flatMap((other) => other.keys), `a ${kind} check`);
+  const check = CHECKS[kind].read(table, { ...context, timeoutMs });
+  table.finish();
+  return check;
+}
+
+/** [service.restart]: exactly one kind's key, and only the keys that kind takes. */
+function readRestart(table: Reader, context: ReadContext): RestartConfig | undefined {
+  const kind = table.oneOf(Object.keys(RESTARTS));
+  if (!kind) return undefined;
+  const { keys } = RESTARTS[kind];
+  table.refuseForeign(keys, Object.values(RESTARTS).flatMap((other) => other.keys), `restart.${kind}`);
+  const action = RESTARTS[kind].read(table, context);
+  table.finish();
+  return action;
+}
+
+function readBusy(service: Reader, inState: (path: string) => string): BusyConfig | null {
+  const table = service.sub("busy");
+  if (!table) return null;
+  const port = table.integer("port", 1, 65535) ?? null;
+  const log = table.string("log");
+  const busy: BusyConfig = {
+    port,
+    log: log ? inState(log) : null,
+    freshMs: table.duration("fresh") ?? 180_000,
+    maxMs: table.duration("max") ?? 1_800_000,
+  };
+  if (!table.has("port") && !table.has("log")) {
+    service.fail("busy", "needs port, log, or both (what shows the service is working)");
+  }
+  table.finish(["port", "log", "fresh", "max"]);
+  return busy;
+}
+
+function readMemory(service: Reader, hasPidSource: boolean): MemoryConfig | null {
+  const table = service.sub("memory");
+  if (!table) return null;
+  const size = (key: string) => {
+    const value = table.raw(key);
+    if (value === undefined) return null;
+    const bytes = parseSize(value);
+    if (bytes === null) table.fail(key, `${show(value)} is not a size (${SIZE_HINT})`);
+    return bytes;
+  };
+  const memory: MemoryConfig = {
+    limitBytes: size("limit"),
+    warnWithinMs: table.duration("warn_within") ?? 86_400_000,
+    restartAboveBytes: size("restart_above"),
+  };
+  if (!table.has("limit") && !table.has("restart_above")) service.fail("memory", "needs limit, restart_above, or both");
+  if (!hasPidSource) {
+    service.fail(
+      "memory",
+      "needs a PID source on the service (pidfile, tmux, unit or launchd): RSS is read from its process tree",
+    );
+  }
+  table.finish(["limit", "warn_within", "restart_above"]);
+  return memory;
+}

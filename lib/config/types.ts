@@ -1,0 +1,96 @@
+import type { CheckConfig } from "../checks/kind.ts";
+import type { RestartConfig } from "../restarts/kind.ts";
+
+export type Env = Record<string, string | undefined>;
+
+/** busy: the check fails, but a process listens on `port` and `log` changed within `fresh`. */
+export interface BusyConfig {
+  port: number | null;
+  log: string | null;
+  freshMs: number;
+  maxMs: number;
+}
+
+export interface MemoryConfig {
+  limitBytes: number | null;
+  warnWithinMs: number;
+  restartAboveBytes: number | null;
+}
+
+export interface Tunables {
+  failures: number;
+  timeoutMs: number;
+  graceMs: number;
+  cooldownMs: number;
+  backoffMs: number;
+  backoffMaxMs: number;
+  maxRestarts: number;
+  restartWindowMs: number;
+  stopTimeoutMs: number;
+  verifyTimeoutMs: number;
+}
+
+export interface ServiceConfig extends Tunables {
+  name: string;
+  enabled: boolean;
+  /**
+   * PID sources (at most one): a pidfile or tmux pane tend restarts; a systemd unit or launchd
+   * job that their manager supervises.
+   */
+  pidfile: string | null;
+  tmux: string | null;
+  unit: string | null;
+  launchd: string | null;
+  check: CheckConfig;
+  /** null: watch only (strikes, alerts, status, report; never restarted). */
+  restart: RestartConfig | null;
+  dependsOn: string[];
+  requiresDns: string | null;
+  busy: BusyConfig | null;
+  memory: MemoryConfig | null;
+  /** Read systemd's NRestarts each pass (default: true with `unit`). */
+  trackRestarts: boolean;
+}
+
+export interface WatchdogConfig {
+  stateDir: string;
+  log: string;
+  intervalMs: number;
+  bootDelayMs: number;
+  concurrency: number;
+  /** Pinged after each pass (dead-man switch); "/fail" appended while a service is down. */
+  heartbeatUrl: string | null;
+  /** Prometheus textfile-collector output, written atomically each pass; null = off. */
+  metricsFile: string | null;
+}
+
+export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager"] as const;
+export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
+
+export interface NotifyConfig {
+  /** null: no channel configured (notifications are then spooled until one is) */
+  url: string | null;
+  format: NotifyFormat;
+  timeoutMs: number;
+  retries: number;
+  minIntervalMs: number;
+}
+
+export interface Config {
+  path: string;
+  watchdog: WatchdogConfig;
+  notify: NotifyConfig;
+  services: ServiceConfig[];
+}
+
+/** What a check or restart kind's reader may need beside its own table. */
+export interface ReadContext {
+  /** Resolve a path setting: "~/x" against HOME, relative against the state dir. */
+  inState: (path: string) => string;
+  /** The service has a pidfile, tmux, unit or launchd source. */
+  hasPidSource: boolean;
+  /** The service's timeout ([defaults], then the service); a check's own `timeout` wins. */
+  timeoutMs: number;
+  /** The service's name (default file names). */
+  name: string;
+}

@@ -1,0 +1,78 @@
+import { readdirSync, readFileSync } from "node:fs";
+import type { MemoryConfig } from "../config/types.ts";
+import { humanDuration } from "./duration.ts";
+import { mib } from "./size.ts";
+
+const PAGE_SIZE = 4096;
+/** Samples kept per service: about 2 days at a 5-minute interval. */
+export const RSS_HISTORY = 600;
+/** Fewer samples than this give no slope (noise). */
+const MIN_SAMPLES = 4;
+
+/** RSS in bytes of a process and all its descendants (Linux /proc). */
+export function treeRss(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {}
+  }
+  let total = 0;
+  const queue = [pid];
+  const seen = new Set<number>();
+  while (queue.length) {
+    const current = queue.shift()!;
+    if (seen.has(current)) continue;
+    seen.add(current);
+    try {
+      total += Number(readFileSync(`/proc/${current}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
+    } catch {}
+    queue.push(...(children.get(current) ?? []));
+  }
+  return total;
+}
+
+/** Least-squares slope of [time ms, bytes] samples, in bytes per ms; null with too few samples. */
+export function slope(samples: [number, number][]): number | null {
+  if (samples.length < MIN_SAMPLES) return null;
+  const n = samples.length;
+  const meanT = samples.reduce((sum, [t]) => sum + t, 0) / n;
+  const meanB = samples.reduce((sum, [, b]) => sum + b, 0) / n;
+  let covariance = 0;
+  let variance = 0;
+  for (const [t, b] of samples) {
+    covariance += (t - meanT) * (b - meanB);
+    variance += (t - meanT) ** 2;
+  }
+  return variance === 0 ? null : covariance / variance;
+}
+
+const MIB = 1024 * 1024;
+
+export interface MemoryVerdict {
+  /** Above restart_above: restart preventively. */
+  restart: string | null;
+  /** The projection reaches the limit within warn_within. */
+  warn: string | null;
+}
+
+/** From the samples (the newest last): warn with the rate and ETA, or ask for a restart. */
+export function judgeMemory(name: string, memory: MemoryConfig, samples: [number, number][]): MemoryVerdict {
+  const current = samples.at(-1)?.[1] ?? 0;
+  const verdict: MemoryVerdict = { restart: null, warn: null };
+  if (memory.restartAboveBytes !== null && current > memory.restartAboveBytes) {
+    verdict.restart = `${name} uses ${mib(current)} (RSS of its process tree), above restart_above ${mib(memory.restartAboveBytes)}`;
+  }
+  const rate = slope(samples);
+  if (memory.limitBytes !== null && rate !== null && rate > 0) {
+    const etaMs = Math.max(0, (memory.limitBytes - current) / rate);
+    if (etaMs <= memory.warnWithinMs) {
+      const perHour = (rate * 3_600_000) / MIB;
+      verdict.warn = `${name} memory grows ${perHour.toFixed(perHour < 10 ? 1 : 0)} MiB/h (${mib(current)} now): reaches the limit ${mib(memory.limitBytes)} in ${humanDuration(etaMs)}`;
+    }
+  }
+  return verdict;
+}

@@ -1,0 +1,72 @@
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { formatDuration } from "./duration.ts";
+import { redactUrl } from "./redact.ts";
+import { checkKind } from "../checks/index.ts";
+import { restartKind } from "../restarts/index.ts";
+
+type Flat = Record<string, unknown>;
+
+/**
+ * The effective configuration, every default filled in, one block per service with sorted keys:
+ * a stable text that `self-update` can diff.
+ */
+export function renderPlan(config: Config): string {
+  const { watchdog } = config;
+  const blocks: [string, Flat][] = [
+    ["notify", {
+      url: config.notify.url ? redactUrl(config.notify.url) : "",
+      format: config.notify.format,
+      timeout: formatDuration(config.notify.timeoutMs),
+      retries: config.notify.retries,
+      min_interval: formatDuration(config.notify.minIntervalMs),
+    }],
+    ["watchdog", {
+      state_dir: watchdog.stateDir,
+      log: watchdog.log,
+      interval: formatDuration(watchdog.intervalMs),
+      boot_delay: formatDuration(watchdog.bootDelayMs),
+      concurrency: watchdog.concurrency,
+      heartbeat_url: watchdog.heartbeatUrl ? redactUrl(watchdog.heartbeatUrl) : "",
+      metrics_file: watchdog.metricsFile ?? "",
+    }],
+    ...[...config.services].sort((a, b) => a.name.localeCompare(b.name)).map((service) => [`service "${service.name}"`, flattenService(service)] as [string, Flat]),
+  ];
+  return blocks.map(([title, values]) => [`[${title}]`, ...Object.keys(values).sort().map((key) => `${key} = ${JSON.stringify(values[key])}`)].join("\n")).join("\n\n") + "\n";
+}
+
+function flattenService(service: ServiceConfig): Flat {
+  const flat: Flat = {
+    enabled: service.enabled,
+    failures: service.failures,
+    timeout: formatDuration(service.timeoutMs),
+    grace: formatDuration(service.graceMs),
+    cooldown: formatDuration(service.cooldownMs),
+    backoff: formatDuration(service.backoffMs),
+    backoff_max: formatDuration(service.backoffMaxMs),
+    max_restarts: service.maxRestarts,
+    restart_window: formatDuration(service.restartWindowMs),
+    stop_timeout: formatDuration(service.stopTimeoutMs),
+    verify_timeout: formatDuration(service.verifyTimeoutMs),
+    depends_on: service.dependsOn,
+  };
+  if (service.pidfile) flat.pidfile = service.pidfile;
+  if (service.tmux) flat.tmux = service.tmux;
+  if (service.unit) flat.unit = service.unit;
+  if (service.launchd) flat.launchd = service.launchd;
+  if (service.requiresDns) flat["requires.dns"] = service.requiresDns;
+  if (service.unit) flat.track_restarts = service.trackRestarts;
+  if (service.busy) {
+    Object.assign(flat, { "busy.port": service.busy.port ?? "none", "busy.log": service.busy.log ?? "none", "busy.fresh": formatDuration(service.busy.freshMs), "busy.max": formatDuration(service.busy.maxMs) });
+  }
+  if (service.memory) {
+    Object.assign(flat, {
+      "memory.limit": service.memory.limitBytes ?? "none",
+      "memory.warn_within": formatDuration(service.memory.warnWithinMs),
+      "memory.restart_above": service.memory.restartAboveBytes ?? "none",
+    });
+  }
+  Object.assign(flat, checkKind(service.check).plan(service.check));
+  if (service.restart) Object.assign(flat, restartKind(service.restart).plan(service.restart));
+  else flat.restart = "none";
+  return flat;
+}

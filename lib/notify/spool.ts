@@ -1,0 +1,155 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { writeFileAtomic } from "../os/atomic.ts";
+import { humanDuration } from "../core/duration.ts";
+import { TendError } from "../core/errors.ts";
+import { waitLock } from "../os/lock.ts";
+import { buildRequest, send, type Channel, type Message, type SendOptions } from "./send.ts";
+import { ensureStateDir } from "../state/service.ts";
+
+export const SPOOL_LIMIT = 1000;
+export const spoolFile = (stateDir: string) => join(stateDir, "notify-spool.jsonl");
+const stateFile = (stateDir: string) => join(stateDir, "notify-state.json");
+const lockFile = (stateDir: string) => join(stateDir, "notify.lock");
+
+/** What notify remembers between runs, beside the spool itself. */
+export interface NotifyState {
+  /** Messages dropped from a full spool, not yet reported in a delivered message. */
+  dropped: number;
+  /** Per service+event: when one was last accepted, and how many were suppressed since. */
+  dedup: Record<string, { lastAt: number; suppressed: number }>;
+  lastError: { at: string; detail: string } | null;
+}
+
+export interface DeliverOptions extends SendOptions {
+  stateDir: string;
+  channel: Channel;
+  minIntervalMs: number;
+  now?: () => number;
+  /** How long to wait for another notify (or pass) that holds the spool. */
+  lockWaitMs?: number;
+}
+
+export interface Outcome {
+  message: Message;
+  result: "sent" | "spooled" | "suppressed";
+  detail: string;
+  attempts: number;
+}
+
+export interface DeliverReport {
+  outcomes: Outcome[];
+  /** Spooled messages delivered first */
+  flushed: number;
+  /** Messages waiting in the spool afterwards */
+  waiting: number;
+  /** Why the first failure failed */
+  failure: string | null;
+}
+
+const dedupKey = (message: Message) => (message.event ? `${message.service ?? ""}\u0000${message.event}` : null);
+
+export function readNotifyState(stateDir: string): NotifyState {
+  try {
+    return { dropped: 0, dedup: {}, lastError: null, ...JSON.parse(readFileSync(stateFile(stateDir), "utf8")) };
+  } catch {
+    return { dropped: 0, dedup: {}, lastError: null };
+  }
+}
+
+export function readSpool(stateDir: string): { messages: Message[]; unreadable: number } {
+  let text = "";
+  try {
+    text = readFileSync(spoolFile(stateDir), "utf8");
+  } catch {}
+  const messages: Message[] = [];
+  let unreadable = 0;
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    try {
+      const parsed = JSON.parse(line);
+      if (typeof parsed?.message === "string") messages.push(parsed);
+      else unreadable++;
+    } catch {
+      unreadable++; // a torn or edited line: counted as dropped, never fatal
+    }
+  }
+  return { messages, unreadable };
+}
+
+/**
+ * Send the spool first, oldest first, stopping at the first that fails; then each new message,
+ * unless suppressed (same service+event within min_interval) or queued behind a spool that is
+ * still not empty. Whatever is not delivered is spooled (at most 1000, oldest dropped first).
+ * Holds notify.lock throughout, so concurrent senders neither lose nor duplicate a message.
+ */
+export async function deliver(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
+  const { stateDir, channel, minIntervalMs, now = Date.now, lockWaitMs = 120_000 } = options;
+  ensureStateDir(stateDir);
+  const lock = await waitLock(lockFile(stateDir), lockWaitMs, options.sleep);
+  if (!lock) throw new TendError(`${lockFile(stateDir)} stayed locked for ${humanDuration(lockWaitMs)}: another notify is stuck`, 1);
+  try {
+    const state = readNotifyState(stateDir);
+    const spool = readSpool(stateDir);
+    state.dropped += spool.unreadable;
+    const queue = spool.messages;
+    const report: DeliverReport = { outcomes: [], flushed: 0, waiting: 0, failure: null };
+
+    const attempt = async (message: Message) => {
+      const note = state.dropped ? ` (${state.dropped} older message${state.dropped === 1 ? " was" : "s were"} dropped from a full spool)` : "";
+      const result = await send(buildRequest({ ...message, message: message.message + note }, channel), channel, options);
+      if (result.ok) state.dropped = 0;
+      else {
+        report.failure ??= result.detail;
+        state.lastError = { at: new Date(now()).toISOString(), detail: result.detail };
+      }
+      return result;
+    };
+
+    while (queue.length) {
+      const result = await attempt(queue[0]);
+      if (!result.ok) break;
+      queue.shift();
+      report.flushed++;
+    }
+
+    for (const original of messages) {
+      const key = dedupKey(original);
+      const seen = key ? state.dedup[key] : undefined;
+      if (key && seen && now() - seen.lastAt < minIntervalMs) {
+        seen.suppressed++;
+        report.outcomes.push({ message: original, result: "suppressed", detail: `same ${original.service ? "service+" : ""}event within ${humanDuration(minIntervalMs)} (${seen.suppressed} suppressed)`, attempts: 0 });
+        continue;
+      }
+      const message = seen?.suppressed ? { ...original, message: `${original.message} (+${seen.suppressed} similar suppressed)` } : original;
+      if (key) state.dedup[key] = { lastAt: now(), suppressed: 0 };
+      if (queue.length) {
+        queue.push(message);
+        report.outcomes.push({ message, result: "spooled", detail: `queued behind ${queue.length - 1} spooled message(s)`, attempts: 0 });
+        continue;
+      }
+      const result = await attempt(message);
+      if (result.ok) report.outcomes.push({ message, result: "sent", detail: result.detail, attempts: result.attempts });
+      else {
+        queue.push(message);
+        report.outcomes.push({ message, result: "spooled", detail: result.detail, attempts: result.attempts });
+      }
+    }
+
+    if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
+    report.waiting = queue.length;
+    // Forget dedup entries long past their interval, so the state file stays small.
+    for (const [key, entry] of Object.entries(state.dedup)) if (now() - entry.lastAt > minIntervalMs && !entry.suppressed) delete state.dedup[key];
+    if (!report.failure && report.waiting === 0) state.lastError = null;
+    writeFileAtomic(spoolFile(stateDir), queue.map((message) => JSON.stringify(message) + "\n").join(""));
+    writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+    return report;
+  } finally {
+    lock.release();
+  }
+}
+
+/** Send once, without touching spool or dedup (--no-spool). */
+export async function sendDirect(message: Message, channel: Channel, options: SendOptions = {}) {
+  return send(buildRequest(message, channel), channel, options);
+}

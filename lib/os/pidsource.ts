@@ -1,0 +1,98 @@
+import { readFileSync, statSync } from "node:fs";
+import type { ServiceConfig } from "../config/types.ts";
+import { isRunning, readProc, startedAtMs, type ProcInfo } from "./proc.ts";
+import { findPane } from "./tmux.ts";
+import { launchdPid } from "./launchd.ts";
+import { showUnit } from "./systemd.ts";
+import type { ServiceState } from "../state/service.ts";
+
+/** Where a service's main PID came from and whether it is the process it should be. */
+export interface MainProcess {
+  source: string;
+  /** systemd or launchd restart it themselves: tend does not start it when it is gone. */
+  supervised: boolean;
+  /** The verified process, or null (none, gone, zombie, or a reused PID). */
+  info: ProcInfo | null;
+  running: boolean;
+  startedAt: number | null;
+  detail: string;
+}
+
+/** A process started up to this long after its pidfile was written still counts as the one it names. */
+const PIDFILE_SLACK_MS = 1000;
+
+/**
+ * Read a pidfile and verify the PID's identity: against the start time tend recorded when it
+ * started that process, or else against the file's mtime (a newer process is not the one named).
+ */
+export function fromPidfile(path: string, recorded?: { pid: number | null; pidStartTicks: string | null }): MainProcess {
+  const source = `pidfile ${path}`;
+  const gone = (detail: string, info: ProcInfo | null = null): MainProcess => ({ source, supervised: false, info, running: false, startedAt: null, detail });
+  let text: string;
+  let writtenAt: number;
+  try {
+    text = readFileSync(path, "utf8");
+    writtenAt = statSync(path).mtimeMs;
+  } catch (error) {
+    return gone(`${source}: ${(error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : (error as Error).message}`);
+  }
+  const pid = Number(text.trim().split(/\s/)[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return gone(`${source} holds no PID (${JSON.stringify(text.trim().slice(0, 20))})`);
+  const info = readProc(pid);
+  if (!info) return gone(`pid ${pid} is gone`);
+  if (!isRunning(info)) return gone(`pid ${pid} is a zombie`, info);
+  const startedAt = startedAtMs(info);
+  if (recorded?.pid === pid && recorded.pidStartTicks) {
+    if (recorded.pidStartTicks !== info.startTicks) return gone(`pid ${pid} now belongs to another process (start time differs: PID reused)`);
+  } else if (startedAt > writtenAt + PIDFILE_SLACK_MS) {
+    return gone(`pid ${pid} started after ${path} was written: not the process it names (PID reused)`);
+  }
+  return { source, supervised: false, info, running: true, startedAt, detail: `pid ${pid}` };
+}
+
+/** A tmux pane's PID (the process tmux started for the pane). */
+export async function fromTmux(target: string): Promise<MainProcess> {
+  const source = `tmux pane ${target}`;
+  const gone = (detail: string): MainProcess => ({ source, supervised: false, info: null, running: false, startedAt: null, detail });
+  const pane = await findPane(target);
+  if ("error" in pane) return gone(`${source}: ${pane.error}`);
+  if (pane.dead) return gone(`${source}: its command exited`);
+  const info = readProc(pane.pid);
+  if (!isRunning(info)) return gone(`${source}: pid ${pane.pid} is gone`);
+  return { source, supervised: false, info, running: true, startedAt: startedAtMs(info), detail: `pid ${info.pid}` };
+}
+
+/** A PID that a manager (systemd, launchd) reports: trusted as the main PID, checked to be running. */
+function supervisedProcess(source: string, pid: number | null, why: string): MainProcess {
+  const info = pid ? readProc(pid) : null;
+  const running = isRunning(info);
+  const detail = running ? `pid ${pid}` : pid ? `pid ${pid} is gone` : why;
+  return { source, supervised: true, info: running ? info : null, running, startedAt: running ? startedAtMs(info) : null, detail };
+}
+
+/** Properties a pass reads from systemd once per service: the pid source and the unit facts share them. */
+export const UNIT_PROPERTIES = ["MainPID", "ActiveState", "NRestarts"];
+/** What `systemctl show` answered, or why it could not. */
+export type UnitShown = Record<string, string> | Error;
+
+/** systemd's MainPID (0: no main process); `shown` when the caller has read the unit already. */
+export async function fromUnit(unit: string, shown?: UnitShown): Promise<MainProcess> {
+  const source = `unit ${unit}`;
+  const props = shown ?? (await showUnit(unit, UNIT_PROPERTIES).catch((error: Error) => error));
+  if (props instanceof Error) return supervisedProcess(source, null, props.message);
+  return supervisedProcess(source, Number(props.MainPID) || null, `${source} has no main process (${props.ActiveState || "unknown"})`);
+}
+
+export async function fromLaunchd(label: string): Promise<MainProcess> {
+  const found = await launchdPid(label);
+  return supervisedProcess(`launchd job ${label}`, "pid" in found ? found.pid : null, "error" in found ? found.error : "");
+}
+
+/** The service's main process from its pid source; null when it has none. */
+export async function mainProcess(service: ServiceConfig, state: ServiceState, unitShown?: UnitShown): Promise<MainProcess | null> {
+  if (service.pidfile) return fromPidfile(service.pidfile, state);
+  if (service.tmux) return fromTmux(service.tmux);
+  if (service.unit) return fromUnit(service.unit, unitShown);
+  if (service.launchd) return fromLaunchd(service.launchd);
+  return null;
+}

@@ -1,0 +1,20 @@
+import { defineRestart } from "./kind.ts";
+import { runAction } from "./run-action.ts";
+
+export type CommandRestart = {
+  kind: "command";
+  argv: string[];
+};
+
+/** Run the argv (no shell); exit 0 means the restart was issued. */
+export const command = defineRestart<CommandRestart>({
+  kind: "command",
+  keys: ["command"],
+  read(table) {
+    const argv = table.argv("command");
+    return argv && { kind: "command", argv };
+  },
+  restart: (service, action) => runAction(action.argv, `command ${action.argv.join(" ")}`, service),
+  describe: (action) => `command ${action.argv.join(" ")}`,
+  plan: (action) => ({ "restart.command": action.argv }),
+});

@@ -1,0 +1,46 @@
+import type { Reader } from "../config/reader.ts";
+import type { ReadContext, ServiceConfig } from "../config/types.ts";
+import type { MainProcess } from "../os/pidsource.ts";
+
+/** What a restart's config holds at the least; each kind adds its own fields. */
+export interface RestartConfig {
+  kind: string;
+  [field: string]: unknown;
+}
+
+export interface RestartResult {
+  issued: boolean;
+  detail: string;
+  /** For spawn: the identity of the new process, kept in state. */
+  pid?: number;
+  pidStartTicks?: string;
+}
+
+export interface RestartContext {
+  /** The service's verified main process now, or null. */
+  current: MainProcess | null;
+  sleep: (ms: number) => Promise<void>;
+  env: Record<string, string | undefined>;
+}
+
+/**
+ * One restart kind: the keys it takes in [service.restart], how it reads them, how it restarts,
+ * and how it reads in a log line and in `watchdog plan`.
+ */
+export interface RestartKind<A extends RestartConfig = RestartConfig> {
+  kind: A["kind"];
+  /** Every key it takes, its own first. */
+  keys: string[];
+  read(table: Reader, context: ReadContext): A | undefined;
+  /** Never throws: a failure is a result with issued = false. */
+  restart(service: ServiceConfig, action: A, context: RestartContext): Promise<RestartResult>;
+  /** In words, for logs and dry runs: "systemctl restart blog.service". */
+  describe(action: A): string;
+  plan(action: A): Record<string, unknown>;
+  /** tend writes the service's pidfile, so the service must name one. */
+  needsPidfile?: boolean;
+  /** The systemd unit whose state (inactive, failed) a pass reads before restarting. */
+  unit?(action: A): string;
+}
+
+export const defineRestart = <A extends RestartConfig>(kind: RestartKind<A>) => kind;

@@ -1,0 +1,84 @@
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "../os/atomic.ts";
+import { readProc } from "../os/proc.ts";
+import { stopProcess } from "../os/signal.ts";
+import { defineRestart } from "./kind.ts";
+
+export type SpawnRestart = {
+  kind: "spawn";
+  argv: string[];
+  cwd: string | null;
+  env: Record<string, string>;
+  output: string;
+};
+
+/** sh -c RECORD_SELF PIDFILE ARGV...: write $$ to PIDFILE (temp + rename), then exec ARGV in place. */
+const RECORD_SELF = 'umask 022; echo $$ > "$0.tmp.$$" && mv -f "$0.tmp.$$" "$0" && exec "$@"';
+
+/**
+ * Stop the old process (TERM, stop_timeout, KILL, its whole group), then start the argv detached
+ * in a new session, stdin from /dev/null, output appended to a file; the pidfile names it.
+ */
+export const spawn = defineRestart<SpawnRestart>({
+  kind: "spawn",
+  keys: ["spawn", "cwd", "env", "output"],
+  needsPidfile: true,
+  read(table, { inState, name }) {
+    const argv = table.argv("spawn");
+    const cwd = table.string("cwd");
+    const env = table.stringMap("env") ?? {};
+    const output = table.string("output");
+    if (!argv) return undefined;
+    return { kind: "spawn", argv, cwd: cwd ? inState(cwd) : null, env, output: inState(output ?? `${name}.out`) };
+  },
+  async restart(service, action, { current, sleep, env }) {
+    try {
+      let stopped = "";
+      if (current?.info && current.running) {
+        const { forced } = await stopProcess(current.info, service.stopTimeoutMs, sleep);
+        stopped = `stopped pid ${current.info.pid}${forced ? " with SIGKILL" : ""}; `;
+      }
+      const pidfile = service.pidfile!;
+      // Output goes to a file, never to the watchdog's stdout (cron would mail it, a closed pipe would kill it).
+      const output = openSync(action.output, "a", 0o600);
+      let child;
+      try {
+        // The child records its own PID (atomically) before it becomes the service: if the watchdog
+        // is killed right after the spawn, the pidfile still names the process, never an orphan.
+        child = Bun.spawn(["/bin/sh", "-c", RECORD_SELF, pidfile, ...action.argv], {
+          cwd: action.cwd ?? undefined,
+          env: { ...env, ...action.env } as Record<string, string>,
+          stdin: "ignore",
+          stdout: output,
+          stderr: output,
+          detached: true, // new session: survives the watchdog and its process group
+        });
+      } finally {
+        closeSync(output);
+      }
+      child.unref();
+      const info = readProc(child.pid);
+      const deadline = Date.now() + 5000;
+      while (readPid(pidfile) !== child.pid && child.exitCode === null && Date.now() < deadline) await sleep(5);
+      if (readPid(pidfile) !== child.pid) writeFileAtomic(pidfile, `${child.pid}\n`, 0o644); // it exited at once
+      return { issued: true, detail: `${stopped}started pid ${child.pid}`, pid: child.pid, pidStartTicks: info?.startTicks };
+    } catch (error) {
+      return { issued: false, detail: `spawn ${action.argv.join(" ")}: ${(error as Error).message}` };
+    }
+  },
+  describe: (action) => `spawn ${action.argv.join(" ")}`,
+  plan: (action) => ({
+    "restart.spawn": action.argv,
+    "restart.cwd": action.cwd,
+    "restart.env": action.env,
+    "restart.output": action.output,
+  }),
+});
+
+function readPid(path: string): number | null {
+  try {
+    return Number(readFileSync(path, "utf8").trim()) || null;
+  } catch {
+    return null;
+  }
+}

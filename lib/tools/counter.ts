@@ -1,0 +1,23 @@
+import { readFileSync } from "node:fs";
+import { writeFileAtomic } from "../os/atomic.ts";
+
+/**
+ * A plain-integer counter file, as a hand-written watchdog.sh keeps it (`echo 0 > FILE`,
+ * `$(cat FILE)`): missing or unreadable counts as 0 (with why), written atomically.
+ */
+export function readCounter(path: string): { value: number; problem: string | null } {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { value: 0, problem: code === "ENOENT" ? null : `cannot read ${path}: ${code}` };
+  }
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) return { value: Number(trimmed), problem: null };
+  return { value: 0, problem: `${path} holds ${JSON.stringify(trimmed.slice(0, 20))}, not a number: counting from 0` };
+}
+
+export function writeCounter(path: string, value: number): void {
+  writeFileAtomic(path, `${value}\n`, 0o644);
+}

@@ -1,0 +1,60 @@
+import type { HttpCheck } from "../checks/http.ts";
+import { readCounter, writeCounter } from "./counter.ts";
+import { humanDuration } from "../core/duration.ts";
+import type { Logger } from "../state/logger.ts";
+import { probe } from "../checks/index.ts";
+import { redactUrl } from "../core/redact.ts";
+import { respawnPane } from "../os/tmux.ts";
+
+export interface TunnelOptions {
+  url: string;
+  timeoutMs: number;
+  strikes: number;
+  counter: string;
+  /** Status codes that are strikes; "000" = no answer (timeout, refused, DNS). */
+  failCodes: string[];
+  pane: { target: string; command: string } | null;
+}
+
+export interface TunnelResult {
+  healthy: boolean;
+  strikes: number;
+  restarted: boolean;
+}
+
+/**
+ * The public-URL tunnel check: one GET; a fail code is a strike in the counter file; any other
+ * answer writes 0; the Nth strike respawns the tmux pane and writes 0. The same probe, counter
+ * and tmux restart the watchdog uses.
+ */
+export async function checkTunnel(options: TunnelOptions, logger: Logger): Promise<TunnelResult> {
+  const check: HttpCheck = { kind: "http", url: options.url, expect: null, anyResponse: true, failCodes: null, contains: null, headers: {}, timeoutMs: options.timeoutMs };
+  const result = await probe(check);
+  const code = result.status ? String(result.status) : "000";
+  const shown = redactUrl(options.url);
+  const { value, problem } = readCounter(options.counter);
+  if (problem) logger.write("ERROR", problem);
+  if (!options.failCodes.includes(code)) {
+    if (value > 0) logger.write("RECOVERED", `tunnel ${shown} answers again (HTTP ${code} in ${result.latencyMs}ms) after ${value} failed check(s)`);
+    writeCounter(options.counter, 0);
+    return { healthy: true, strikes: 0, restarted: false };
+  }
+  const strikes = value + 1;
+  const what = code === "000" ? result.detail : `HTTP ${code}`;
+  logger.write("WARN", `tunnel ${shown} failed health check (${what}, failure ${Math.min(strikes, options.strikes)}/${options.strikes})`);
+  if (strikes < options.strikes) {
+    writeCounter(options.counter, strikes);
+    return { healthy: false, strikes, restarted: false };
+  }
+  if (!options.pane) {
+    logger.write("HUNG", `tunnel ${shown} failed ${strikes} checks in a row: no --pane given, nothing restarted`);
+    writeCounter(options.counter, 0);
+    return { healthy: false, strikes, restarted: false };
+  }
+  logger.write("HUNG", `tunnel ${shown} failed ${strikes} checks in a row (timeout ${humanDuration(options.timeoutMs)}): restarting pane ${options.pane.target}`);
+  const restart = await respawnPane(options.pane.target, options.pane.command);
+  logger.write(restart.issued ? "RESTART" : "FAILED", `tunnel: ${restart.detail}`);
+  // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.
+  writeCounter(options.counter, restart.issued ? 0 : strikes);
+  return { healthy: false, strikes, restarted: restart.issued };
+}

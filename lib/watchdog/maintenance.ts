@@ -1,0 +1,53 @@
+import type { Config } from "../config/types.ts";
+import { humanDuration } from "../core/duration.ts";
+import { TendError, usageError } from "../core/errors.ts";
+import { waitLock } from "../os/lock.ts";
+import { Logger } from "../state/logger.ts";
+import { lockFile } from "./pass.ts";
+import { ensureStateDir, readState, writeState, type ServiceState } from "../state/service.ts";
+
+export type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
+
+export interface MaintenanceOptions {
+  now?: () => number;
+  /** How long to wait for a running pass to finish (its verify can take verify_timeout). */
+  lockWaitMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** pause / resume / reset one service's state, under the pass lock so no pass overwrites it. */
+export async function maintain(config: Config, name: string, action: MaintenanceAction, options: MaintenanceOptions = {}): Promise<string> {
+  const { now = Date.now, lockWaitMs = 180_000, sleep = Bun.sleep } = options;
+  const service = config.services.find((candidate) => candidate.name === name);
+  if (!service) throw usageError(`no such service: ${name} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`);
+  const { stateDir } = config.watchdog;
+  ensureStateDir(stateDir);
+  const lock = await waitLock(lockFile(stateDir), lockWaitMs, sleep);
+  if (!lock) throw new TendError(`a watchdog pass has held ${lockFile(stateDir)} for ${humanDuration(lockWaitMs)}: try again`, 1);
+  try {
+    const { state } = readState(stateDir, name);
+    const [next, said] = apply(state, action, now());
+    writeState(stateDir, name, next);
+    new Logger(config.watchdog.log, () => {}, now).write(action.kind === "pause" ? "SKIP" : "START", `${name}: ${said}`);
+    return said;
+  } finally {
+    lock.release();
+  }
+}
+
+function apply(state: ServiceState, action: MaintenanceAction, now: number): [ServiceState, string] {
+  switch (action.kind) {
+    case "pause":
+      return [
+        { ...state, paused: true, pausedUntil: action.forMs === null ? null : now + action.forMs },
+        action.forMs === null ? "paused until `watchdog resume`" : `paused for ${humanDuration(action.forMs)}`,
+      ];
+    case "resume":
+      return [{ ...state, paused: false, pausedUntil: null }, "resumed"];
+    case "reset":
+      return [
+        { ...state, strikes: 0, restartTimes: [], failedInRow: 0, backoffUntil: null, givenUp: false, lastRestartAt: null },
+        "reset: strikes, backoff, restart history and given-up cleared",
+      ];
+  }
+}

@@ -1,0 +1,33 @@
+import type { ServiceState } from "../state/service.ts";
+
+/** What each metric is: name, type, help. */
+const METRICS = [
+  ["tend_service_up", "gauge", "1 if the service's last probe succeeded, else 0"],
+  ["tend_service_strikes", "gauge", "consecutive failed probes"],
+  ["tend_service_restarts_total", "counter", "restarts performed by tend"],
+  ["tend_service_recoveries_total", "counter", "verified restarts, by result"],
+  ["tend_probe_duration_seconds", "gauge", "duration of the last probe"],
+  ["tend_service_auto_restarts_total", "counter", "restarts systemd did on its own (NRestarts increases)"],
+  ["tend_last_pass_timestamp_seconds", "gauge", "unix time of the last completed watchdog pass"],
+] as const;
+
+const label = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+
+/** Prometheus text exposition (node_exporter textfile collector) for every service's state. */
+export function renderMetrics(services: { name: string; state: ServiceState }[], passAt: number): string {
+  const samples: Record<string, string[]> = Object.fromEntries(METRICS.map(([name]) => [name, []]));
+  for (const { name, state } of services) {
+    const service = `service="${label(name)}"`;
+    samples.tend_service_up.push(`tend_service_up{${service}} ${state.lastProbe?.ok ? 1 : 0}`);
+    samples.tend_service_strikes.push(`tend_service_strikes{${service}} ${state.strikes}`);
+    samples.tend_service_restarts_total.push(`tend_service_restarts_total{${service}} ${state.restartsTotal}`);
+    samples.tend_service_recoveries_total.push(
+      `tend_service_recoveries_total{${service},result="ok"} ${state.recoveriesOk}`,
+      `tend_service_recoveries_total{${service},result="failed"} ${state.recoveriesFailed}`,
+    );
+    if (state.lastProbe) samples.tend_probe_duration_seconds.push(`tend_probe_duration_seconds{${service}} ${state.lastProbe.latencyMs / 1000}`);
+    samples.tend_service_auto_restarts_total.push(`tend_service_auto_restarts_total{${service}} ${state.autoRestarts}`);
+  }
+  samples.tend_last_pass_timestamp_seconds.push(`tend_last_pass_timestamp_seconds ${Math.floor(passAt / 1000)}`);
+  return METRICS.map(([name, type, help]) => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples[name]].join("\n")).join("\n") + "\n";
+}

@@ -1,0 +1,143 @@
+import { readFileSync } from "node:fs";
+import type { Config } from "../config/types.ts";
+import { humanDuration } from "../core/duration.ts";
+import { localStamp } from "../state/logger.ts";
+import { downtimeFile } from "./pass.ts";
+import { readState } from "../state/service.ts";
+import type { Paint } from "./status.ts";
+
+export interface Outage {
+  name: string;
+  reason: string;
+  from: number;
+  to: number;
+}
+
+const DOWNTIME = /\[DOWNTIME\] (\S+) was unavailable for \d+s \(([^,]+), from (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC to (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC\)/;
+const utc = (stamp: string) => Date.parse(stamp.replace(" ", "T") + "Z");
+
+/** Every DOWNTIME line of downtime.log (the host's gaps under the name "host"). */
+export function readDowntime(stateDir: string): Outage[] {
+  let text = "";
+  try {
+    text = readFileSync(downtimeFile(stateDir), "utf8");
+  } catch {}
+  const outages: Outage[] = [];
+  for (const line of text.split("\n")) {
+    const match = DOWNTIME.exec(line);
+    if (match) outages.push({ name: match[1], reason: match[2], from: utc(match[3]), to: utc(match[4]) });
+  }
+  return outages;
+}
+
+export type Cell = "up" | "degraded" | "down" | "none";
+
+export interface ServiceReport {
+  name: string;
+  /** Share of the observed time the service was available (0..1); null with no observed time. */
+  availability: number | null;
+  downtime_s: number;
+  outages: number;
+  restarts: number;
+  auto_restarts: number;
+  recoveries_ok: number;
+  recoveries_failed: number;
+  /** Mean time to recovery: the mean length of the outages that ended in the window. */
+  mttr_s: number | null;
+  timeline: Cell[];
+}
+
+export interface Report {
+  since: string;
+  until: string;
+  cell_s: number;
+  services: ServiceReport[];
+}
+
+type Span = [number, number];
+const overlap = ([a, b]: Span, [c, d]: Span) => Math.max(0, Math.min(b, d) - Math.max(a, c));
+/** Total length of the union of spans inside `within`. */
+function covered(spans: Span[], within: Span): number {
+  const clipped = spans.map(([a, b]) => [Math.max(a, within[0]), Math.min(b, within[1])] as Span).filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  let total = 0;
+  let end = -Infinity;
+  for (const [a, b] of clipped) {
+    if (b <= end) continue;
+    total += b - Math.max(a, end);
+    end = b;
+  }
+  return total;
+}
+
+/**
+ * Per service over [now - since, now]: availability, downtime, restarts, systemd auto-restarts,
+ * recoveries and MTTR, from downtime.log and the state files (so it survives the watchdog's own
+ * restarts). Time before tend first watched a service, and the host's own gaps, are "no data".
+ */
+export function buildReport(config: Config, sinceMs: number, now = Date.now(), cells = 48): Report {
+  const window: Span = [now - sinceMs, now];
+  const all = readDowntime(config.watchdog.stateDir);
+  const hostGaps: Span[] = all.filter((outage) => outage.name === "host").map((outage) => [outage.from, outage.to]);
+  const cellMs = sinceMs / cells;
+  const services = config.services.map((service): ServiceReport => {
+    const state = readState(config.watchdog.stateDir, service.name, { repair: false }).state;
+    const closed = all.filter((outage) => outage.name === service.name);
+    const spans: Span[] = closed.map((outage) => [outage.from, outage.to]);
+    if (state.outage) spans.push([state.outage.since, now]);
+    const firstSeen = Math.min(state.firstSeenAt ?? now, ...spans.map(([from]) => from));
+    const observedSpan: Span = [Math.max(window[0], firstSeen), window[1]];
+    const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - covered(hostGaps, observedSpan);
+    const downMs = covered(spans, observedSpan) - covered(hostGaps.flatMap((gap) => spans.map(([a, b]) => [Math.max(a, gap[0]), Math.min(b, gap[1])] as Span)), observedSpan);
+    const inWindow = (at: number) => at >= window[0] && at <= window[1];
+    const ended = closed.filter((outage) => inWindow(outage.to));
+    const count = (what: string) => state.history.filter((entry) => entry.what === what && inWindow(entry.at)).reduce((sum, entry) => sum + (entry.count ?? 1), 0);
+    const timeline = Array.from({ length: cells }, (_, index): Cell => {
+      const cell: Span = [window[0] + index * cellMs, window[0] + (index + 1) * cellMs];
+      const seen = Math.max(0, overlap(cell, observedSpan) - covered(hostGaps, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]));
+      if (seen <= 0) return "none";
+      const down = covered(spans, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]);
+      return down <= 0 ? "up" : down >= seen * 0.999 ? "down" : "degraded";
+    });
+    return {
+      name: service.name,
+      availability: observedMs > 0 ? Math.max(0, 1 - Math.max(0, downMs) / observedMs) : null,
+      downtime_s: Math.round(Math.max(0, downMs) / 1000),
+      // Inclusive: an outage shorter than the log's one-second resolution still counts.
+      outages: spans.filter(([from, to]) => from <= observedSpan[1] && to >= observedSpan[0]).length,
+      restarts: count("restart"),
+      auto_restarts: count("auto-restart"),
+      recoveries_ok: count("recovered"),
+      recoveries_failed: count("failed"),
+      mttr_s: ended.length ? Math.round(ended.reduce((sum, outage) => sum + (outage.to - outage.from), 0) / ended.length / 1000) : null,
+      timeline,
+    };
+  });
+  return { since: new Date(window[0]).toISOString(), until: new Date(now).toISOString(), cell_s: Math.round(cellMs / 1000), services };
+}
+
+const percent = (value: number | null) => (value === null ? "no data" : `${(value * 100).toFixed(value >= 0.9995 && value < 1 ? 3 : 2)}%`);
+
+export function renderReport(report: Report, { paint, pictures }: { paint: Paint; pictures: boolean }): string {
+  const header = ["SERVICE", "AVAILABILITY", "DOWNTIME", "OUTAGES", "RESTARTS", "AUTO", "RECOVERIES", "MTTR"];
+  const rows = report.services.map((s) => [
+    s.name,
+    percent(s.availability),
+    s.downtime_s ? humanDuration(s.downtime_s * 1000) : "0s",
+    String(s.outages),
+    String(s.restarts),
+    String(s.auto_restarts),
+    `${s.recoveries_ok} ok/${s.recoveries_failed} failed`,
+    s.mttr_s === null ? "-" : humanDuration(s.mttr_s * 1000),
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column])).join("  ").trimEnd();
+  const out = [paint.dim(`report ${localStamp(new Date(report.since))} .. ${localStamp(new Date(report.until))}`), paint.dim(line(header))];
+  const glyph: Record<Cell, (text: string) => string> = { up: paint.ok, degraded: paint.warn, down: paint.bad, none: paint.dim };
+  const char: Record<Cell, string> = { up: "█", degraded: "▒", down: "░", none: "·" };
+  report.services.forEach((service, index) => {
+    out.push(line(rows[index]));
+    if (pictures) out.push(`  ${service.timeline.map((cell) => glyph[cell](char[cell])).join("")}  (${humanDuration(report.cell_s * 1000)} per cell)`);
+  });
+  if (pictures) out.push(paint.dim(`  ${char.up} up  ${char.degraded} degraded  ${char.down} down  ${char.none} no data`));
+  return out.join("\n");
+}

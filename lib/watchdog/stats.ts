@@ -1,0 +1,112 @@
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { humanDuration } from "../core/duration.ts";
+import { usageError } from "../core/errors.ts";
+import { readState, type LatencySample } from "../state/service.ts";
+import type { Paint } from "./status.ts";
+
+export interface ServiceStats {
+  name: string;
+  samples: number;
+  /** Probes that got no answer within the timeout (their latency is the timeout: censored). */
+  timeouts: number;
+  /** Percentiles over every probe, a timeout counting as the timeout itself. */
+  p50_ms: number | null;
+  p90_ms: number | null;
+  p99_ms: number | null;
+  max_ms: number | null;
+  timeout_ms: number;
+  /** Set when the timeout cuts into the distribution. */
+  warning: string | null;
+  suggested_timeout_ms: number | null;
+  /** [upper bound ms, count] per bucket, for the histogram */
+  histogram: [number, number][];
+}
+
+/** Nearest-rank percentile of sorted values. */
+export function percentile(sorted: number[], p: number): number | null {
+  if (!sorted.length) return null;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** A round timeout above the tail: 1.5 x the larger of p99 and the slowest answer, to whole seconds. */
+function suggest(p99: number, max: number): number {
+  return Math.max(1000, Math.ceil((Math.max(p99, max) * 1.5) / 1000) * 1000);
+}
+
+export function serviceStats(service: ServiceConfig, latencies: LatencySample[], buckets = 12): ServiceStats {
+  const timeoutMs = service.check.timeoutMs;
+  const values = latencies.map(([, ms, , timedOut]) => (timedOut ? Math.max(ms, timeoutMs) : ms)).sort((a, b) => a - b);
+  const timeouts = latencies.filter(([, , , timedOut]) => timedOut).length;
+  const p99 = percentile(values, 99);
+  const max = values.at(-1) ?? null;
+  let warning: string | null = null;
+  let suggested: number | null = null;
+  if (p99 !== null && max !== null && (p99 >= timeoutMs || timeouts / values.length > 0.01)) {
+    suggested = suggest(p99, max);
+    warning = `${service.name}: timeout ${humanDuration(timeoutMs)} is below the observed p99 (${timeouts} of ${values.length} probes timed out): it cuts into normal latency; consider timeout = "${suggested / 1000}s" and failures >= 3`;
+  }
+  const top = Math.max(timeoutMs * 1.25, max ?? 0, 1);
+  const width = niceStep(top / buckets);
+  const histogram: [number, number][] = [];
+  for (let upper = width; histogram.length < buckets * 2 && upper - width < top; upper += width) {
+    histogram.push([upper, values.filter((value) => value >= upper - width && value < upper).length]);
+  }
+  return {
+    name: service.name,
+    samples: values.length,
+    timeouts,
+    p50_ms: percentile(values, 50),
+    p90_ms: percentile(values, 90),
+    p99_ms: p99,
+    max_ms: max,
+    timeout_ms: timeoutMs,
+    warning,
+    suggested_timeout_ms: suggested,
+    histogram,
+  };
+}
+
+function niceStep(raw: number): number {
+  const steps = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 15_000, 30_000, 60_000];
+  return steps.find((step) => step >= raw) ?? Math.ceil(raw / 60_000) * 60_000;
+}
+
+export function collectStats(config: Config, names: string[] = []): ServiceStats[] {
+  const unknown = names.filter((name) => !config.services.some((service) => service.name === name));
+  if (unknown.length) throw usageError(`no such service: ${unknown.join(", ")}`);
+  return config.services
+    .filter((service) => !names.length || names.includes(service.name))
+    .map((service) => serviceStats(service, readState(config.watchdog.stateDir, service.name, { repair: false }).state.latencies));
+}
+
+const ms = (value: number | null) => (value === null ? "-" : value < 1000 ? `${value}ms` : humanDuration(value));
+
+/** One line per service; WARN lines; on a terminal, the histogram with the timeout marked. */
+export function renderStats(stats: ServiceStats[], { paint, pictures }: { paint: Paint; pictures: boolean }): string {
+  const out: string[] = [];
+  for (const s of stats) {
+    out.push(`${s.name}: ${s.samples} probes  p50 ${ms(s.p50_ms)}  p90 ${ms(s.p90_ms)}  p99 ${ms(s.p99_ms)}  max ${ms(s.max_ms)}  timeouts ${s.timeouts}  (timeout ${ms(s.timeout_ms)})`);
+    if (s.warning) out.push(paint.bad(`WARN ${s.warning}`));
+    if (pictures && s.samples) out.push(...histogram(s, paint), "");
+  }
+  return out.join("\n");
+}
+
+/** Bars per latency bucket; the configured timeout drawn as a line where it cuts the distribution. */
+function histogram(s: ServiceStats, paint: Paint): string[] {
+  const peak = Math.max(...s.histogram.map(([, count]) => count), 1);
+  const label = (upper: number, width: number) => `${ms(upper - width)}-${ms(upper)}`.padStart(13);
+  const width = s.histogram[0]?.[0] ?? 1;
+  const lines: string[] = [];
+  let marked = false;
+  for (const [upper, count] of s.histogram) {
+    if (!marked && upper - width >= s.timeout_ms) {
+      lines.push(paint.bad(`${"".padStart(13)} ├${"─".repeat(30)} timeout ${ms(s.timeout_ms)}: slower answers count as failures`));
+      marked = true;
+    }
+    const bar = "█".repeat(Math.round((count / peak) * 30));
+    const text = `${label(upper, width)} │${bar}${count ? ` ${count}` : ""}`;
+    lines.push(upper > s.timeout_ms ? paint.bad(text) : paint.ok(text));
+  }
+  return lines;
+}

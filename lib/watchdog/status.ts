@@ -1,0 +1,142 @@
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { humanDuration } from "../core/duration.ts";
+import { usageError } from "../core/errors.ts";
+import { localStamp } from "../state/logger.ts";
+import { readHeartbeat } from "./pass.ts";
+import { mainProcess } from "../os/pidsource.ts";
+import { probe, type ProbeResult } from "../checks/index.ts";
+import { freshState, readState, type ServiceState } from "../state/service.ts";
+import { readNotifyState, readSpool } from "../notify/spool.ts";
+
+export interface StatusRow {
+  name: string;
+  state: string;
+  strikes: number;
+  failures: number;
+  probe: { ok: boolean; detail: string; latency_ms: number; at: string | null } | null;
+  restarts: number;
+  recoveries_ok: number;
+  recoveries_failed: number;
+  last_event: { at: string; tag: string; message: string } | null;
+}
+
+export interface StatusReport {
+  last_pass: string | null;
+  services: StatusRow[];
+  /** Notifications waiting in the spool, and the last delivery failure (cleared by a clean delivery). */
+  notify: { spooled: number; last_error: { at: string; detail: string } | null };
+}
+
+export interface StatusOptions {
+  names?: string[];
+  /** Use the last pass's probe instead of probing now. */
+  cached?: boolean;
+  now?: () => number;
+}
+
+/** Probe every (named) service now, with the pass's own probe, and describe it. Changes nothing. */
+export async function collectStatus(config: Config, { names = [], cached = false, now = Date.now }: StatusOptions = {}): Promise<StatusReport> {
+  const unknown = names.filter((name) => !config.services.some((service) => service.name === name));
+  if (unknown.length) throw usageError(`no such service: ${unknown.join(", ")} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`);
+  const chosen = config.services.filter((service) => names.length === 0 || names.includes(service.name));
+  const rows = await Promise.all(
+    chosen.map(async (service) => {
+      const loaded = readState(config.watchdog.stateDir, service.name, { repair: false });
+      const state = loaded.problem && loaded.problem !== "missing" ? freshState() : loaded.state;
+      let result: ProbeResult | null = null;
+      let at: number | null = null;
+      if (cached) {
+        if (state.lastProbe) result = { ...state.lastProbe, timedOut: false };
+        at = state.lastProbe?.at ?? null;
+      } else if (service.enabled) {
+        const main = await mainProcess(service, state);
+        result = await probe(service.check, { process: main?.info });
+        at = now();
+      }
+      return describe(service, state, result, at, now());
+    }),
+  );
+  const spooled = readSpool(config.watchdog.stateDir).messages.length;
+  return { last_pass: readHeartbeat(config.watchdog.stateDir), services: rows, notify: { spooled, last_error: readNotifyState(config.watchdog.stateDir).lastError } };
+}
+
+function describe(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, at: number | null, now: number): StatusRow {
+  return {
+    name: service.name,
+    state: stateWord(service, state, result, now),
+    strikes: state.strikes,
+    failures: service.failures,
+    probe: result && { ok: result.ok, detail: result.detail, latency_ms: result.latencyMs, at: at ? new Date(at).toISOString() : null },
+    restarts: state.restartsTotal,
+    recoveries_ok: state.recoveriesOk,
+    recoveries_failed: state.recoveriesFailed,
+    last_event: state.lastEvent && { at: new Date(state.lastEvent.at).toISOString(), tag: state.lastEvent.tag, message: state.lastEvent.message },
+  };
+}
+
+/** healthy, failing n/N, restarting, backoff, given-up, paused, stopped, waiting. */
+export function stateWord(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, now: number): string {
+  if (!service.enabled) return "stopped";
+  if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return "paused";
+  if (state.unitState === "inactive") return "stopped";
+  if (result?.ok) return "healthy";
+  if (state.busySince !== null) return "busy";
+  if (state.givenUp) return "given-up";
+  if (state.backoffUntil && now < state.backoffUntil) return "backoff";
+  if (state.startedAt && now < state.startedAt + service.graceMs) return "restarting";
+  if (state.lastEvent?.tag === "WAIT" && state.strikes === 0) return "waiting";
+  if (!result) return "unknown";
+  return `failing ${Math.max(1, state.strikes)}/${service.failures}`;
+}
+
+/** Exit 1 when any enabled service is not healthy. */
+export const allHealthy = (report: StatusReport) => report.services.every((row) => row.state === "healthy" || row.state === "stopped");
+
+export interface Paint {
+  ok: (text: string) => string;
+  bad: (text: string) => string;
+  warn: (text: string) => string;
+  dim: (text: string) => string;
+}
+
+const plain: Paint = { ok: (t) => t, bad: (t) => t, warn: (t) => t, dim: (t) => t };
+
+/**
+ * Aligned columns; on a terminal narrower than the table (a phone), two lines per service. An
+ * event of today shows its time only.
+ */
+export function renderStatus(report: StatusReport, paint: Paint = plain, now = Date.now(), columns = Infinity): string {
+  const lastPass = report.last_pass ? `${localStamp(new Date(report.last_pass))} (${humanDuration(Math.max(0, now - Date.parse(report.last_pass)))} ago)` : "never";
+  const today = localStamp(new Date(now)).slice(0, 10);
+  const when = (iso: string) => {
+    const stamp = localStamp(new Date(iso));
+    return stamp.startsWith(today) ? stamp.slice(11) : stamp;
+  };
+  const header = ["SERVICE", "STATE", "PROBE", "STRIKES", "RESTARTS", "LAST EVENT"];
+  const rows = report.services.map((row) => [
+    row.name,
+    row.state,
+    row.probe ? (row.probe.ok ? `${row.probe.detail} ${row.probe.latency_ms}ms` : row.probe.detail) : "-",
+    `${row.strikes}/${row.failures}`,
+    `${row.restarts} (✓${row.recoveries_ok} ✗${row.recoveries_failed})`,
+    row.last_event ? `${when(row.last_event.at)} ${row.last_event.tag}` : "-",
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const line = (cells: string[]) => cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]))).join("  ");
+  const color = (state: string, text: string) =>
+    state === "healthy" ? paint.ok(text) : state.startsWith("failing") || state === "given-up" ? paint.bad(text) : paint.warn(text);
+  const wide = widths.reduce((sum, width) => sum + width + 2, 0) <= columns;
+  const body = rows.flatMap((cells, index) => {
+    const state = report.services[index].state;
+    const stateCell = color(state, cells[1].padEnd(widths[1]));
+    if (wide) return [line(cells).replace(cells[1].padEnd(widths[1]), stateCell)];
+    // A phone: two lines per service, the second the probe and the last event, cut to the width.
+    const detail = `  ${cells[2]} · ${cells[5]}`;
+    return [`${cells[0].padEnd(widths[0])}  ${stateCell}  ${cells[3]}  ${cells[4]}`, paint.dim(detail.length > columns ? detail.slice(0, columns - 1) + "…" : detail)];
+  });
+  const { spooled, last_error: lastError } = report.notify;
+  const notify = spooled || lastError
+    ? [paint.bad(`notify: ${spooled} undelivered in the spool${lastError ? `; last failure ${localStamp(new Date(lastError.at))}: ${lastError.detail}` : ""}`)]
+    : [];
+  return [paint.dim(`last pass: ${lastPass}`), ...notify, ...(wide ? [paint.dim(line(header))] : []), ...body].join("\n");
+}
