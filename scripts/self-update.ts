@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { runCli, type Io } from "../lib/cli.ts";
 import { findConfig } from "../lib/config/load.ts";
 import { usageError } from "../lib/core/errors.ts";
-import { localStamp } from "../lib/state/logger.ts";
+import { localStamp } from "../lib/core/time.ts";
 import { applyConfig, listBackups, rollback, updateBinary } from "../lib/tools/update.ts";
 
 const USAGE = `usage: self-update SOURCE [--sha256 HEX] [--target PATH] [--yes]   SOURCE: a path or http(s) URL

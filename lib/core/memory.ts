@@ -1,39 +1,11 @@
-import { readdirSync, readFileSync } from "node:fs";
 import type { MemoryConfig } from "../config/types.ts";
 import { humanDuration } from "./duration.ts";
 import { mib } from "./size.ts";
 
-const PAGE_SIZE = 4096;
 /** Samples kept per service: about 2 days at a 5-minute interval. */
 export const RSS_HISTORY = 600;
 /** Fewer samples than this give no slope (noise). */
 const MIN_SAMPLES = 4;
-
-/** RSS in bytes of a process and all its descendants (Linux /proc). */
-export function treeRss(pid: number): number {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {}
-  }
-  let total = 0;
-  const queue = [pid];
-  const seen = new Set<number>();
-  while (queue.length) {
-    const current = queue.shift()!;
-    if (seen.has(current)) continue;
-    seen.add(current);
-    try {
-      total += Number(readFileSync(`/proc/${current}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
-    } catch {}
-    queue.push(...(children.get(current) ?? []));
-  }
-  return total;
-}
 
 /** Least-squares slope of [time ms, bytes] samples, in bytes per ms; null with too few samples. */
 export function slope(samples: [number, number][]): number | null {

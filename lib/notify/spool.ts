@@ -1,16 +1,15 @@
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { humanDuration } from "../core/duration.ts";
 import { TendError } from "../core/errors.ts";
 import { waitLock } from "../os/lock.ts";
 import { buildRequest, send, type Channel, type Message, type SendOptions } from "./send.ts";
-import { ensureStateDir } from "../state/service.ts";
+import { ensureStateDir, statePaths } from "../state/dir.ts";
 
 export const SPOOL_LIMIT = 1000;
-export const spoolFile = (stateDir: string) => join(stateDir, "notify-spool.jsonl");
-const stateFile = (stateDir: string) => join(stateDir, "notify-state.json");
-const lockFile = (stateDir: string) => join(stateDir, "notify.lock");
+export const spoolFile = (stateDir: string) => statePaths(stateDir).spool;
+const stateFile = (stateDir: string) => statePaths(stateDir).notifyState;
+const lockFile = (stateDir: string) => statePaths(stateDir).notifyLock;
 
 /** What notify remembers between runs, beside the spool itself. */
 export interface NotifyState {

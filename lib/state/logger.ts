@@ -1,20 +1,5 @@
 import { appendFileSync } from "node:fs";
-
-export type Tag =
-  | "START" | "WARN" | "BUSY" | "WAIT" | "HUNG" | "RESTART" | "RECOVERED" | "FAILED" | "GIVEN-UP"
-  | "AUTO-RESTART" | "MEMORY" | "NOTIFY" | "SKIP" | "DOWNTIME" | "ERROR";
-
-const pad = (n: number) => String(n).padStart(2, "0");
-
-/** Local wall time "YYYY-MM-DD HH:MM:SS", as `date '+%F %T'` prints it. */
-export function localStamp(at: Date): string {
-  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
-}
-
-/** UTC "YYYY-MM-DD HH:MM:SS" for downtime bounds. */
-export const utcStamp = (at: Date) => at.toISOString().slice(0, 19).replace("T", " ");
-
-export const formatLine = (tag: Tag, message: string, at: Date) => `[${localStamp(at)}] [${tag}] ${message}`;
+import { formatLine, type Tag } from "../core/time.ts";
 
 export interface LogEntry {
   tag: Tag;

@@ -1,7 +1,6 @@
-import { chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync, renameSync } from "node:fs";
 import { writeFileAtomic } from "../os/atomic.ts";
-import { TendError } from "../core/errors.ts";
+import { statePaths } from "./dir.ts";
 
 export interface ProbeRecord {
   at: number;
@@ -38,7 +37,12 @@ export interface ServiceState {
   /** Paused by `watchdog pause`: until this time, or indefinitely (Infinity is stored as null with paused=true). */
   paused: boolean;
   pausedUntil: number | null;
+  /** The outage open now: since the first failed probe. */
   outage: { since: number; reason: string } | null;
+  /** Closed outages, newest last (report reads these). */
+  outages: OutageRecord[];
+  /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
+  gaps: GapRecord[];
   lastProbe: ProbeRecord | null;
   /** Bounded latency history: [at, latencyMs, ok ? 1 : 0, timed out ? 1 : 0]. */
   latencies: LatencySample[];
@@ -60,6 +64,18 @@ export interface ServiceState {
 }
 
 export const LATENCY_HISTORY = 1000;
+export const OUTAGE_HISTORY = 1000;
+
+export interface OutageRecord {
+  from: number;
+  to: number;
+  reason: string;
+}
+export interface GapRecord {
+  from: number;
+  to: number;
+  reason: string;
+}
 export const EVENT_HISTORY = 1000;
 
 export type LatencySample = [at: number, latencyMs: number, ok: number, timedOut?: number];
@@ -92,6 +108,8 @@ export function freshState(): ServiceState {
     paused: false,
     pausedUntil: null,
     outage: null,
+    outages: [],
+    gaps: [],
     lastProbe: null,
     latencies: [],
     history: [],
@@ -109,7 +127,7 @@ export function freshState(): ServiceState {
 
 export type StateLoad = { state: ServiceState; problem: null | "missing" | string };
 
-export const stateFile = (stateDir: string, name: string) => join(stateDir, `${name}.json`);
+const stateFile = (stateDir: string, name: string) => statePaths(stateDir).service(name);
 
 /** A missing file gives a fresh state ("missing"); a corrupt one is kept as NAME.json.corrupt (repair) and reset. */
 export function readState(stateDir: string, name: string, { repair = true } = {}): StateLoad {
@@ -146,7 +164,7 @@ function validate(text: string): string | null {
     const value = record[key];
     if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 0)) return `${key} is ${JSON.stringify(value)}`;
   }
-  for (const key of ["restartTimes", "latencies", "rss", "history"]) {
+  for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
   return null;
@@ -154,32 +172,4 @@ function validate(text: string): string | null {
 
 export function writeState(stateDir: string, name: string, state: ServiceState): void {
   writeFileAtomic(stateFile(stateDir, name), JSON.stringify(state) + "\n");
-}
-
-/** A state file that is a symlink would be read and replaced through it: refuse it (the service is not judged). */
-export function refuseSymlink(path: string): void {
-  let link: string | null = null;
-  try {
-    if (lstatSync(path).isSymbolicLink()) link = readlinkSync(path);
-  } catch {}
-  if (link !== null) throw new TendError(`state file ${path} is a symlink (to ${link}): refused, nothing read or written through it`, 1);
-}
-
-/** Create the state dir 0700; refuse a symlink (state must not be written through to elsewhere). */
-export function ensureStateDir(stateDir: string): void {
-  try {
-    const info = lstatSync(stateDir);
-    if (info.isSymbolicLink()) throw new TendError(`state dir ${stateDir} is a symlink: refusing to write through it`, 1);
-    if (!info.isDirectory()) throw new TendError(`state dir ${stateDir} is not a directory`, 1);
-    return;
-  } catch (error) {
-    if (error instanceof TendError) throw error;
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new TendError(`state dir ${stateDir}: ${(error as Error).message}`, 1);
-  }
-  try {
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    chmodSync(stateDir, 0o700);
-  } catch (error) {
-    throw new TendError(`cannot create state dir ${stateDir}: ${(error as NodeJS.ErrnoException).code ?? error}`, 1);
-  }
 }

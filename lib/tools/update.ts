@@ -3,7 +3,7 @@ import { chmodSync, copyFileSync, readdirSync, readFileSync, renameSync, rmSync,
 import { basename, dirname, join } from "node:path";
 import { unifiedDiff } from "../core/diff.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { localStamp } from "../state/logger.ts";
+import { localStamp } from "../core/time.ts";
 import { redactUrl } from "../core/redact.ts";
 import { runCommand } from "../os/run.ts";
 

@@ -1,6 +1,7 @@
 import type { Config } from "../config/types.ts";
-import { formatLine, Logger } from "../state/logger.ts";
-import { ensureStateDir } from "../state/service.ts";
+import { formatLine } from "../core/time.ts";
+import { Logger } from "../state/logger.ts";
+import { ensureStateDir } from "../state/dir.ts";
 import { runPass } from "./pass.ts";
 
 export interface LoopOptions {

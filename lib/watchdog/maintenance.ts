@@ -3,8 +3,8 @@ import { humanDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { waitLock } from "../os/lock.ts";
 import { Logger } from "../state/logger.ts";
-import { lockFile } from "./pass.ts";
-import { ensureStateDir, readState, writeState, type ServiceState } from "../state/service.ts";
+import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { readState, writeState, type ServiceState } from "../state/service.ts";
 
 export type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
 
@@ -22,8 +22,9 @@ export async function maintain(config: Config, name: string, action: Maintenance
   if (!service) throw usageError(`no such service: ${name} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`);
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const lock = await waitLock(lockFile(stateDir), lockWaitMs, sleep);
-  if (!lock) throw new TendError(`a watchdog pass has held ${lockFile(stateDir)} for ${humanDuration(lockWaitMs)}: try again`, 1);
+  const lockFile = statePaths(stateDir).lock;
+  const lock = await waitLock(lockFile, lockWaitMs, sleep);
+  if (!lock) throw new TendError(`a watchdog pass has held ${lockFile} for ${humanDuration(lockWaitMs)}: try again`, 1);
   try {
     const { state } = readState(stateDir, name);
     const [next, said] = apply(state, action, now());

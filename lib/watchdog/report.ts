@@ -1,34 +1,8 @@
-import { readFileSync } from "node:fs";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
-import { localStamp } from "../state/logger.ts";
-import { downtimeFile } from "./pass.ts";
+import { localStamp } from "../core/time.ts";
 import { readState } from "../state/service.ts";
 import type { Paint } from "./status.ts";
-
-export interface Outage {
-  name: string;
-  reason: string;
-  from: number;
-  to: number;
-}
-
-const DOWNTIME = /\[DOWNTIME\] (\S+) was unavailable for \d+s \(([^,]+), from (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC to (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC\)/;
-const utc = (stamp: string) => Date.parse(stamp.replace(" ", "T") + "Z");
-
-/** Every DOWNTIME line of downtime.log (the host's gaps under the name "host"). */
-export function readDowntime(stateDir: string): Outage[] {
-  let text = "";
-  try {
-    text = readFileSync(downtimeFile(stateDir), "utf8");
-  } catch {}
-  const outages: Outage[] = [];
-  for (const line of text.split("\n")) {
-    const match = DOWNTIME.exec(line);
-    if (match) outages.push({ name: match[1], reason: match[2], from: utc(match[3]), to: utc(match[4]) });
-  }
-  return outages;
-}
 
 export type Cell = "up" | "degraded" | "down" | "none";
 
@@ -71,25 +45,23 @@ function covered(spans: Span[], within: Span): number {
 
 /**
  * Per service over [now - since, now]: availability, downtime, restarts, systemd auto-restarts,
- * recoveries and MTTR, from downtime.log and the state files (so it survives the watchdog's own
+ * recoveries and MTTR, from the outages and gaps recorded in the state files (so it survives the watchdog's own
  * restarts). Time before tend first watched a service, and the host's own gaps, are "no data".
  */
 export function buildReport(config: Config, sinceMs: number, now = Date.now(), cells = 48): Report {
   const window: Span = [now - sinceMs, now];
-  const all = readDowntime(config.watchdog.stateDir);
-  const hostGaps: Span[] = all.filter((outage) => outage.name === "host").map((outage) => [outage.from, outage.to]);
   const cellMs = sinceMs / cells;
   const services = config.services.map((service): ServiceReport => {
     const state = readState(config.watchdog.stateDir, service.name, { repair: false }).state;
-    const closed = all.filter((outage) => outage.name === service.name);
-    const spans: Span[] = closed.map((outage) => [outage.from, outage.to]);
+    const hostGaps: Span[] = state.gaps.map((gap) => [gap.from, gap.to]);
+    const spans: Span[] = state.outages.map((outage) => [outage.from, outage.to]);
     if (state.outage) spans.push([state.outage.since, now]);
     const firstSeen = Math.min(state.firstSeenAt ?? now, ...spans.map(([from]) => from));
     const observedSpan: Span = [Math.max(window[0], firstSeen), window[1]];
     const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - covered(hostGaps, observedSpan);
     const downMs = covered(spans, observedSpan) - covered(hostGaps.flatMap((gap) => spans.map(([a, b]) => [Math.max(a, gap[0]), Math.min(b, gap[1])] as Span)), observedSpan);
     const inWindow = (at: number) => at >= window[0] && at <= window[1];
-    const ended = closed.filter((outage) => inWindow(outage.to));
+    const ended = state.outages.filter((outage) => inWindow(outage.to));
     const count = (what: string) => state.history.filter((entry) => entry.what === what && inWindow(entry.at)).reduce((sum, entry) => sum + (entry.count ?? 1), 0);
     const timeline = Array.from({ length: cells }, (_, index): Cell => {
       const cell: Span = [window[0] + index * cellMs, window[0] + (index + 1) * cellMs];

@@ -1,8 +1,8 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
-import { localStamp } from "../state/logger.ts";
-import { readHeartbeat } from "./pass.ts";
+import { localStamp } from "../core/time.ts";
+import { readHeartbeat } from "./heartbeat.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
 import { freshState, readState, type ServiceState } from "../state/service.ts";

@@ -1,0 +1,49 @@
+import { utcStamp, type Tag } from "./time.ts";
+
+/** Watchdog events and the emoji their notification starts with. */
+export const EVENTS = {
+  restart: "⚠️",
+  failed: "🚨",
+  "auto-restart": "🔁",
+  "given-up": "⛔",
+  busy: "⏳",
+  memory: "📈",
+  recovered: "✅",
+  certificate: "📅",
+} as const;
+export type NotifyEvent = keyof typeof EVENTS;
+
+/** A span of time a service (or the host, or the watchdog) was unavailable, as recorded. */
+export interface Downtime {
+  /** A service's name, or "host" / "watchdog" for the gaps a pass finds in the heartbeat. */
+  name: string;
+  /** failing, crash, hung_restart, busy_timeout, memory; unexpected_shutdown_or_reboot, watchdog_not_running */
+  reason: string;
+  from: number;
+  to: number;
+}
+
+/** One line the decision asks the pass to write; DOWNTIME lines carry their record. */
+export interface LogLine {
+  tag: Tag;
+  message: string;
+  /** Worth a notification: the event name (dedup key with the service). */
+  event?: NotifyEvent;
+  /** Goes to downtime.log, rendered from this record. */
+  downtime?: Downtime;
+}
+
+const WHAT: Record<string, string> = { watchdog: "watchdog did not run", host: "host was unavailable" };
+
+/** `NAME was unavailable for Ns (REASON, from T1 UTC to T2 UTC)` */
+export function downtimeMessage({ name, reason, from, to }: Downtime): string {
+  const seconds = Math.round((to - from) / 1000);
+  const what = WHAT[name] ?? `${name} was unavailable`;
+  return `${what} for ${seconds}s (${reason}, from ${utcStamp(new Date(from))} UTC to ${utcStamp(new Date(to))} UTC)`;
+}
+
+export const downtimeLine = (downtime: Downtime): LogLine => ({
+  tag: "DOWNTIME",
+  message: downtimeMessage(downtime),
+  downtime,
+});

@@ -1,0 +1,136 @@
+import { describeCheck, probe, type ProbeResult } from "../checks/index.ts";
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { decide, explain, type Decision, type Facts, type LogLine } from "../core/decide.ts";
+import type { Downtime } from "../core/events.ts";
+import { busyEvidence } from "../os/busy.ts";
+import { mainProcess, UNIT_PROPERTIES, type UnitShown } from "../os/pidsource.ts";
+import { uptimeMs } from "../os/proc.ts";
+import { treeRss } from "../os/rss.ts";
+import { showUnit } from "../os/systemd.ts";
+import { eventMessage } from "../notify/alert.ts";
+import type { Message } from "../notify/send.ts";
+import { describeRestart, serviceUnit } from "../restarts/index.ts";
+import { refuseSymlink, statePaths } from "../state/dir.ts";
+import type { Logger } from "../state/logger.ts";
+import { readState, writeState, type ServiceState } from "../state/service.ts";
+import { restartAndVerify } from "./verify.ts";
+import { waitReason } from "./wait.ts";
+
+export interface JudgeOptions {
+  config: Config;
+  logger: Logger;
+  dryRun: boolean;
+  echo: (line: string) => void;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  uptime?: () => number;
+  env?: Record<string, string | undefined>;
+  /** Dependencies of this service that failed in this pass. */
+  failingDependencies: string[];
+  /** Say as soon as it is known whether this service is failing (dependents wait on it). */
+  publish: (failing: boolean) => void;
+  /** A heartbeat gap this pass found. */
+  gap: Downtime | null;
+}
+
+export interface ServiceOutcome {
+  name: string;
+  decision: Decision;
+  probe: ProbeResult | null;
+  /** Notifications this service's lines asked for */
+  events: Message[];
+}
+
+/** Gather the facts, decide (probing when the decision needs it), act, and save the state. */
+export async function judgeService(service: ServiceConfig, options: JudgeOptions): Promise<ServiceOutcome> {
+  const { config, logger, dryRun, now, uptime = uptimeMs } = options;
+  const paths = statePaths(config.watchdog.stateDir);
+  refuseSymlink(paths.service(service.name));
+  const loaded = readState(config.watchdog.stateDir, service.name);
+  let state = loaded.state;
+  if (!dryRun && loaded.problem === "missing") logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
+  else if (!dryRun && loaded.problem) logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
+
+  const unit = await readUnit(service, logger);
+  const main = await mainProcess(service, state, unit?.shown);
+  const facts: Facts = {
+    now: now(),
+    uptimeMs: uptime(),
+    bootDelayMs: config.watchdog.bootDelayMs,
+    process: main && { running: main.running, startedAt: main.startedAt, detail: main.detail, supervised: main.supervised },
+    waitReason: null,
+    unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
+    rssBytes: service.memory && main?.info ? treeRss(main.info.pid) : null,
+    gap: options.gap,
+  };
+  let step = decide(service, state, facts, null);
+  let result: ProbeResult | null = null;
+  if (step.kind === "probe") {
+    result = await probe(service.check, { process: main?.info });
+    facts.now = now();
+    if (!result.ok) {
+      facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
+      facts.waitReason = await waitReason(service, options.failingDependencies);
+    }
+    step = decide(service, state, facts, result);
+  }
+  let decision = step as Decision;
+  options.publish(decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok");
+
+  if (dryRun) {
+    const would = decision.kind === "restart" ? ` -> would ${describeRestart(service.restart!)}` : "";
+    const seen = result ? `${result.detail} in ${result.latencyMs}ms; ` : "";
+    options.echo(`${service.name}: ${decision.kind} (${seen}${explain(decision)})${would}`);
+    return { name: service.name, decision, probe: result, events: [] };
+  }
+
+  const events: Message[] = [];
+  state = emit(logger, paths.downtime, service.name, decision.next, decision.log, events);
+  writeState(config.watchdog.stateDir, service.name, state);
+  if (decision.kind === "restart") {
+    const verified = await restartAndVerify(service, state, main, logger, options);
+    state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
+    writeState(config.watchdog.stateDir, service.name, state);
+    decision = { ...decision, next: state };
+  }
+  return { name: service.name, decision, probe: result, events };
+}
+
+/**
+ * Write the lines (DOWNTIME lines to downtime.log); the last watchdog.log line becomes the
+ * service's last event; notifications are collected.
+ */
+function emit(
+  logger: Logger,
+  downtimeLog: string,
+  name: string,
+  state: ServiceState,
+  lines: LogLine[],
+  events: Message[],
+): ServiceState {
+  let next = state;
+  for (const line of lines) {
+    logger.write(line.tag, line.message, line.downtime ? downtimeLog : undefined);
+    const at = logger.entries.at(-1)!.at;
+    // RECOVERED says more than its DOWNTIME line
+    if (!line.downtime) next = { ...next, lastEvent: { at: at.getTime(), tag: line.tag, message: line.message } };
+    const message = eventMessage(name, line, at);
+    if (message) events.push(message);
+  }
+  return next;
+}
+
+/** One `systemctl show` per pass for the service's unit (`unit` or `restart.systemd`): pid source and facts. */
+async function readUnit(service: ServiceConfig, logger: Logger): Promise<{ name: string; shown: UnitShown } | null> {
+  const name = serviceUnit(service);
+  if (!name) return null;
+  const shown = await showUnit(name, UNIT_PROPERTIES).catch((error: Error) => error);
+  if (shown instanceof Error) logger.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${shown.message}`);
+  return { name, shown };
+}
+
+const unitFacts = (name: string, { ActiveState, NRestarts }: Record<string, string>): Facts["unit"] => ({
+  name,
+  activeState: ActiveState ?? "unknown",
+  nRestarts: NRestarts === undefined || NRestarts === "" ? null : Number(NRestarts),
+});

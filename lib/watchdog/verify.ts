@@ -1,0 +1,52 @@
+import { probe, type ProbeResult } from "../checks/index.ts";
+import type { ServiceConfig } from "../config/types.ts";
+import { recordRestart, type Verified } from "../core/decide.ts";
+import { mainProcess, type MainProcess } from "../os/pidsource.ts";
+import { restartService } from "../restarts/index.ts";
+import type { Logger } from "../state/logger.ts";
+import type { ServiceState } from "../state/service.ts";
+
+export interface VerifyOptions {
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * Restart through the service's action, then probe every second until healthy or
+ * verify_timeout: a restart that is never verified is a guess. A process that exits meanwhile has failed.
+ */
+export async function restartAndVerify(
+  service: ServiceConfig,
+  state: ServiceState,
+  main: MainProcess | null,
+  logger: Logger,
+  { now, sleep, env }: VerifyOptions,
+): Promise<Verified> {
+  const startedAt = now();
+  const restart = await restartService(service, main, { sleep, env });
+  let next = state;
+  if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
+  const outcome = (issued: boolean, recovered: boolean, detail: string, lastProbe: ProbeResult | null) =>
+    recordRestart(service, next, { issued, recovered, elapsedMs: now() - startedAt, detail, lastProbe }, startedAt, now());
+  if (!restart.issued) return outcome(false, false, restart.detail, null);
+  logger.write("RESTART", `${service.name}: ${restart.detail}`);
+
+  const deadline = startedAt + service.verifyTimeoutMs;
+  let last: ProbeResult | null = null;
+  let detail = "";
+  while (true) {
+    const current = await mainProcess(service, next);
+    if (current && !current.running && last) {
+      detail = `exited during start: ${current.detail}`;
+      break;
+    }
+    const attemptAt = now();
+    last = await probe(service.check, { process: current?.info });
+    if (last.ok) return outcome(true, true, last.detail, last);
+    detail = `last probe: ${last.detail}`;
+    if (now() >= deadline) break;
+    await sleep(Math.max(0, Math.min(1000 - (now() - attemptAt), deadline - now())));
+  }
+  return outcome(true, false, detail, last);
+}
