@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import { humanDuration } from "../core/duration.ts";
-import { show } from "../config/reader.ts";
+import { show, type Reader } from "../config/reader.ts";
 import { networkReason } from "../os/net.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 
@@ -11,19 +11,26 @@ export type TcpCheck = {
   timeoutMs: number;
 };
 
-const address = (check: TcpCheck) => `${check.host.includes(":") ? `[${check.host}]` : check.host}:${check.port}`;
+/** "host:port" as written, IPv6 in brackets. */
+export const address = ({ host, port }: { host: string; port: number }) => `${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+/** A "host:port" setting ("[::1]:443" for IPv6); port 1-65535. */
+export function readHostPort(table: Reader, key: string): { host: string; port: number } | undefined {
+  const value = table.string(key);
+  if (value === undefined) return undefined;
+  const match = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(value);
+  const port = match ? Number(match[2]) : 0;
+  if (!match || port < 1 || port > 65535) return void table.fail(key, `${show(value)} is not "host:port" (port 1-65535)`);
+  return { host: match[1].replace(/^\[|\]$/g, ""), port };
+}
 
 /** A TCP connect within the timeout. */
 export const tcp = defineCheck<TcpCheck>({
   kind: "tcp",
   keys: ["tcp", "timeout"],
   read(table, { timeoutMs }) {
-    const value = table.string("tcp");
-    if (value === undefined) return undefined;
-    const match = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(value);
-    const port = match ? Number(match[2]) : 0;
-    if (!match || port < 1 || port > 65535) return void table.fail("tcp", `${show(value)} is not "host:port" (port 1-65535)`);
-    return { kind: "tcp", host: match[1].replace(/^\[|\]$/g, ""), port, timeoutMs };
+    const target = readHostPort(table, "tcp");
+    return target && { kind: "tcp", ...target, timeoutMs };
   },
   probe(check) {
     const finish = stopwatch();

@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
 import { isHttpUrl } from "../core/redact.ts";
+import { statePaths } from "../state/dir.ts";
 import { checkServiceGraph } from "./graph.ts";
 import { isTable, Reader, show, type Table } from "./reader.ts";
 import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service.ts";
@@ -96,7 +97,7 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
     errors.push(`service: must be an array of tables ([[service]] blocks)`);
   } else {
     (serviceList as Table[] | undefined)?.forEach((table, index) => {
-      const service = readService(new Reader(table, `service[${index}]`, errors), defaults, inState);
+      const service = readService(new Reader(table, `service[${index}]`, errors), defaults, inState, watchdog.stateDir);
       if (service) services.push(service);
     });
   }
@@ -116,9 +117,10 @@ function readWatchdog(table: Reader, env: Env, home: string, path: string): Watc
   );
   const inState = (value: string) => expandPath(value, home, stateDir);
   const metrics = table.string("metrics_file", { nonEmpty: false });
+  const logSetting = table.string("log");
   const watchdog: WatchdogConfig = {
     stateDir,
-    log: inState(table.string("log") ?? "watchdog.log"),
+    log: logSetting ? inState(logSetting) : statePaths(stateDir).log,
     intervalMs: table.duration("interval") ?? 300_000,
     bootDelayMs: table.duration("boot_delay") ?? 0,
     concurrency: table.integer("concurrency", 1, 1024) ?? 16,

@@ -2,6 +2,7 @@ import { CHECKS } from "../checks/index.ts";
 import type { CheckConfig } from "../checks/kind.ts";
 import { parseSize, SIZE_HINT } from "../core/size.ts";
 import { TMUX_TARGET } from "../os/tmux.ts";
+import { statePaths } from "../state/dir.ts";
 import { RESTARTS } from "../restarts/index.ts";
 import type { RestartConfig } from "../restarts/kind.ts";
 import { Reader, show } from "./reader.ts";
@@ -53,6 +54,7 @@ export function readService(
   table: Reader,
   defaults: Tunables,
   inState: (path: string) => string,
+  stateDir: string,
 ): ServiceConfig | undefined {
   const name = table.string("name");
   if (name === undefined && !table.has("name")) table.fail("name", "is required");
@@ -85,6 +87,7 @@ export function readService(
     hasPidSource: sources.length > 0,
     timeoutMs: tunables.timeoutMs,
     name: name ?? "service",
+    paths: statePaths(stateDir),
   };
   const checkTable = table.sub("check");
   if (!checkTable && !table.has("check")) {

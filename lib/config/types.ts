@@ -1,5 +1,6 @@
 import type { CheckConfig } from "../checks/kind.ts";
 import type { RestartConfig } from "../restarts/kind.ts";
+import type { StatePaths } from "../state/dir.ts";
 
 export type Env = Record<string, string | undefined>;
 
@@ -91,6 +92,8 @@ export interface ReadContext {
   hasPidSource: boolean;
   /** The service's timeout ([defaults], then the service); a check's own `timeout` wins. */
   timeoutMs: number;
-  /** The service's name (default file names). */
+  /** The service's name. */
   name: string;
+  /** Where tend keeps its files (default file names come from here). */
+  paths: StatePaths;
 }

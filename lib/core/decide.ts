@@ -76,6 +76,7 @@ export function explain(decision: Step): string {
 
 const BUSY_LOG_EVERY_MS = 5 * 60_000;
 const MEMORY_WARN_EVERY_MS = 60 * 60_000;
+const WARNING_EVERY_MS = 24 * 60 * 60_000;
 const GAP_HISTORY = 100;
 
 const checks = (count: number) => `${count} check${count === 1 ? "" : "s"}`;
@@ -224,9 +225,16 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
   });
 }
 
-/** Healthy: strikes 0, outage closed; memory may still warn or ask for a preventive restart. */
+/**
+ * Healthy: strikes 0, outage closed. The check may still warn (📅 at most daily, no strike), and
+ * memory may warn or ask for a preventive restart.
+ */
 function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeResult, facts: Facts): Decision {
   const closed = closeOutage(service, state, probe, facts.now);
+  if (probe.warning && (state.warnedAt ?? 0) + WARNING_EVERY_MS <= facts.now) {
+    closed.next = { ...closed.next, warnedAt: facts.now };
+    closed.log.push({ tag: "WARN", event: "certificate", message: `${service.name}: ${probe.warning}` });
+  }
   const healthy: Decision = { kind: "ok", ...closed };
   if (!service.memory) return healthy;
   const verdict = judgeMemory(service.name, service.memory, closed.next.rss);

@@ -23,13 +23,13 @@ export const spawn = defineRestart<SpawnRestart>({
   kind: "spawn",
   keys: ["spawn", "cwd", "env", "output"],
   needsPidfile: true,
-  read(table, { inState, name }) {
+  read(table, { inState, name, paths }) {
     const argv = table.argv("spawn");
     const cwd = table.string("cwd");
     const env = table.stringMap("env") ?? {};
     const output = table.string("output");
     if (!argv) return undefined;
-    return { kind: "spawn", argv, cwd: cwd ? inState(cwd) : null, env, output: inState(output ?? `${name}.out`) };
+    return { kind: "spawn", argv, cwd: cwd ? inState(cwd) : null, env, output: output ? inState(output) : paths.serviceOutput(name) };
   },
   async restart(service, action, { current, sleep, env }) {
     try {

@@ -7,6 +7,8 @@ export function statePaths(stateDir: string) {
   const at = (name: string) => join(stateDir, name);
   return {
     dir: stateDir,
+    /** The default watchdog log (`[watchdog] log` may put it elsewhere). */
+    log: at("watchdog.log"),
     downtime: at("downtime.log"),
     heartbeat: at("heartbeat"),
     lock: at("watchdog.lock"),

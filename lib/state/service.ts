@@ -61,6 +61,8 @@ export interface ServiceState {
   /** Bounded RSS history: [at, bytes]. */
   rss: [number, number][];
   memoryWarnedAt: number | null;
+  /** When a healthy probe's warning (a certificate that expires soon) was last logged. */
+  warnedAt: number | null;
 }
 
 export const LATENCY_HISTORY = 1000;
@@ -122,6 +124,7 @@ export function freshState(): ServiceState {
     autoRestarts: 0,
     rss: [],
     memoryWarnedAt: null,
+    warnedAt: null,
   };
 }
 

@@ -1,0 +1,111 @@
+import { isIP } from "node:net";
+import { connect, type TLSSocket } from "node:tls";
+import { humanDuration } from "../core/duration.ts";
+import { networkReason } from "../os/net.ts";
+import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
+import { address, readHostPort } from "./tcp.ts";
+
+export type TlsCheck = {
+  kind: "tls";
+  host: string;
+  port: number;
+  /** SNI and the name the certificate must be valid for (default: host). */
+  servername: string;
+  warnDays: number;
+  failDays: number;
+  /** Accept a chain that does not verify (self-signed); expiry still counts. */
+  insecure: boolean;
+  timeoutMs: number;
+};
+
+const DAY_MS = 86_400_000;
+const days = (ms: number) => {
+  const value = ms / DAY_MS;
+  return `${value < 10 ? value.toFixed(1) : Math.floor(value)} days`;
+};
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/** Handshake errors in words: the chain, the name, the dates. */
+function handshakeReason(error: NodeJS.ErrnoException): string {
+  const known: Record<string, string> = {
+    CERT_HAS_EXPIRED: "the certificate has expired",
+    CERT_NOT_YET_VALID: "the certificate is not valid yet",
+    DEPTH_ZERO_SELF_SIGNED_CERT: "a self-signed certificate (insecure = true accepts it)",
+    SELF_SIGNED_CERT_IN_CHAIN: "a self-signed certificate in the chain (insecure = true accepts it)",
+    UNABLE_TO_VERIFY_LEAF_SIGNATURE: "the chain does not verify: unable to verify the first certificate",
+    UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "the chain does not verify: unknown issuer",
+    ERR_TLS_CERT_ALTNAME_INVALID: "the certificate is not valid for this name",
+  };
+  return (error.code && known[error.code]) ?? error.message;
+}
+
+/**
+ * TLS handshake and the peer certificate's expiry: a failed handshake, a chain that does not
+ * verify (unless insecure), or fewer than fail_days left fails; fewer than warn_days is healthy
+ * with a warning (the pass logs it and notifies 📅 at most once a day, without a strike).
+ */
+export const tls = defineCheck<TlsCheck>({
+  kind: "tls",
+  keys: ["tls", "servername", "warn_days", "fail_days", "insecure", "timeout"],
+  read(table, { timeoutMs }) {
+    const target = readHostPort(table, "tls");
+    const servername = table.string("servername");
+    const warnDays = table.integer("warn_days", 0, 3650) ?? 14;
+    const failDays = table.integer("fail_days", 0, 3650) ?? 3;
+    const insecure = table.boolean("insecure") ?? false;
+    if (failDays > warnDays) table.fail("fail_days", `${failDays} is more than warn_days ${warnDays}: it must not be`);
+    if (!target) return undefined;
+    return { kind: "tls", ...target, servername: servername ?? target.host, warnDays, failDays, insecure, timeoutMs };
+  },
+  probe(check, context) {
+    const finish = stopwatch();
+    const now = context.now ?? Date.now;
+    return new Promise<ProbeResult>((resolve) => {
+      let socket: TLSSocket;
+      try {
+        // SNI takes a name, never an address; an address is still checked against the certificate's IP names.
+        const servername = isIP(check.servername) ? undefined : check.servername;
+        socket = connect({ host: check.host, port: check.port, servername, rejectUnauthorized: !check.insecure });
+      } catch (error) {
+        return resolve(finish(false, `TLS handshake failed: ${(error as Error).message}`));
+      }
+      const done = (result: ProbeResult) => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(result);
+      };
+      const timer = setTimeout(
+        () => done(finish(false, `no TLS handshake within ${humanDuration(check.timeoutMs)}`, { timedOut: true })),
+        check.timeoutMs,
+      );
+      socket.once("secureConnect", () => {
+        const notAfter = Date.parse(socket.getPeerCertificate()?.valid_to ?? "");
+        if (Number.isNaN(notAfter)) return done(finish(false, "the peer sent no certificate"));
+        const left = notAfter - now();
+        if (left <= 0) return done(finish(false, `the certificate expired ${days(-left)} ago (${day(notAfter)})`));
+        if (left < check.failDays * DAY_MS) {
+          return done(finish(false, `the certificate expires in ${days(left)} (${day(notAfter)}), below fail_days ${check.failDays}`));
+        }
+        const detail = `certificate valid for ${days(left)} (until ${day(notAfter)})`;
+        const warning =
+          left < check.warnDays * DAY_MS
+            ? `the certificate for ${check.servername} expires in ${days(left)} (${day(notAfter)}), below warn_days ${check.warnDays}`
+            : null;
+        done(finish(true, detail, { warning }));
+      });
+      socket.once("error", (error: NodeJS.ErrnoException) => {
+        const network = ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"].includes(error.code ?? "");
+        done(finish(false, network ? `no connection: ${networkReason(error)}` : `TLS handshake failed: ${handshakeReason(error)}`));
+      });
+    });
+  },
+  describe: (check) =>
+    `tls ${address(check)}${check.servername !== check.host ? ` (${check.servername})` : ""}, warn ${check.warnDays} days, fail ${check.failDays} days`,
+  plan: (check) => ({
+    "check.tls": address(check),
+    "check.servername": check.servername,
+    "check.warn_days": check.warnDays,
+    "check.fail_days": check.failDays,
+    "check.insecure": check.insecure,
+  }),
+});
