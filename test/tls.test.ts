@@ -26,7 +26,7 @@ beforeAll(() => {
   for (const [name, leaf] of Object.entries(leaves)) {
     const server = tlsServer(leaf);
     servers.push(server);
-    ports[name] = server.port;
+    ports[name] = server.port!;
   }
   webhook = Bun.serve({
     port: 0,
