@@ -7,7 +7,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --no-compile-autoload-dot
             --define 'TEND_VERSION="$(VERSION)"'
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 
-.PHONY: all cross demo test typecheck clean bench faults
+.PHONY: all cross demo test typecheck fmt clean bench faults
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -28,6 +28,10 @@ cross: node_modules/.installed
 
 typecheck: node_modules/.installed
 	node_modules/.bin/tsc -p .
+
+# prettier (printWidth 120); test/style.test.ts fails on anything it would change or a line over 120.
+fmt: node_modules/.installed
+	node_modules/.bin/prettier --write $$(git ls-files --cached --others --exclude-standard '*.ts')
 
 test: build/tend typecheck build/tools/promtool
 	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool $(BUN) test --timeout 120000 test/

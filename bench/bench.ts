@@ -31,7 +31,6 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const fmt = (seconds: number) => (seconds < 1 ? `${(seconds * 1000).toFixed(1)} ms` : `${seconds.toFixed(2)} s`);
 const sleep = (ms: number) => Bun.sleep(ms);
 
-
 function spawnDetached(argv: string[]) {
   const child = Bun.spawn(argv, { detached: true, stdout: "ignore", stderr: "ignore" });
   children.push(child.pid);
@@ -44,7 +43,10 @@ async function startServer(port: number) {
 /** Accepts connections and never answers. */
 function silentListener(ports: number[]) {
   const script = join(WORK, "silent.js");
-  writeFileSync(script, `for (const p of process.argv.slice(2)) require("node:net").createServer(() => {}).listen(Number(p), "127.0.0.1");`);
+  writeFileSync(
+    script,
+    `for (const p of process.argv.slice(2)) require("node:net").createServer(() => {}).listen(Number(p), "127.0.0.1");`,
+  );
   return spawnDetached([BUN, script, ...ports.map(String)]);
 }
 let nextPort = 19100;
@@ -53,7 +55,10 @@ const port = () => nextPort++;
 /** hyperfine medians (seconds) of each command, in one run. */
 function hyperfine(commands: string[], runs = RUNS, warmup = 1): number[] {
   const out = join(WORK, "hyperfine.json");
-  const result = Bun.spawnSync(["hyperfine", "-N", "--runs", String(runs), "--warmup", String(warmup), "--export-json", out, ...commands], { stdout: "pipe", stderr: "pipe" });
+  const result = Bun.spawnSync(
+    ["hyperfine", "-N", "--runs", String(runs), "--warmup", String(warmup), "--export-json", out, ...commands],
+    { stdout: "pipe", stderr: "pipe" },
+  );
   if (result.exitCode !== 0) throw new Error(`hyperfine: ${result.stderr.toString()}`);
   return JSON.parse(readFileSync(out, "utf8")).results.map((r: { median: number }) => r.median);
 }
@@ -61,7 +66,13 @@ function hyperfine(commands: string[], runs = RUNS, warmup = 1): number[] {
 function configFor(dir: string, services: { name: string; url: string }[], extra = "", serviceExtra = "") {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, "tend.toml");
-  writeFileSync(path, `[watchdog]\nstate_dir = "${dir}/state"\n${extra}\n` + services.map((s) => `[[service]]\nname = "${s.name}"\n${serviceExtra}\n[service.check]\nhttp = "${s.url}"\n`).join("\n"));
+  writeFileSync(
+    path,
+    `[watchdog]\nstate_dir = "${dir}/state"\n${extra}\n` +
+      services
+        .map((s) => `[[service]]\nname = "${s.name}"\n${serviceExtra}\n[service.check]\nhttp = "${s.url}"\n`)
+        .join("\n"),
+  );
   const list = join(dir, "services.txt");
   writeFileSync(list, services.map((s) => `${s.name} ${s.url}`).join("\n") + "\n");
   return { config: path, list, state: join(dir, "peer-state") };
@@ -71,18 +82,46 @@ const bench: Record<string, () => Promise<void>> = {
   async P1() {
     const ports = Array.from({ length: 10 }, port);
     for (const p of ports) await startServer(p);
-    const { config, list, state } = configFor(join(WORK, "p1"), ports.map((p, i) => ({ name: `s${i}`, url: `http://127.0.0.1:${p}/` })));
-    const [tend, peer] = hyperfine([`${TEND} watchdog pass --config ${config}`, `bash ${PEER} ${list} ${state}`], Math.max(RUNS, 10), 2);
-    rows.push({ id: "P1", what: "one pass, 10 healthy HTTP services", tend: fmt(tend), peer: `${fmt(peer)} (bash+curl)`, ratio: `${(tend / peer).toFixed(2)}×`, goal: "≤ 0.5× peer", met: tend / peer <= 0.5 ? "yes" : "NO" });
+    const { config, list, state } = configFor(
+      join(WORK, "p1"),
+      ports.map((p, i) => ({ name: `s${i}`, url: `http://127.0.0.1:${p}/` })),
+    );
+    const [tend, peer] = hyperfine(
+      [`${TEND} watchdog pass --config ${config}`, `bash ${PEER} ${list} ${state}`],
+      Math.max(RUNS, 10),
+      2,
+    );
+    rows.push({
+      id: "P1",
+      what: "one pass, 10 healthy HTTP services",
+      tend: fmt(tend),
+      peer: `${fmt(peer)} (bash+curl)`,
+      ratio: `${(tend / peer).toFixed(2)}×`,
+      goal: "≤ 0.5× peer",
+      met: tend / peer <= 0.5 ? "yes" : "NO",
+    });
   },
   async P2() {
     const ports = [port(), port(), port()];
     silentListener(ports);
     await sleep(300);
-    const { config, list, state } = configFor(join(WORK, "p2"), ports.map((p, i) => ({ name: `hung${i}`, url: `http://127.0.0.1:${p}/` })), "", 'timeout = "20s"\nfailures = 1000');
+    const { config, list, state } = configFor(
+      join(WORK, "p2"),
+      ports.map((p, i) => ({ name: `hung${i}`, url: `http://127.0.0.1:${p}/` })),
+      "",
+      'timeout = "20s"\nfailures = 1000',
+    );
     const [tend] = hyperfine([`${TEND} watchdog pass --config ${config}`], RUNS, 0);
     const [peer] = hyperfine([`bash ${PEER} ${list} ${state} 20`], 1, 0);
-    rows.push({ id: "P2", what: "one pass, 3 services that never answer, timeout 20 s", tend: fmt(tend), peer: `${fmt(peer)} (bash+curl, 1 run)`, ratio: `${(tend / 20).toFixed(3)}× 20 s`, goal: "≤ 1.1 × 20 s", met: tend <= 22 ? "yes" : "NO" });
+    rows.push({
+      id: "P2",
+      what: "one pass, 3 services that never answer, timeout 20 s",
+      tend: fmt(tend),
+      peer: `${fmt(peer)} (bash+curl, 1 run)`,
+      ratio: `${(tend / 20).toFixed(3)}× 20 s`,
+      goal: "≤ 1.1 × 20 s",
+      met: tend <= 22 ? "yes" : "NO",
+    });
   },
   async P3() {
     const tendTimes: number[] = [];
@@ -104,9 +143,29 @@ const bench: Record<string, () => Promise<void>> = {
     });
   },
   async P4() {
-    const [version, dry, bash] = hyperfine([`${TEND} --version`, `${TEND} notify --dry-run --url http://127.0.0.1:9/x hello`, "bash -c true"], 30, 3);
-    rows.push({ id: "P4a", what: "start-up: tend --version", tend: fmt(version), peer: `${fmt(bash)} (bash -c true)`, ratio: `${(version / bash).toFixed(1)}×`, goal: "measured", met: "-" });
-    rows.push({ id: "P4b", what: "start-up: notify --dry-run", tend: fmt(dry), peer: `${fmt(bash)} (bash -c true)`, ratio: `${(dry / bash).toFixed(1)}×`, goal: "measured", met: "-" });
+    const [version, dry, bash] = hyperfine(
+      [`${TEND} --version`, `${TEND} notify --dry-run --url http://127.0.0.1:9/x hello`, "bash -c true"],
+      30,
+      3,
+    );
+    rows.push({
+      id: "P4a",
+      what: "start-up: tend --version",
+      tend: fmt(version),
+      peer: `${fmt(bash)} (bash -c true)`,
+      ratio: `${(version / bash).toFixed(1)}×`,
+      goal: "measured",
+      met: "-",
+    });
+    rows.push({
+      id: "P4b",
+      what: "start-up: notify --dry-run",
+      tend: fmt(dry),
+      peer: `${fmt(bash)} (bash -c true)`,
+      ratio: `${(dry / bash).toFixed(1)}×`,
+      goal: "measured",
+      met: "-",
+    });
   },
   async P5() {
     let hits = 0;
@@ -127,23 +186,64 @@ const bench: Record<string, () => Promise<void>> = {
     server.stop(true);
     const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)}`;
     const signed = (bytes: number) => `${bytes >= 0 ? "+" : ""}${(bytes / 1048576).toFixed(2)} MiB`;
-    rows.push({ id: "P5a", what: `loop mode at 1 ms, 10,000 passes (${(9800 / seconds).toFixed(0)} passes/s): RSS at pass 200 → 10,000`, tend: `${mib(start)} → ${mib(end)} MiB`, peer: "-", ratio: signed(end - start), goal: "growth ≤ 1 MB", met: end - start <= 1_000_000 ? "yes" : "NO" });
-    rows.push({ id: "P5b", what: "the same loop, RSS at pass 10,000 → 20,000 (after warm-up)", tend: `${mib(end)} → ${mib(later)} MiB`, peer: "-", ratio: signed(later - end), goal: "growth ≤ 1 MB", met: later - end <= 1_000_000 ? "yes" : "NO" });
+    rows.push({
+      id: "P5a",
+      what: `loop mode at 1 ms, 10,000 passes (${(9800 / seconds).toFixed(0)} passes/s): RSS at pass 200 → 10,000`,
+      tend: `${mib(start)} → ${mib(end)} MiB`,
+      peer: "-",
+      ratio: signed(end - start),
+      goal: "growth ≤ 1 MB",
+      met: end - start <= 1_000_000 ? "yes" : "NO",
+    });
+    rows.push({
+      id: "P5b",
+      what: "the same loop, RSS at pass 10,000 → 20,000 (after warm-up)",
+      tend: `${mib(end)} → ${mib(later)} MiB`,
+      peer: "-",
+      ratio: signed(later - end),
+      goal: "growth ≤ 1 MB",
+      met: later - end <= 1_000_000 ? "yes" : "NO",
+    });
   },
   async P6() {
-    const sizes = [TEND, ...["linux-x64", "linux-arm64", "linux-arm64-android", "darwin-arm64"].map((t) => join(ROOT, "build", "dist", `tend-${t}`))]
+    const sizes = [
+      TEND,
+      ...["linux-x64", "linux-arm64", "linux-arm64-android", "darwin-arm64"].map((t) =>
+        join(ROOT, "build", "dist", `tend-${t}`),
+      ),
+    ]
       .filter((path) => existsSync(path))
       .map((path) => `${path.split("/").pop()} ${(statSync(path).size / 1048576).toFixed(1)} MiB`);
     const bash = statSync("/bin/bash").size + statSync(Bun.which("curl") ?? "/usr/bin/curl").size;
-    rows.push({ id: "P6", what: "binary size (Bun runtime included)", tend: sizes.join("; "), peer: `${(bash / 1048576).toFixed(1)} MiB (bash + curl, without libraries)`, ratio: "-", goal: "measured", met: "-" });
+    rows.push({
+      id: "P6",
+      what: "binary size (Bun runtime included)",
+      tend: sizes.join("; "),
+      peer: `${(bash / 1048576).toFixed(1)} MiB (bash + curl, without libraries)`,
+      ratio: "-",
+      goal: "measured",
+      met: "-",
+    });
   },
   async P7() {
     const p = port();
     await startServer(p);
     const services = Array.from({ length: 500 }, (_, i) => ({ name: `svc${i}`, url: `http://127.0.0.1:${p}/s${i}` }));
     const { config, list, state } = configFor(join(WORK, "p7"), services, "concurrency = 32");
-    const [tend, peer] = hyperfine([`${TEND} watchdog pass --config ${config}`, `bash ${PEER} ${list} ${state}`], RUNS, 1);
-    rows.push({ id: "P7", what: "one pass, 500 services, concurrency 32", tend: fmt(tend), peer: `${fmt(peer)} (bash+curl)`, ratio: `${(tend / peer).toFixed(2)}×`, goal: "measured", met: "-" });
+    const [tend, peer] = hyperfine(
+      [`${TEND} watchdog pass --config ${config}`, `bash ${PEER} ${list} ${state}`],
+      RUNS,
+      1,
+    );
+    rows.push({
+      id: "P7",
+      what: "one pass, 500 services, concurrency 32",
+      tend: fmt(tend),
+      peer: `${fmt(peer)} (bash+curl)`,
+      ratio: `${(tend / peer).toFixed(2)}×`,
+      goal: "measured",
+      met: "-",
+    });
   },
 };
 
@@ -153,7 +253,23 @@ async function recoveryTend(run: number): Promise<number> {
   const p = port();
   mkdirSync(dir, { recursive: true });
   const config = join(dir, "tend.toml");
-  writeFileSync(config, `[watchdog]\nstate_dir = "${dir}/state"\ninterval = "10s"\n[[service]]\nname = "web"\npidfile = "web.pid"\nfailures = 3\ncooldown = "0s"\n[service.check]\nhttp = "http://127.0.0.1:${p}/"\ntimeout = "2s"\n[service.restart]\nspawn = ["${BUN}", "${SERVICE}", "${p}"]\n`);
+  writeFileSync(
+    config,
+    `[watchdog]
+state_dir = "${dir}/state"
+interval = "10s"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+failures = 3
+cooldown = "0s"
+[service.check]
+http = "http://127.0.0.1:${p}/"
+timeout = "2s"
+[service.restart]
+spawn = ["${BUN}", "${SERVICE}", "${p}"]
+`,
+  );
   const loop = spawnDetached([TEND, "watchdog", "run", "--config", config]);
   await waitFor(() => answers(p), 30_000, "tend to start the service");
   await sleep(31_000 + Math.random() * 10_000); // past grace, at a random phase of the interval
@@ -177,7 +293,9 @@ async function recoveryMonit(run: number): Promise<number> {
   mkdirSync(dir, { recursive: true });
   const pidfile = join(dir, "web.pid");
   const rc = join(dir, "monitrc");
-  writeFileSync(rc, `set daemon 10
+  writeFileSync(
+    rc,
+    `set daemon 10
 set pidfile ${dir}/monit.pid
 set idfile ${dir}/monit.id
 set statefile ${dir}/monit.state
@@ -186,7 +304,8 @@ check process web with pidfile ${pidfile}
   start program = "/bin/sh -c 'setsid ${BUN} ${SERVICE} ${p} >/dev/null 2>&1 & echo $! > ${pidfile}'"
   stop program = "/bin/sh -c 'kill -9 $(cat ${pidfile})'"
   if failed port ${p} protocol http request "/" with timeout 2 seconds for 3 cycles then restart
-`);
+`,
+  );
   chmodSync(rc, 0o600);
   const monit = spawnDetached(["monit", "-c", rc, "-I"]);
   await waitFor(() => answers(p), 60_000, "monit to start the service");
@@ -204,13 +323,17 @@ check process web with pidfile ${pidfile}
   return seconds;
 }
 
-
 function machine(): string {
   const version = Bun.spawnSync([TEND, "--version"]).stdout.toString().trim();
   const tools = ["hyperfine --version", "curl --version", "monit -V", "bash --version"]
-    .map((cmd) => `${cmd.split(" ")[0]} ${/\d+\.\d+(\.\d+)?/.exec(Bun.spawnSync(cmd.split(" ")).stdout.toString())?.[0] ?? "?"}`)
+    .map(
+      (cmd) =>
+        `${cmd.split(" ")[0]} ${/\d+\.\d+(\.\d+)?/.exec(Bun.spawnSync(cmd.split(" ")).stdout.toString())?.[0] ?? "?"}`,
+    )
     .join(", ");
-  return `${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, Linux ${release()}, ${version} (Bun ${Bun.version}); ${tools}`;
+  const cores = `${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB`;
+  const when = new Date().toISOString().slice(0, 16);
+  return `${when}Z, ${cores}, Linux ${release()}, ${version} (Bun ${Bun.version}); ${tools}`;
 }
 
 rmSync(WORK, { recursive: true, force: true });

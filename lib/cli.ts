@@ -37,10 +37,20 @@ export interface CommandSpec {
 export type Args = minimist.ParsedArgs;
 
 /** Parse argv (unknown flags are usage errors), answer --help/--version, map errors to exit codes. */
-export async function runCli(spec: CommandSpec, argv: string[], io: Io, handler: (args: Args) => Promise<number>): Promise<number> {
+export async function runCli(
+  spec: CommandSpec,
+  argv: string[],
+  io: Io,
+  handler: (args: Args) => Promise<number>,
+): Promise<number> {
   const strings = [...(spec.string ?? []), "config"];
   const booleans = [...(spec.boolean ?? []), "help", "version"];
-  const known = new Set([...strings, ...booleans, ...Object.keys(spec.alias ?? {}), ...Object.values(spec.alias ?? {})]);
+  const known = new Set([
+    ...strings,
+    ...booleans,
+    ...Object.keys(spec.alias ?? {}),
+    ...Object.values(spec.alias ?? {}),
+  ]);
   const unknown: string[] = [];
   const args = minimist(argv, {
     string: strings,
@@ -48,15 +58,18 @@ export async function runCli(spec: CommandSpec, argv: string[], io: Io, handler:
     alias: { h: "help", ...spec.alias },
     default: spec.default,
     unknown: (flag) => {
-      if (flag.startsWith("-") && flag !== "-" && !known.has(flag.replace(/^--?(no-)?/, "").split("=")[0])) unknown.push(flag);
+      if (flag.startsWith("-") && flag !== "-" && !known.has(flag.replace(/^--?(no-)?/, "").split("=")[0]))
+        unknown.push(flag);
       return true;
     },
   });
-  if (args.help) return io.out(spec.usage), EXIT.ok;
-  if (args.version) return io.out(`tend ${VERSION}`), EXIT.ok;
-  if (unknown.length) return io.err(`${spec.name}: unknown option ${unknown.join(", ")}\n\n${spec.usage}`), EXIT.usage;
+  if (args.help) return (io.out(spec.usage), EXIT.ok);
+  if (args.version) return (io.out(`tend ${VERSION}`), EXIT.ok);
+  if (unknown.length)
+    return (io.err(`${spec.name}: unknown option ${unknown.join(", ")}\n\n${spec.usage}`), EXIT.usage);
   for (const key of strings) {
-    if (Array.isArray(args[key]) && !spec.repeatable?.includes(key)) return io.err(`${spec.name}: --${key} given more than once`), EXIT.usage;
+    if (Array.isArray(args[key]) && !spec.repeatable?.includes(key))
+      return (io.err(`${spec.name}: --${key} given more than once`), EXIT.usage);
   }
   try {
     return await handler(args);
@@ -74,7 +87,8 @@ export async function runCli(spec: CommandSpec, argv: string[], io: Io, handler:
 export function durationFlag(flag: string, value: string | undefined): number | null {
   if (value === undefined) return null;
   const ms = parseDuration(value);
-  if (ms === null || ms === 0) throw usageError(`--${flag}: ${JSON.stringify(value)} is not a duration (e.g. 2s, 30s, 5m, 2h)`);
+  if (ms === null || ms === 0)
+    throw usageError(`--${flag}: ${JSON.stringify(value)} is not a duration (e.g. 2s, 30s, 5m, 2h)`);
   return ms;
 }
 

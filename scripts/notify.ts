@@ -15,13 +15,18 @@ exit: 0 delivered (or suppressed as a repeat), 1 not delivered, 2 usage or confi
 
 export function main(argv: string[], io: Io, stdin: () => Promise<string> = () => Bun.stdin.text()): Promise<number> {
   const spec = {
-    name: "notify", usage: USAGE, string: ["title", "priority", "tag", "event", "service", "url", "format"],
-    boolean: ["dry-run", "flush", "spool"], default: { spool: true }, repeatable: ["tag"],
+    name: "notify",
+    usage: USAGE,
+    string: ["title", "priority", "tag", "event", "service", "url", "format"],
+    boolean: ["dry-run", "flush", "spool"],
+    default: { spool: true },
+    repeatable: ["tag"],
   };
   return runCli(spec, argv, io, async (args) => {
     const config = loadConfigOrDefaults({ path: args.config, env: io.env });
     const format = (args.format ?? config.notify.format) as NotifyFormat;
-    if (!NOTIFY_FORMATS.includes(format)) throw usageError(`--format: ${JSON.stringify(format)} is not one of ${NOTIFY_FORMATS.join(", ")}`);
+    if (!NOTIFY_FORMATS.includes(format))
+      throw usageError(`--format: ${JSON.stringify(format)} is not one of ${NOTIFY_FORMATS.join(", ")}`);
     const url = args.url ?? config.notify.url;
     if (!url) throw usageError("no notification URL: pass --url, set [notify] url in the config, or TEND_NOTIFY_URL");
     if (!isHttpUrl(url)) throw usageError(`--url: ${redactUrl(url)} is not an http:// or https:// URL`);
@@ -39,23 +44,40 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
     if (!words.length) throw usageError(`no MESSAGE\n\n${USAGE}`);
     const text = words.length === 1 && words[0] === "-" ? (await stdin()).replace(/\n$/, "") : words.join(" ");
     if (!text.trim()) throw usageError("the message is empty");
-    const tags = ([] as string[]).concat(args.tag ?? []).flatMap((tag) => tag.split(",")).filter(Boolean);
+    const tags = ([] as string[])
+      .concat(args.tag ?? [])
+      .flatMap((tag) => tag.split(","))
+      .filter(Boolean);
     const message: Message = {
-      message: text, title: args.title ?? null, priority: args.priority ?? null, tags,
-      event: args.event ?? null, service: args.service ?? null, time: new Date().toISOString(),
+      message: text,
+      title: args.title ?? null,
+      priority: args.priority ?? null,
+      tags,
+      event: args.event ?? null,
+      service: args.service ?? null,
+      time: new Date().toISOString(),
     };
-    if (args["dry-run"]) return io.out(describeRequest(buildRequest(message, channel))), 0;
+    if (args["dry-run"]) return (io.out(describeRequest(buildRequest(message, channel))), 0);
     if (!args.spool) {
       const result = await sendDirect(message, channel);
-      if (!result.ok) io.err(`notify: delivery to ${redactUrl(url)} failed after ${result.attempts} attempt(s): ${result.detail} (dropped: --no-spool)`);
+      if (!result.ok)
+        io.err(
+          `notify: delivery to ${redactUrl(url)} failed after ${result.attempts} attempt(s): ${result.detail} ` +
+            `(dropped: --no-spool)`,
+        );
       return result.ok ? 0 : 1;
     }
     const report = await deliver([message], options);
     const outcome = report.outcomes[0];
-    if (outcome.result === "suppressed") return io.out(`notify: suppressed: ${outcome.detail}`), 0;
+    if (outcome.result === "suppressed") return (io.out(`notify: suppressed: ${outcome.detail}`), 0);
     if (outcome.result === "sent") return 0;
-    const why = outcome.attempts ? `failed after ${outcome.attempts} attempt(s): ${outcome.detail}` : `not sent: ${outcome.detail} that could not be delivered (${report.failure})`;
-    io.err(`notify: delivery to ${redactUrl(url)} ${why}; spooled (${report.waiting} waiting in ${spoolFile(config.watchdog.stateDir)})`);
+    const why = outcome.attempts
+      ? `failed after ${outcome.attempts} attempt(s): ${outcome.detail}`
+      : `not sent: ${outcome.detail} that could not be delivered (${report.failure})`;
+    io.err(
+      `notify: delivery to ${redactUrl(url)} ${why}; ` +
+        `spooled (${report.waiting} waiting in ${spoolFile(config.watchdog.stateDir)})`,
+    );
     return 1;
   });
 }

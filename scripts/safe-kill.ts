@@ -15,7 +15,13 @@ Rehearse a hang: safe-kill -s STOP NAME, watch the watchdog act, safe-kill -s CO
 exit: 0 signalled, 1 no running process, 2 usage, 3 refused`;
 
 export function main(argv: string[], io: Io): Promise<number> {
-  const spec = { name: "safe-kill", usage: USAGE, string: ["signal", "escalate"], boolean: ["dry-run"], alias: { s: "signal" } };
+  const spec = {
+    name: "safe-kill",
+    usage: USAGE,
+    string: ["signal", "escalate"],
+    boolean: ["dry-run"],
+    alias: { s: "signal" },
+  };
   return runCli(spec, argv, io, async (args) => {
     if (args._.length !== 1) throw usageError(`expected one TARGET\n\n${USAGE}`);
     const target = String(args._[0]);

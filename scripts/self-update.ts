@@ -16,12 +16,19 @@ the current one is backed up (TARGET.bak-YYYYMMDD-HHMMSS, 5 kept), the version c
 backup is restored. --yes confirms without asking (needed when stdin is not a terminal).`;
 
 export function main(argv: string[], io: Io, ask: () => Promise<string> = readLine): Promise<number> {
-  const spec = { name: "self-update", usage: USAGE, string: ["sha256", "target", "apply-config"], boolean: ["yes", "rollback", "list"] };
+  const spec = {
+    name: "self-update",
+    usage: USAGE,
+    string: ["sha256", "target", "apply-config"],
+    boolean: ["yes", "rollback", "list"],
+  };
   return runCli(spec, argv, io, async (args) => {
     const target = resolve(args.target ?? process.execPath);
     const modes = [args._.length > 0, Boolean(args["apply-config"]), args.rollback, args.list].filter(Boolean).length;
-    if (modes !== 1 || args._.length > 1) throw usageError(`give one of SOURCE, --apply-config, --rollback, --list\n\n${USAGE}`);
-    if ((args._.length || args["apply-config"]) && !args.yes && !process.stdin.isTTY) throw usageError("stdin is not a terminal: pass --yes to confirm the swap");
+    if (modes !== 1 || args._.length > 1)
+      throw usageError(`give one of SOURCE, --apply-config, --rollback, --list\n\n${USAGE}`);
+    if ((args._.length || args["apply-config"]) && !args.yes && !process.stdin.isTTY)
+      throw usageError("stdin is not a terminal: pass --yes to confirm the swap");
     const confirm = async () => {
       if (args.yes) return true;
       io.out("install? [y/N]");
@@ -29,16 +36,26 @@ export function main(argv: string[], io: Io, ask: () => Promise<string> = readLi
     };
     const updateIo = { say: io.out, confirm };
     if (args.list) {
-      const config = (() => { try { return findConfig({ path: args.config, env: io.env }); } catch { return null; } })();
+      const config = (() => {
+        try {
+          return findConfig({ path: args.config, env: io.env });
+        } catch {
+          return null;
+        }
+      })();
       for (const path of [...listBackups(target), ...(config ? listBackups(resolve(config)) : [])]) {
         const info = statSync(path);
         io.out(`${localStamp(info.mtime)}  ${String(info.size).padStart(10)}  ${path}`);
       }
       return 0;
     }
-    if (args.rollback) return rollback(target, updateIo), 0;
+    if (args.rollback) return (rollback(target, updateIo), 0);
     const config = resolve(findConfig({ path: args.config, env: io.env }));
-    if (args["apply-config"]) return await applyConfig({ config, next: resolve(args["apply-config"]), binary: process.execPath }, updateIo), 0;
+    if (args["apply-config"])
+      return (
+        await applyConfig({ config, next: resolve(args["apply-config"]), binary: process.execPath }, updateIo),
+        0
+      );
     await updateBinary({ source: String(args._[0]), target, sha256: args.sha256 ?? null, config }, updateIo);
     return 0;
   });

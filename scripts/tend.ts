@@ -29,11 +29,12 @@ export async function dispatch(invokedAs: string, argv: string[], io: Io): Promi
   if (name in COMMANDS && rest[0] === name) rest = rest.slice(1); // `watchdog watchdog plan` = `tend watchdog plan`
   if (!(name in COMMANDS)) {
     [name, ...rest] = argv;
-    if (name === undefined || name === "--help" || name === "-h" || name === "help") return io.out(USAGE), name === undefined ? 2 : 0;
-    if (name === "--version") return io.out(`tend ${VERSION}`), 0;
+    if (name === undefined || name === "--help" || name === "-h" || name === "help")
+      return (io.out(USAGE), name === undefined ? 2 : 0);
+    if (name === "--version") return (io.out(`tend ${VERSION}`), 0);
   }
   const load = COMMANDS[name];
-  if (!load) return io.err(`tend: unknown command ${JSON.stringify(name)}\n\n${USAGE}`), 2;
+  if (!load) return (io.err(`tend: unknown command ${JSON.stringify(name)}\n\n${USAGE}`), 2);
   return (await load()).main(rest, io);
 }
 

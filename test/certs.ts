@@ -4,7 +4,8 @@ import { join } from "node:path";
 
 const DAY_MS = 86_400_000;
 /** openssl ca's date form: YYMMDDHHMMSSZ (UTC). */
-const stamp = (ms: number) => new Date(ms).toISOString().replace(/^\d\d(\d\d)-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d).*$/, "$1$2$3$4$5$6Z");
+const stamp = (ms: number) =>
+  new Date(ms).toISOString().replace(/^\d\d(\d\d)-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d).*$/, "$1$2$3$4$5$6Z");
 
 function openssl(args: string[], cwd: string) {
   const result = Bun.spawnSync(["openssl", ...args], { cwd, stderr: "pipe", stdout: "pipe" });
@@ -28,11 +29,44 @@ export function makeCa(dir: string) {
       `serial = ${dir}/serial\ndefault_md = sha256\npolicy = p\ncopy_extensions = copy\nunique_subject = no\n` +
       `[p]\ncommonName = supplied\n`,
   );
-  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650", "-subj", "/CN=tend test CA"], dir);
+  openssl(
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.pem",
+      "-days",
+      "3650",
+      "-subj",
+      "/CN=tend test CA",
+    ],
+    dir,
+  );
   let count = 0;
   const request = (name: string) => {
-    openssl(["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-out", `${name}.csr`], dir);
+    openssl(
+      [
+        "req",
+        "-new",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        `${name}.key`,
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        "-out",
+        `${name}.csr`,
+      ],
+      dir,
+    );
   };
   return {
     ca: join(dir, "ca.pem"),
@@ -41,15 +75,52 @@ export function makeCa(dir: string) {
       const name = `leaf${++count}`;
       request(name);
       const notAfter = Math.floor((Date.now() + toDays * DAY_MS) / 1000) * 1000;
-      openssl(["ca", "-batch", "-config", "ca.cnf", "-cert", "ca.pem", "-keyfile", "ca.key", "-in", `${name}.csr`,
-        "-out", `${name}.pem`, "-startdate", stamp(Date.now() + fromDays * DAY_MS), "-enddate", stamp(notAfter)], dir);
+      openssl(
+        [
+          "ca",
+          "-batch",
+          "-config",
+          "ca.cnf",
+          "-cert",
+          "ca.pem",
+          "-keyfile",
+          "ca.key",
+          "-in",
+          `${name}.csr`,
+          "-out",
+          `${name}.pem`,
+          "-startdate",
+          stamp(Date.now() + fromDays * DAY_MS),
+          "-enddate",
+          stamp(notAfter),
+        ],
+        dir,
+      );
       return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`), notAfter };
     },
     /** Self-signed, valid for `days`: no chain to the CA. */
     selfSigned(days: number): Leaf {
       const name = `self${++count}`;
-      openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.pem`,
-        "-days", String(days), "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], dir);
+      openssl(
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "rsa:2048",
+          "-nodes",
+          "-keyout",
+          `${name}.key`,
+          "-out",
+          `${name}.pem`,
+          "-days",
+          String(days),
+          "-subj",
+          "/CN=localhost",
+          "-addext",
+          "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        dir,
+      );
       return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`), notAfter: Date.now() + days * DAY_MS };
     },
   };

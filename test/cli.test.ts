@@ -57,7 +57,15 @@ test("usage errors exit 2 and say what is wrong", () => {
   expect(unknownFlag.stderr).toContain("unknown option --frobnicate");
   const badSub = run([TEND, "watchdog", "explode", "--config", "/dev/null"]);
   expect(badSub.code).toBe(2);
-  const badInterval = run([TEND, "watchdog", "run", "--interval", "soon", "--config", join(ROOT, "examples", "tend.toml")]);
+  const badInterval = run([
+    TEND,
+    "watchdog",
+    "run",
+    "--interval",
+    "soon",
+    "--config",
+    join(ROOT, "examples", "tend.toml"),
+  ]);
   expect(badInterval.code).toBe(2);
   expect(badInterval.stderr).toContain('--interval: "soon" is not a duration');
   expect(run([TEND]).code).toBe(2);

@@ -38,11 +38,16 @@ describe("configuration lookup and defaults", () => {
     writeFileSync(viaEnv, service("", 'tcp = "127.0.0.1:1"').replace('"web"', '"from-env"'));
     const viaFlag = join(box.dir, "flag.json");
     writeFileSync(viaFlag, JSON.stringify({ service: [{ name: "from-flag", check: { tcp: "127.0.0.1:1" } }] }));
-    const plan = async (args: string[], env: Record<string, string>) => (await box.tend(["watchdog", "plan", ...args], { env })).stdout;
-    expect(await plan(["--config", viaFlag], { TEND_CONFIG: viaEnv, XDG_CONFIG_HOME: xdg })).toContain('[service "from-flag"]');
+    const plan = async (args: string[], env: Record<string, string>) =>
+      (await box.tend(["watchdog", "plan", ...args], { env })).stdout;
+    expect(await plan(["--config", viaFlag], { TEND_CONFIG: viaEnv, XDG_CONFIG_HOME: xdg })).toContain(
+      '[service "from-flag"]',
+    );
     expect(await plan([], { TEND_CONFIG: viaEnv, XDG_CONFIG_HOME: xdg })).toContain('[service "from-env"]');
     expect(await plan([], { TEND_CONFIG: "", XDG_CONFIG_HOME: xdg })).toContain('[service "from-xdg"]');
-    const none = await box.tend(["watchdog", "validate"], { env: { TEND_CONFIG: "", XDG_CONFIG_HOME: join(box.dir, "nothing") } });
+    const none = await box.tend(["watchdog", "validate"], {
+      env: { TEND_CONFIG: "", XDG_CONFIG_HOME: join(box.dir, "nothing") },
+    });
     if (!existsSync("/etc/tend/tend.toml")) {
       expect(none.code).toBe(2);
       expect(none.stderr).toContain("no configuration found");
@@ -51,7 +56,21 @@ describe("configuration lookup and defaults", () => {
 
   test("[defaults] fill every service; the service and then the check override them", () => {
     const config = parseConfig(
-      `[defaults]\ntimeout = "7s"\nfailures = 4\ncooldown = "1m"\n[[service]]\nname = "a"\nfailures = 2\n[service.check]\ntcp = "h:1"\n[[service]]\nname = "b"\n[service.check]\ntcp = "h:1"\ntimeout = "250ms"\n`,
+      `[defaults]
+timeout = "7s"
+failures = 4
+cooldown = "1m"
+[[service]]
+name = "a"
+failures = 2
+[service.check]
+tcp = "h:1"
+[[service]]
+name = "b"
+[service.check]
+tcp = "h:1"
+timeout = "250ms"
+`,
       "/x/tend.toml",
       { HOME: "/home/u" },
     );
@@ -64,14 +83,19 @@ describe("configuration lookup and defaults", () => {
 
   test("state_dir: the key, else $TEND_STATE_DIR, else $XDG_STATE_HOME/tend; ~ expands", () => {
     const text = (dir?: string) => (dir ? `[watchdog]\nstate_dir = "${dir}"\n` : "");
-    expect(parseConfig(text("~/st"), "/c/t.toml", { HOME: "/h", TEND_STATE_DIR: "/e" }).watchdog.stateDir).toBe("/h/st");
+    expect(parseConfig(text("~/st"), "/c/t.toml", { HOME: "/h", TEND_STATE_DIR: "/e" }).watchdog.stateDir).toBe(
+      "/h/st",
+    );
     expect(parseConfig(text(), "/c/t.toml", { HOME: "/h", TEND_STATE_DIR: "/e" }).watchdog.stateDir).toBe("/e");
     expect(parseConfig(text(), "/c/t.toml", { HOME: "/h", XDG_STATE_HOME: "/x" }).watchdog.stateDir).toBe("/x/tend");
   });
 
   test("plan is stable: sorted keys, every default filled in", async () => {
     const path = join(box.dir, "plan.toml");
-    writeFileSync(path, `[watchdog]\nstate_dir = "/s"\n` + service('pidfile = "web.pid"\n[service.restart]\nspawn = ["srv"]'));
+    writeFileSync(
+      path,
+      `[watchdog]\nstate_dir = "/s"\n` + service('pidfile = "web.pid"\n[service.restart]\nspawn = ["srv"]'),
+    );
     const first = await box.tend(["watchdog", "plan", "--config", path]);
     expect(first.code).toBe(0);
     expect(first.stdout).toBe((await box.tend(["watchdog", "plan", "--config", path])).stdout);
@@ -86,17 +110,32 @@ describe("configuration lookup and defaults", () => {
 
 describe("durations", () => {
   test.each([
-    ["250ms", 250], ["20s", 20_000], ["5m", 300_000], ["1h", 3_600_000], ["1d", 86_400_000], [30, 30_000], ["1.5s", 1500], ["0s", 0],
+    ["250ms", 250],
+    ["20s", 20_000],
+    ["5m", 300_000],
+    ["1h", 3_600_000],
+    ["1d", 86_400_000],
+    [30, 30_000],
+    ["1.5s", 1500],
+    ["0s", 0],
   ] as [string | number, number][])("%p = %p ms", (text, ms) => expect(parseDuration(text)).toBe(ms));
-  test.each(["20x", "", "5 m", "-1s", "1m30s", "s"])("%p is not a duration", (text) => expect(parseDuration(text)).toBeNull());
+  test.each(["20x", "", "5 m", "-1s", "1m30s", "s"])("%p is not a duration", (text) =>
+    expect(parseDuration(text)).toBeNull(),
+  );
   test("format round-trips", () => {
-    for (const ms of [250, 20_000, 300_000, 3_600_000, 86_400_000, 90_000]) expect(parseDuration(formatDuration(ms))).toBe(ms);
+    for (const ms of [250, 20_000, 300_000, 3_600_000, 86_400_000, 90_000])
+      expect(parseDuration(formatDuration(ms))).toBe(ms);
   });
 });
 
 describe("bundled examples", () => {
   test("examples/tend.toml, the annotated reference, is a valid configuration", async () => {
-    const result = await box.tend(["watchdog", "validate", "--config", join(import.meta.dir, "..", "examples", "tend.toml")]);
+    const result = await box.tend([
+      "watchdog",
+      "validate",
+      "--config",
+      join(import.meta.dir, "..", "examples", "tend.toml"),
+    ]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("ok (5 services)");

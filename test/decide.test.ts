@@ -17,7 +17,16 @@ const SERVICE: ServiceConfig = {
   tmux: null,
   unit: null,
   launchd: null,
-  check: { kind: "http", url: "http://127.0.0.1:8080/", expect: null, anyResponse: false, failCodes: null, contains: null, headers: {}, timeoutMs: 5000 },
+  check: {
+    kind: "http",
+    url: "http://127.0.0.1:8080/",
+    expect: null,
+    anyResponse: false,
+    failCodes: null,
+    contains: null,
+    headers: {},
+    timeoutMs: 5000,
+  },
   restart: { kind: "tmux", target: "main:blog", run: "python3 -m http.server 8080" },
   dependsOn: [],
   requiresDns: null,
@@ -50,61 +59,309 @@ interface Row {
 
 const ROWS: Row[] = [
   // rule: skip
-  { name: "disabled service is skipped", service: { enabled: false }, probe: TIMEOUT, kind: "skip", reason: "disabled" },
-  { name: "paused until resumed is skipped", state: { paused: true, pausedUntil: null }, probe: TIMEOUT, kind: "skip", reason: "paused" },
-  { name: "a pause that has run out no longer skips", state: { paused: true, pausedUntil: NOW - 1 }, probe: OK, kind: "ok" },
-  { name: "inside boot_delay is skipped", facts: { uptimeMs: 30_000, bootDelayMs: 2 * MIN }, probe: TIMEOUT, kind: "skip", reason: "boot_delay" },
-  { name: "inside grace after tend's start is skipped", state: { startedAt: NOW - 10_000 }, probe: TIMEOUT, kind: "skip", reason: "grace" },
+  {
+    name: "disabled service is skipped",
+    service: { enabled: false },
+    probe: TIMEOUT,
+    kind: "skip",
+    reason: "disabled",
+  },
+  {
+    name: "paused until resumed is skipped",
+    state: { paused: true, pausedUntil: null },
+    probe: TIMEOUT,
+    kind: "skip",
+    reason: "paused",
+  },
+  {
+    name: "a pause that has run out no longer skips",
+    state: { paused: true, pausedUntil: NOW - 1 },
+    probe: OK,
+    kind: "ok",
+  },
+  {
+    name: "inside boot_delay is skipped",
+    facts: { uptimeMs: 30_000, bootDelayMs: 2 * MIN },
+    probe: TIMEOUT,
+    kind: "skip",
+    reason: "boot_delay",
+  },
+  {
+    name: "inside grace after tend's start is skipped",
+    state: { startedAt: NOW - 10_000 },
+    probe: TIMEOUT,
+    kind: "skip",
+    reason: "grace",
+  },
   {
     name: "inside grace after the process's own start (tend did not start it) is skipped",
     facts: { process: { running: true, startedAt: NOW - 5_000, detail: "pid 42" } },
-    probe: TIMEOUT, kind: "skip", reason: "grace",
+    probe: TIMEOUT,
+    kind: "skip",
+    reason: "grace",
   },
   // rule 0: crash
-  { name: "a pid source whose process is gone: started at once, no strike", facts: { process: GONE }, probe: TIMEOUT, kind: "restart", reason: "crash", strikes: 0, tags: ["RESTART"] },
-  { name: "crash inside grace is still started (grace waits for a live process only)", state: { startedAt: NOW - 5_000 }, facts: { process: GONE }, kind: "restart", reason: "crash" },
-  { name: "crash inside the cooldown is started anyway (cooldown is for hung restarts)", state: { lastRestartAt: NOW - MIN }, facts: { process: GONE }, kind: "restart", reason: "crash" },
-  { name: "crash during backoff waits", state: { backoffUntil: NOW + MIN }, facts: { process: GONE }, kind: "held", reason: /^backoff until/ },
-  { name: "crash loop: max_restarts reached gives up", service: { maxRestarts: 2 }, state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN] }, facts: { process: GONE }, kind: "give-up", tags: ["GIVEN-UP"] },
-  { name: "a systemd/launchd-supervised process that is gone is left to its manager: probed, not started", facts: { process: { ...GONE, supervised: true } }, probe: TIMEOUT, kind: "strike", strikes: 1 },
-  { name: "crash with no restart action (watch only) is probed like any failure", service: { restart: null }, facts: { process: GONE }, probe: TIMEOUT, kind: "strike", strikes: 1 },
+  {
+    name: "a pid source whose process is gone: started at once, no strike",
+    facts: { process: GONE },
+    probe: TIMEOUT,
+    kind: "restart",
+    reason: "crash",
+    strikes: 0,
+    tags: ["RESTART"],
+  },
+  {
+    name: "crash inside grace is still started (grace waits for a live process only)",
+    state: { startedAt: NOW - 5_000 },
+    facts: { process: GONE },
+    kind: "restart",
+    reason: "crash",
+  },
+  {
+    name: "crash inside the cooldown is started anyway (cooldown is for hung restarts)",
+    state: { lastRestartAt: NOW - MIN },
+    facts: { process: GONE },
+    kind: "restart",
+    reason: "crash",
+  },
+  {
+    name: "crash during backoff waits",
+    state: { backoffUntil: NOW + MIN },
+    facts: { process: GONE },
+    kind: "held",
+    reason: /^backoff until/,
+  },
+  {
+    name: "crash loop: max_restarts reached gives up",
+    service: { maxRestarts: 2 },
+    state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN] },
+    facts: { process: GONE },
+    kind: "give-up",
+    tags: ["GIVEN-UP"],
+  },
+  {
+    name: "a systemd/launchd-supervised process that is gone is left to its manager: probed, not started",
+    facts: { process: { ...GONE, supervised: true } },
+    probe: TIMEOUT,
+    kind: "strike",
+    strikes: 1,
+  },
+  {
+    name: "crash with no restart action (watch only) is probed like any failure",
+    service: { restart: null },
+    facts: { process: GONE },
+    probe: TIMEOUT,
+    kind: "strike",
+    strikes: 1,
+  },
   // rule 2: ok
   { name: "success resets strikes", state: { strikes: 2 }, probe: OK, kind: "ok", strikes: 0 },
-  { name: "success closes an open outage: RECOVERED and a DOWNTIME line", state: { strikes: 1, outage: { since: NOW - 5 * MIN, reason: "failing" } }, probe: OK, kind: "ok", tags: ["RECOVERED", "DOWNTIME"] },
+  {
+    name: "success closes an open outage: RECOVERED and a DOWNTIME line",
+    state: { strikes: 1, outage: { since: NOW - 5 * MIN, reason: "failing" } },
+    probe: OK,
+    kind: "ok",
+    tags: ["RECOVERED", "DOWNTIME"],
+  },
   { name: "success clears given-up", state: { givenUp: true, strikes: 3 }, probe: OK, kind: "ok", tags: ["RECOVERED"] },
   // rule 3: strikes and waits
   { name: "first failure is strike 1/3, logged WARN", probe: TIMEOUT, kind: "strike", strikes: 1, tags: ["WARN"] },
-  { name: "second failure is strike 2/3, no restart", state: { strikes: 1 }, probe: TIMEOUT, kind: "strike", strikes: 2, tags: ["WARN"] },
-  { name: "a failing dependency: WAIT, no strike", state: { strikes: 1 }, facts: { waitReason: "dependency db is failing" }, probe: TIMEOUT, kind: "wait", strikes: 1, tags: ["WAIT"] },
-  { name: "required name does not resolve: WAIT, no restart at N", state: { strikes: 2 }, facts: { waitReason: "example.org does not resolve" }, probe: TIMEOUT, kind: "wait", strikes: 2 },
+  {
+    name: "second failure is strike 2/3, no restart",
+    state: { strikes: 1 },
+    probe: TIMEOUT,
+    kind: "strike",
+    strikes: 2,
+    tags: ["WARN"],
+  },
+  {
+    name: "a failing dependency: WAIT, no strike",
+    state: { strikes: 1 },
+    facts: { waitReason: "dependency db is failing" },
+    probe: TIMEOUT,
+    kind: "wait",
+    strikes: 1,
+    tags: ["WAIT"],
+  },
+  {
+    name: "required name does not resolve: WAIT, no restart at N",
+    state: { strikes: 2 },
+    facts: { waitReason: "example.org does not resolve" },
+    probe: TIMEOUT,
+    kind: "wait",
+    strikes: 2,
+  },
   // rule 4: restart at N, unless cooldown / backoff / given-up
-  { name: "third failure restarts: WARN 3/3, HUNG", state: { strikes: 2 }, probe: TIMEOUT, kind: "restart", reason: "hung_restart", strikes: 3, tags: ["WARN", "HUNG"] },
+  {
+    name: "third failure restarts: WARN 3/3, HUNG",
+    state: { strikes: 2 },
+    probe: TIMEOUT,
+    kind: "restart",
+    reason: "hung_restart",
+    strikes: 3,
+    tags: ["WARN", "HUNG"],
+  },
   { name: "failures = 1 restarts at once", service: { failures: 1 }, probe: TIMEOUT, kind: "restart" },
-  { name: "cooldown holds the restart", state: { strikes: 2, lastRestartAt: NOW - 2 * MIN }, probe: TIMEOUT, kind: "held", reason: /^cooldown until/, strikes: 3, tags: ["WARN"] },
-  { name: "backoff holds the restart", state: { strikes: 3, backoffUntil: NOW + 30_000 }, probe: TIMEOUT, kind: "held", reason: /^backoff until/, strikes: 3 },
-  { name: "given-up holds the restart", state: { strikes: 3, givenUp: true }, probe: TIMEOUT, kind: "held", reason: /^given up/ },
-  { name: "watch only (no restart action): at N, FAILED is down, watch only (🚨), strikes stop at N", service: { restart: null }, state: { strikes: 2 }, probe: TIMEOUT, kind: "held", reason: "watch only", strikes: 3, tags: ["WARN", "FAILED"] },
-  { name: "watch only, still down: said once per outage, only WARN N/N", service: { restart: null }, state: { strikes: 3 }, probe: TIMEOUT, kind: "held", reason: "watch only", strikes: 3, tags: ["WARN"] },
+  {
+    name: "cooldown holds the restart",
+    state: { strikes: 2, lastRestartAt: NOW - 2 * MIN },
+    probe: TIMEOUT,
+    kind: "held",
+    reason: /^cooldown until/,
+    strikes: 3,
+    tags: ["WARN"],
+  },
+  {
+    name: "backoff holds the restart",
+    state: { strikes: 3, backoffUntil: NOW + 30_000 },
+    probe: TIMEOUT,
+    kind: "held",
+    reason: /^backoff until/,
+    strikes: 3,
+  },
+  {
+    name: "given-up holds the restart",
+    state: { strikes: 3, givenUp: true },
+    probe: TIMEOUT,
+    kind: "held",
+    reason: /^given up/,
+  },
+  {
+    name: "watch only (no restart action): at N, FAILED is down, watch only (🚨), strikes stop at N",
+    service: { restart: null },
+    state: { strikes: 2 },
+    probe: TIMEOUT,
+    kind: "held",
+    reason: "watch only",
+    strikes: 3,
+    tags: ["WARN", "FAILED"],
+  },
+  {
+    name: "watch only, still down: said once per outage, only WARN N/N",
+    service: { restart: null },
+    state: { strikes: 3 },
+    probe: TIMEOUT,
+    kind: "held",
+    reason: "watch only",
+    strikes: 3,
+    tags: ["WARN"],
+  },
   // rule 5: give up
-  { name: "max_restarts within restart_window: GIVEN-UP", state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - m * 11 * MIN) }, probe: TIMEOUT, kind: "give-up", tags: ["WARN", "GIVEN-UP"] },
-  { name: "restarts older than restart_window do not count", state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - 61 * MIN - m) }, probe: TIMEOUT, kind: "restart" },
+  {
+    name: "max_restarts within restart_window: GIVEN-UP",
+    state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - m * 11 * MIN) },
+    probe: TIMEOUT,
+    kind: "give-up",
+    tags: ["WARN", "GIVEN-UP"],
+  },
+  {
+    name: "restarts older than restart_window do not count",
+    state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - 61 * MIN - m) },
+    probe: TIMEOUT,
+    kind: "restart",
+  },
   // busy is not hung
-  { name: "busy (listening, log fresh): no strike, BUSY logged with a notification", service: { busy: BUSY }, state: { strikes: 1 }, facts: { busy: BUSY_YES }, kind: "busy", strikes: 1, tags: ["BUSY"] },
-  { name: "still busy 2 minutes later: quiet (BUSY at most every 5 minutes)", service: { busy: BUSY }, state: { busySince: NOW - 2 * MIN, busyLoggedAt: NOW - 2 * MIN }, facts: { busy: BUSY_YES }, kind: "busy", tags: [] },
-  { name: "still busy 6 minutes after the last BUSY line: logged again", service: { busy: BUSY }, state: { busySince: NOW - 6 * MIN, busyLoggedAt: NOW - 6 * MIN }, facts: { busy: BUSY_YES }, kind: "busy", tags: ["BUSY"] },
-  { name: "busy longer than busy.max is hung: restarted at once (busy_timeout)", service: { busy: BUSY }, state: { busySince: NOW - 31 * MIN, outage: { since: NOW - 31 * MIN, reason: "failing" } }, facts: { busy: BUSY_YES }, kind: "restart", reason: "busy_timeout", tags: ["HUNG"] },
-  { name: "no longer showing work (log stale): strikes count again", service: { busy: BUSY }, state: { busySince: NOW - 10 * MIN, strikes: 0 }, facts: { busy: { busy: false, detail: "log not written for 5m" } }, kind: "strike", strikes: 1 },
+  {
+    name: "busy (listening, log fresh): no strike, BUSY logged with a notification",
+    service: { busy: BUSY },
+    state: { strikes: 1 },
+    facts: { busy: BUSY_YES },
+    kind: "busy",
+    strikes: 1,
+    tags: ["BUSY"],
+  },
+  {
+    name: "still busy 2 minutes later: quiet (BUSY at most every 5 minutes)",
+    service: { busy: BUSY },
+    state: { busySince: NOW - 2 * MIN, busyLoggedAt: NOW - 2 * MIN },
+    facts: { busy: BUSY_YES },
+    kind: "busy",
+    tags: [],
+  },
+  {
+    name: "still busy 6 minutes after the last BUSY line: logged again",
+    service: { busy: BUSY },
+    state: { busySince: NOW - 6 * MIN, busyLoggedAt: NOW - 6 * MIN },
+    facts: { busy: BUSY_YES },
+    kind: "busy",
+    tags: ["BUSY"],
+  },
+  {
+    name: "busy longer than busy.max is hung: restarted at once (busy_timeout)",
+    service: { busy: BUSY },
+    state: { busySince: NOW - 31 * MIN, outage: { since: NOW - 31 * MIN, reason: "failing" } },
+    facts: { busy: BUSY_YES },
+    kind: "restart",
+    reason: "busy_timeout",
+    tags: ["HUNG"],
+  },
+  {
+    name: "no longer showing work (log stale): strikes count again",
+    service: { busy: BUSY },
+    state: { busySince: NOW - 10 * MIN, strikes: 0 },
+    facts: { busy: { busy: false, detail: "log not written for 5m" } },
+    kind: "strike",
+    strikes: 1,
+  },
   // systemd
-  { name: "an inactive unit was stopped on purpose: skipped, never started", facts: { unit: { name: "blog.service", activeState: "inactive", nRestarts: 0 } }, kind: "skip", reason: "stopped" },
-  { name: "a failed unit is reported once and not restarted", service: { restart: { kind: "systemd", unit: "blog.service" } }, state: { strikes: 2, unitState: "active" }, facts: { unit: { name: "blog.service", activeState: "failed", nRestarts: 3 } }, kind: "held", reason: /is failed/, tags: ["WARN", "WARN"] },
-  { name: "NRestarts went up: a silent auto-restart is reported", service: { trackRestarts: true }, state: { nRestarts: 1 }, facts: { unit: { name: "blog.service", activeState: "active", nRestarts: 3 } }, probe: OK, kind: "ok", tags: ["AUTO-RESTART"] },
-  { name: "NRestarts went down (manual restart): only the baseline moves", service: { trackRestarts: true }, state: { nRestarts: 3 }, facts: { unit: { name: "blog.service", activeState: "active", nRestarts: 0 } }, probe: OK, kind: "ok", tags: [] },
+  {
+    name: "an inactive unit was stopped on purpose: skipped, never started",
+    facts: { unit: { name: "blog.service", activeState: "inactive", nRestarts: 0 } },
+    kind: "skip",
+    reason: "stopped",
+  },
+  {
+    name: "a failed unit is reported once and not restarted",
+    service: { restart: { kind: "systemd", unit: "blog.service" } },
+    state: { strikes: 2, unitState: "active" },
+    facts: { unit: { name: "blog.service", activeState: "failed", nRestarts: 3 } },
+    kind: "held",
+    reason: /is failed/,
+    tags: ["WARN", "WARN"],
+  },
+  {
+    name: "NRestarts went up: a silent auto-restart is reported",
+    service: { trackRestarts: true },
+    state: { nRestarts: 1 },
+    facts: { unit: { name: "blog.service", activeState: "active", nRestarts: 3 } },
+    probe: OK,
+    kind: "ok",
+    tags: ["AUTO-RESTART"],
+  },
+  {
+    name: "NRestarts went down (manual restart): only the baseline moves",
+    service: { trackRestarts: true },
+    state: { nRestarts: 3 },
+    facts: { unit: { name: "blog.service", activeState: "active", nRestarts: 0 } },
+    probe: OK,
+    kind: "ok",
+    tags: [],
+  },
   // memory growth
-  { name: "RSS above restart_above: preventive restart (memory)", service: { memory: MEMORY, pidfile: "/x.pid" }, state: { rss: [[NOW - MIN, 300 * MIB]] }, facts: { rssBytes: 300 * MIB }, probe: OK, kind: "restart", reason: "memory", tags: ["MEMORY"] },
-  { name: "a steady slope that reaches the limit within warn_within: MEMORY warning with rate and ETA", service: { memory: { ...MEMORY, limitBytes: 200 * MIB, restartAboveBytes: null } }, state: { rss: [4, 3, 2, 1].map((h) => [NOW - h * 3_600_000, (100 - h * 12) * MIB] as [number, number]) }, facts: { rssBytes: 100 * MIB }, probe: OK, kind: "ok", tags: ["MEMORY"] },
+  {
+    name: "RSS above restart_above: preventive restart (memory)",
+    service: { memory: MEMORY, pidfile: "/x.pid" },
+    state: { rss: [[NOW - MIN, 300 * MIB]] },
+    facts: { rssBytes: 300 * MIB },
+    probe: OK,
+    kind: "restart",
+    reason: "memory",
+    tags: ["MEMORY"],
+  },
+  {
+    name: "a steady slope that reaches the limit within warn_within: MEMORY warning with rate and ETA",
+    service: { memory: { ...MEMORY, limitBytes: 200 * MIB, restartAboveBytes: null } },
+    state: { rss: [4, 3, 2, 1].map((h) => [NOW - h * 3_600_000, (100 - h * 12) * MIB] as [number, number]) },
+    facts: { rssBytes: 100 * MIB },
+    probe: OK,
+    kind: "ok",
+    tags: ["MEMORY"],
+  },
   // origin incidents
   {
-    name: "incident: hung tunnel, PID alive for 23 minutes, HTTP times out: restarted at the 3rd strike (10 min in at a 5 min interval)",
+    name:
+      "incident: hung tunnel, PID alive for 23 minutes, HTTP times out: " +
+      "restarted at the 3rd strike (10 min in at a 5 min interval)",
     state: { strikes: 2, outage: { since: NOW - 10 * MIN, reason: "failing" } },
     facts: { process: ALIVE },
     probe: TIMEOUT,
@@ -143,7 +400,10 @@ const ROWS: Row[] = [
   },
   {
     name: "incident: an SSE proxy leaking 12 MiB/h toward a 1 GiB limit is seen days ahead",
-    service: { memory: { limitBytes: 1024 * MIB, warnWithinMs: 3 * 86_400_000, restartAboveBytes: null }, pidfile: "/x.pid" },
+    service: {
+      memory: { limitBytes: 1024 * MIB, warnWithinMs: 3 * 86_400_000, restartAboveBytes: null },
+      pidfile: "/x.pid",
+    },
     state: { rss: [5, 4, 3, 2, 1].map((h) => [NOW - h * 3_600_000, (400 - h * 12) * MIB] as [number, number]) },
     facts: { rssBytes: 400 * MIB },
     probe: OK,
@@ -167,7 +427,14 @@ const ROWS: Row[] = [
   },
 ];
 
-const facts = (extra: Partial<Facts> = {}): Facts => ({ now: NOW, uptimeMs: 86_400_000, bootDelayMs: 0, process: null, waitReason: null, ...extra });
+const facts = (extra: Partial<Facts> = {}): Facts => ({
+  now: NOW,
+  uptimeMs: 86_400_000,
+  bootDelayMs: 0,
+  process: null,
+  waitReason: null,
+  ...extra,
+});
 
 describe("decide: one row per rule and per origin incident", () => {
   test.each(ROWS.map((row) => [row.name, row] as const))("%s", (_name, row) => {
@@ -189,7 +456,9 @@ describe("decide: one row per rule and per origin incident", () => {
     const service = { ...SERVICE, memory: { ...MEMORY, limitBytes: 200 * MIB, restartAboveBytes: null } };
     const rss = [4, 3, 2, 1].map((h) => [NOW - h * 3_600_000, (100 - h * 12) * MIB] as [number, number]);
     const decision = decide(service, { ...freshState(), rss }, facts({ rssBytes: 100 * MIB }), OK);
-    expect(decision.log[0].message).toBe("blog memory grows 12 MiB/h (100 MiB now): reaches the limit 200 MiB in 8h 20m");
+    expect(decision.log[0].message).toBe(
+      "blog memory grows 12 MiB/h (100 MiB now): reaches the limit 200 MiB in 8h 20m",
+    );
     expect(decision.log[0].event).toBe("memory");
   });
 
@@ -204,8 +473,21 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
   const service = { ...SERVICE, backoffMs: 10_000, backoffMaxMs: 35_000 };
   test("recovered: counted ok, strikes 0, outage closed with a downtime line", () => {
     const state = { ...freshState(), strikes: 3, outage: { since: NOW - MIN, reason: "hung_restart" } };
-    const decision = recordRestart(service, state, { issued: true, recovered: true, elapsedMs: 3200, detail: "HTTP 200", lastProbe: OK }, NOW, NOW + 3200);
-    expect(decision.next).toMatchObject({ strikes: 0, recoveriesOk: 1, restartsTotal: 1, outage: null, startedAt: NOW, lastRestartAt: NOW });
+    const decision = recordRestart(
+      service,
+      state,
+      { issued: true, recovered: true, elapsedMs: 3200, detail: "HTTP 200", lastProbe: OK },
+      NOW,
+      NOW + 3200,
+    );
+    expect(decision.next).toMatchObject({
+      strikes: 0,
+      recoveriesOk: 1,
+      restartsTotal: 1,
+      outage: null,
+      startedAt: NOW,
+      lastRestartAt: NOW,
+    });
     expect(decision.log.map((line) => line.tag)).toEqual(["RECOVERED", "DOWNTIME"]);
     expect(decision.log[0].message).toBe("blog recovered 3.2s after restart (HTTP 200)");
     expect(decision.log[1].message).toMatch(/^blog was unavailable for 63s \(hung_restart, from .* UTC to .* UTC\)$/);
@@ -215,7 +497,13 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
     const backoffs: number[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
       const at = NOW + attempt * MIN;
-      const decision = recordRestart(service, state, { issued: true, recovered: false, elapsedMs: 60_000, detail: "last probe: timeout", lastProbe: TIMEOUT }, at, at + 60_000);
+      const decision = recordRestart(
+        service,
+        state,
+        { issued: true, recovered: false, elapsedMs: 60_000, detail: "last probe: timeout", lastProbe: TIMEOUT },
+        at,
+        at + 60_000,
+      );
       expect(decision.log[0].tag).toBe("FAILED");
       state = decision.next;
       backoffs.push(state.backoffUntil! - (at + 60_000));

@@ -39,19 +39,35 @@ export class Sandbox {
   }
 
   /** Run `tend COMMAND ...` (argv0 dispatch is tested separately). */
-  async tend(args: string[], { env = {}, timeoutMs = 120_000 }: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Run> {
+  async tend(
+    args: string[],
+    { env = {}, timeoutMs = 120_000 }: { env?: Record<string, string>; timeoutMs?: number } = {},
+  ): Promise<Run> {
     const child = Bun.spawn([TEND, ...args], { env: this.env(env), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ]);
     clearTimeout(timer);
     return { code, stdout, stderr };
   }
 
   /** Start a fixture HTTP server in its own process group; killed by cleanup(). */
   async server(port: number, flags: string[] = []) {
-    const child = Bun.spawn([BUN, SERVER, String(port), ...flags], { stdout: "ignore", stderr: "inherit", detached: true });
+    const child = Bun.spawn([BUN, SERVER, String(port), ...flags], {
+      stdout: "ignore",
+      stderr: "inherit",
+      detached: true,
+    });
     this.track(child.pid);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null)) !== null, 10_000, `server on ${port}`);
+    await waitFor(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null)) !== null,
+      10_000,
+      `server on ${port}`,
+    );
     return child;
   }
 
@@ -103,7 +119,11 @@ export function controlledServer() {
 }
 
 /** Poll until `condition` holds or the deadline passes (no blind sleeps). */
-export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  what = "condition",
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await condition()) return;

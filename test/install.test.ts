@@ -27,13 +27,25 @@ function setup(interval = "5m") {
   binary = join(box.dir, "tend");
   copyFileSync(TEND, binary);
   chmodSync(binary, 0o755);
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "${interval}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`);
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+interval = "${interval}"
+[[service]]
+name = "web"
+[service.check]
+tcp = "127.0.0.1:1"
+`,
+  );
   chmodSync(box.config, 0o644);
 }
 /** Run tend as the test user, HOME in the sandbox (so nothing lands in a real home or /Library). */
 function asUser(...args: string[]) {
   // runuser resets HOME to the user's own: set it again inside.
-  const result = Bun.spawnSync(["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, binary, ...args, "--config", box.config], { env: box.env() });
+  const result = Bun.spawnSync(
+    ["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, binary, ...args, "--config", box.config],
+    { env: box.env() },
+  );
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 const crontab = () => Bun.spawnSync(["crontab", "-l", "-u", USER]).stdout.toString();
@@ -43,14 +55,20 @@ test("cron: the line runs a pass at the interval; --write adds it once, keeps ot
   const printed = asUser("watchdog", "install", "cron");
   expect(printed.code).toBe(0);
   expect(printed.stdout).toBe(`*/5 * * * * ${binary} watchdog pass --config ${box.config} # tend watchdog\n`);
-  Bun.spawnSync(["crontab", "-u", USER, "-"], { stdin: new TextEncoder().encode("0 3 * * * /usr/local/bin/backup.sh\n") });
+  Bun.spawnSync(["crontab", "-u", USER, "-"], {
+    stdin: new TextEncoder().encode("0 3 * * * /usr/local/bin/backup.sh\n"),
+  });
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toContain("crontab: added");
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toBe("crontab: unchanged\n");
-  expect(crontab()).toBe(`0 3 * * * /usr/local/bin/backup.sh\n*/5 * * * * ${binary} watchdog pass --config ${box.config} # tend watchdog\n`);
+  expect(crontab()).toBe(
+    `0 3 * * * /usr/local/bin/backup.sh\n*/5 * * * * ${binary} watchdog pass --config ${box.config} # tend watchdog\n`,
+  );
   box.writeConfig(readFileSync(box.config, "utf8").replace('interval = "5m"', 'interval = "2h"'));
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toContain("crontab: updated");
   const lines = crontab().trim().split("\n");
-  expect(lines.filter((line) => line.includes("# tend watchdog"))).toEqual([`0 */2 * * * ${binary} watchdog pass --config ${box.config} # tend watchdog`]);
+  expect(lines.filter((line) => line.includes("# tend watchdog"))).toEqual([
+    `0 */2 * * * ${binary} watchdog pass --config ${box.config} # tend watchdog`,
+  ]);
   expect(lines[0]).toBe("0 3 * * * /usr/local/bin/backup.sh");
 });
 
@@ -70,10 +88,20 @@ test("launchd: a plist with AbandonProcessGroup true and StartInterval, valid fo
   setup("10m");
   const path = join(box.dir, "Library", "LaunchAgents", "org.tend.watchdog.plist");
   expect(asUser("watchdog", "install", "launchd", "--write").stdout).toContain(`${path}: written`);
-  const parsed = Bun.spawnSync(["python3", "-c", "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))", path]);
+  const parsed = Bun.spawnSync([
+    "python3",
+    "-c",
+    "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))",
+    path,
+  ]);
   expect(parsed.stderr.toString()).toBe("");
   const plist = JSON.parse(parsed.stdout.toString());
-  expect(plist).toMatchObject({ Label: "org.tend.watchdog", AbandonProcessGroup: true, StartInterval: 600, RunAtLoad: true });
+  expect(plist).toMatchObject({
+    Label: "org.tend.watchdog",
+    AbandonProcessGroup: true,
+    StartInterval: 600,
+    RunAtLoad: true,
+  });
   expect(plist.ProgramArguments).toEqual([binary, "watchdog", "pass", "--config", box.config]);
 });
 

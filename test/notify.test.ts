@@ -28,7 +28,14 @@ beforeAll(() => {
     async fetch(request) {
       const url = new URL(request.url);
       const mode = hook.modes.length > 1 ? hook.modes.shift()! : hook.modes[0];
-      hook.seen.push({ path: url.pathname, search: url.search, headers: Object.fromEntries(request.headers), body: await request.text(), at: Date.now(), answered: mode });
+      hook.seen.push({
+        path: url.pathname,
+        search: url.search,
+        headers: Object.fromEntries(request.headers),
+        body: await request.text(),
+        at: Date.now(),
+        answered: mode,
+      });
       switch (mode) {
         case "500":
           return new Response("E".repeat(150) + "F".repeat(150), { status: 500 });
@@ -62,12 +69,27 @@ function setup(notify: string, url = `${base}/topic/${SECRET}`) {
   box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nurl = "${url}"\ntimeout = "500ms"\n${notify}\n`);
 }
 const notify = (...args: string[]) => box.tend(["notify", ...args]);
-const spool = () => box.read("notify-spool.jsonl").split("\n").filter(Boolean).map((line) => JSON.parse(line));
+const spool = () =>
+  box
+    .read("notify-spool.jsonl")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 
 describe("formats: each checked by the server that receives it", () => {
   test("text (ntfy): body, Title, Priority, Tags headers", async () => {
     setup("retries = 0");
-    const result = await notify("--title", "Disk", "--priority", "high", "--tag", "warning", "--tag", "disk", "disk 91% full");
+    const result = await notify(
+      "--title",
+      "Disk",
+      "--priority",
+      "high",
+      "--tag",
+      "warning",
+      "--tag",
+      "disk",
+      "disk 91% full",
+    );
     expect(result.code).toBe(0);
     const [request] = hook.seen;
     expect(request.path).toBe(`/topic/${SECRET}`);
@@ -78,7 +100,11 @@ describe("formats: each checked by the server that receives it", () => {
   });
 
   test.each([
-    ["json", "/hook", (body: any) => expect(body).toMatchObject({ message: "hello", title: "T", event: "restart", service: "web" })],
+    [
+      "json",
+      "/hook",
+      (body: any) => expect(body).toMatchObject({ message: "hello", title: "T", event: "restart", service: "web" }),
+    ],
     ["slack", "/services/T0/B0/xyz", (body: any) => expect(body).toEqual({ text: "*T*\nhello" })],
     ["discord", "/api/webhooks/1/abc", (body: any) => expect(body).toEqual({ content: "T\nhello" })],
   ] as [string, string, (body: unknown) => void][])("%s", async (format, path, check) => {
@@ -98,7 +124,9 @@ describe("formats: each checked by the server that receives it", () => {
 
   test("alertmanager: POST /api/v2/alerts with labels and annotations", async () => {
     setup('format = "alertmanager"\nretries = 0', base);
-    expect((await notify("--event", "restart", "--service", "web", "--priority", "critical", "web restarted")).code).toBe(0);
+    expect(
+      (await notify("--event", "restart", "--service", "web", "--priority", "critical", "web restarted")).code,
+    ).toBe(0);
     expect(hook.seen[0].path).toBe("/api/v2/alerts");
     const [alert] = JSON.parse(hook.seen[0].body);
     expect(alert.labels).toMatchObject({ alertname: "restart", service: "web", severity: "critical" });
@@ -217,7 +245,8 @@ describe("failures: curl -f semantics, retries, nothing lost", () => {
     const result = await notify("x");
     expect(result.stderr).toContain(`delivery to ${base}/… failed`);
     expect(result.stderr).toContain("HTTP 401: bad token …");
-    for (const text of [result.stdout, result.stderr, box.read("notify-spool.jsonl"), box.read("notify-state.json")]) expect(text).not.toContain(SECRET);
+    for (const text of [result.stdout, result.stderr, box.read("notify-spool.jsonl"), box.read("notify-state.json")])
+      expect(text).not.toContain(SECRET);
   });
 });
 
@@ -225,7 +254,17 @@ describe("spool and dedup", () => {
   test("the spool keeps at most 1000; the next delivered message says how many were dropped", async () => {
     setup("retries = 0");
     mkdirSync(box.state, { recursive: true, mode: 0o700 });
-    const old = Array.from({ length: 1000 }, (_, i) => JSON.stringify({ message: `old ${i}`, title: null, priority: null, tags: [], event: null, service: null, time: new Date().toISOString() }));
+    const old = Array.from({ length: 1000 }, (_, i) =>
+      JSON.stringify({
+        message: `old ${i}`,
+        title: null,
+        priority: null,
+        tags: [],
+        event: null,
+        service: null,
+        time: new Date().toISOString(),
+      }),
+    );
     writeFileSync(join(box.state, "notify-spool.jsonl"), old.join("\n") + "\n");
     hook.modes = ["500"];
     expect((await notify("newest")).code).toBe(1);
@@ -247,7 +286,11 @@ describe("spool and dedup", () => {
     const texts = Array.from({ length: 12 }, (_, i) => `parallel ${i}`);
     const results = await Promise.all(texts.map((text) => notify(text)));
     expect(results.every((result) => result.code === 1)).toBe(true);
-    expect(spool().map((message) => message.message).sort()).toEqual([...texts].sort());
+    expect(
+      spool()
+        .map((message) => message.message)
+        .sort(),
+    ).toEqual([...texts].sort());
     hook.modes = ["ok"];
     hook.seen = [];
     await Promise.all([notify("--flush"), notify("--flush"), notify("--flush")]);
@@ -263,10 +306,14 @@ describe("spool and dedup", () => {
     expect((await notify("--service", "db", "--event", "restart", "db restarted")).code).toBe(0); // another service
     await notify("--service", "web", "--event", "restart", "web restarted");
     expect(hook.seen.length).toBe(2);
-    await waitFor(async () => {
-      await notify("--service", "web", "--event", "restart", "web restarted");
-      return hook.seen.length === 3;
-    }, 10_000, "min_interval to pass");
+    await waitFor(
+      async () => {
+        await notify("--service", "web", "--event", "restart", "web restarted");
+        return hook.seen.length === 3;
+      },
+      10_000,
+      "min_interval to pass",
+    );
     expect(hook.seen[2].body).toMatch(/^web restarted \(\+\d+ similar suppressed\)$/);
   }, 20_000);
 
@@ -305,9 +352,10 @@ timeout = "300ms"
 command = ["true"]
 `);
   }
-  const bodies = (prefix: string) => hook.seen.filter((request) => request.path.startsWith(prefix)).map((request) => request.body);
+  const bodies = (prefix: string) =>
+    hook.seen.filter((request) => request.path.startsWith(prefix)).map((request) => request.body);
 
-  test("restart and failed recovery are notified (⚠️, 🚨); a failed notification is logged, spooled, shown by status, and sent first next pass", async () => {
+  test("⚠️ restart and 🚨 failed recovery; a failed send is logged, spooled, shown, sent first next pass", async () => {
     const port = await freePort();
     watchdogConfig(port);
     hook.modes = ["500"];
@@ -331,7 +379,10 @@ command = ["true"]
     expect(delivered[0]).toStartWith("⚠️ web failed 1 check in a row");
     expect(delivered[1]).toStartWith("🚨 web did not recover");
     expect(delivered[2]).toStartWith("✅ web is healthy again");
-    expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout).notify).toEqual({ spooled: 0, last_error: null });
+    expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout).notify).toEqual({
+      spooled: 0,
+      last_error: null,
+    });
     server.kill();
   }, 30_000);
 
@@ -339,11 +390,15 @@ command = ["true"]
     const port = await freePort();
     watchdogConfig(port);
     await box.tend(["watchdog"]);
-    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([`/ping/${SECRET}/fail`]);
+    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([
+      `/ping/${SECRET}/fail`,
+    ]);
     hook.seen = [];
     const server = await box.server(port);
     await box.tend(["watchdog"]);
-    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([`/ping/${SECRET}`]);
+    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([
+      `/ping/${SECRET}`,
+    ]);
     server.kill();
   }, 30_000);
 });

@@ -32,7 +32,10 @@ beforeAll(() => {
         return new Response(stream);
       }
       const status = Number(/^\/(\d{3})$/.exec(path)?.[1] ?? 200);
-      return new Response(path === "/body" ? "status: all good" : "hello", { status, headers: status === 302 ? { location: "/" } : {} });
+      return new Response(path === "/body" ? "status: all good" : "hello", {
+        status,
+        headers: status === 302 ? { location: "/" } : {},
+      });
     },
   });
   url = `http://127.0.0.1:${server.port}`;
@@ -43,7 +46,15 @@ afterAll(() => {
 });
 
 const http = (path: string, extra: Partial<HttpCheck> = {}): HttpCheck => ({
-  kind: "http", url: url + path, expect: null, anyResponse: false, failCodes: null, contains: null, headers: {}, timeoutMs: 1000, ...extra,
+  kind: "http",
+  url: url + path,
+  expect: null,
+  anyResponse: false,
+  failCodes: null,
+  contains: null,
+  headers: {},
+  timeoutMs: 1000,
+  ...extra,
 });
 
 describe("http check", () => {
@@ -58,7 +69,13 @@ describe("http check", () => {
     ["fail_codes: only those fail", "/404", { failCodes: [502, 503, 504, 530] }, true, "HTTP 404"],
     ["fail_codes: a listed code fails", "/530", { failCodes: [502, 503, 504, 530] }, false, "HTTP 530 (a fail code)"],
     ["contains: body must hold the string", "/body", { contains: "all good" }, true, "HTTP 200"],
-    ["contains: a 200 without it fails", "/200", { contains: "all good" }, false, 'HTTP 200 but the body lacks "all good"'],
+    [
+      "contains: a 200 without it fails",
+      "/200",
+      { contains: "all good" },
+      false,
+      'HTTP 200 but the body lacks "all good"',
+    ],
   ] as [string, string, object, boolean, string][])("%s", async (_name, path, extra, ok, detail) => {
     const result = await probe(http(path, extra));
     expect(result.ok).toBe(ok);
@@ -114,17 +131,26 @@ describe("tcp check", () => {
   afterAll(() => listener.close());
 
   test("connect within the timeout is healthy", async () => {
-    expect(await probe({ kind: "tcp", host: "127.0.0.1", port, timeoutMs: 1000 })).toMatchObject({ ok: true, detail: `connected to 127.0.0.1:${port}` });
+    expect(await probe({ kind: "tcp", host: "127.0.0.1", port, timeoutMs: 1000 })).toMatchObject({
+      ok: true,
+      detail: `connected to 127.0.0.1:${port}`,
+    });
   });
   test("nothing listening fails", async () => {
     const closed = await freePort();
-    expect(await probe({ kind: "tcp", host: "127.0.0.1", port: closed, timeoutMs: 1000 })).toMatchObject({ ok: false, detail: "no connection: connection refused" });
+    expect(await probe({ kind: "tcp", host: "127.0.0.1", port: closed, timeoutMs: 1000 })).toMatchObject({
+      ok: false,
+      detail: "no connection: connection refused",
+    });
   });
 });
 
 describe("command check", () => {
   test("exit 0 is healthy, no shell involved", async () => {
-    expect(await probe({ kind: "command", argv: ["test", "-d", "/"], timeoutMs: 2000 })).toMatchObject({ ok: true, detail: "exit 0" });
+    expect(await probe({ kind: "command", argv: ["test", "-d", "/"], timeoutMs: 2000 })).toMatchObject({
+      ok: true,
+      detail: "exit 0",
+    });
     expect(await probe({ kind: "command", argv: ["echo", "$(false)"], timeoutMs: 2000 })).toMatchObject({ ok: true });
   });
   test("non-zero exit fails with what it said", async () => {
@@ -138,7 +164,11 @@ describe("command check", () => {
   });
   test("timeout kills the command's whole process group, grandchildren included", async () => {
     const marker = join(box.dir, "grandchild.pid");
-    const result = await probe({ kind: "command", argv: ["sh", "-c", `sleep 30 & echo $! > ${marker}; wait`], timeoutMs: 500 });
+    const result = await probe({
+      kind: "command",
+      argv: ["sh", "-c", `sleep 30 & echo $! > ${marker}; wait`],
+      timeoutMs: 500,
+    });
     expect(result).toMatchObject({ ok: false, timedOut: true, detail: "command did not finish within 0.5s" });
     const grandchild = Number(await Bun.file(marker).text());
     await waitFor(() => !alive(grandchild), 5000, "grandchild killed");
@@ -156,7 +186,9 @@ describe("process check", () => {
     const stopped = await probe({ kind: "process", timeoutMs: 1000 }, { process: readProc(child.pid) });
     expect(stopped).toMatchObject({ ok: false, detail: `pid ${child.pid} is stopped (T)` });
     const zombie = { ...readProc(child.pid)!, state: "Z" };
-    expect((await probe({ kind: "process", timeoutMs: 1000 }, { process: zombie })).detail).toBe(`pid ${child.pid} is a zombie (Z)`);
+    expect((await probe({ kind: "process", timeoutMs: 1000 }, { process: zombie })).detail).toBe(
+      `pid ${child.pid} is a zombie (Z)`,
+    );
     expect((await probe({ kind: "process", timeoutMs: 1000 }, { process: null })).detail).toBe("no process");
     process.kill(child.pid, "SIGKILL");
   });
@@ -165,13 +197,17 @@ describe("process check", () => {
     const parent = Bun.spawn(["sh", "-c", "sleep 0 & exec sleep 30"], { detached: true });
     box.track(parent.pid);
     let zombiePid = 0;
-    await waitFor(() => {
-      for (const entry of new Bun.Glob("[0-9]*").scanSync({ cwd: "/proc", onlyFiles: false })) {
-        const info = readProc(Number(entry));
-        if (info?.ppid === parent.pid && info.state === "Z") zombiePid = info.pid;
-      }
-      return zombiePid > 0;
-    }, 5000, "zombie child");
+    await waitFor(
+      () => {
+        for (const entry of new Bun.Glob("[0-9]*").scanSync({ cwd: "/proc", onlyFiles: false })) {
+          const info = readProc(Number(entry));
+          if (info?.ppid === parent.pid && info.state === "Z") zombiePid = info.pid;
+        }
+        return zombiePid > 0;
+      },
+      5000,
+      "zombie child",
+    );
     const result = await probe({ kind: "process", timeoutMs: 1000 }, { process: readProc(zombiePid) });
     expect(result).toMatchObject({ ok: false, detail: `pid ${zombiePid} is a zombie (Z)` });
     process.kill(parent.pid, "SIGKILL");
@@ -187,6 +223,8 @@ describe("log freshness check", () => {
     const stale = await probe({ kind: "log", path, freshMs: 60_000, timeoutMs: 1000 });
     expect(stale.ok).toBe(false);
     expect(stale.detail).toMatch(/^log not written for 5m( \d+s)? \(fresh: 60s\)$/);
-    expect((await probe({ kind: "log", path: path + ".missing", freshMs: 60_000, timeoutMs: 1000 })).detail).toEndWith("ENOENT");
+    expect((await probe({ kind: "log", path: path + ".missing", freshMs: 60_000, timeoutMs: 1000 })).detail).toEndWith(
+      "ENOENT",
+    );
   });
 });

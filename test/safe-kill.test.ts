@@ -17,7 +17,16 @@ function startTarget(argv: string[], pidfileName = "tour.pid") {
 }
 
 function configWith(pidfile: string) {
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "tour"\npidfile = "${pidfile}"\n[service.check]\nprocess = true\n`);
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "tour"
+pidfile = "${pidfile}"
+[service.check]
+process = true
+`,
+  );
 }
 
 test("a shell whose command line names the target survives: only the verified process dies", async () => {
@@ -25,21 +34,25 @@ test("a shell whose command line names the target survives: only the verified pr
   const { pid, pidfile } = startTarget(["sleep", "300"]);
   configWith(pidfile);
   // This shell's own command line contains "tour": pkill -f tour would have killed it.
-  const shell = Bun.spawnSync(["bash", "-c", `'${TEND}' safe-kill -s KILL tour; echo still-here rc=$?`], { env: box.env() });
+  const shell = Bun.spawnSync(["bash", "-c", `'${TEND}' safe-kill -s KILL tour; echo still-here rc=$?`], {
+    env: box.env(),
+  });
   const out = shell.stdout.toString();
   expect(out).toContain(`sent SIGKILL to tour (pid ${pid}: sleep 300)`);
   expect(out).toContain("still-here rc=0");
   await waitFor(() => !alive(pid), 5000, "target gone");
 });
 
-test("PID reuse: a pidfile naming a process newer than the file is not that process; nothing is signalled", async () => {
+test("PID reuse: a pidfile naming a process newer than the file does not name it; nothing is signalled", async () => {
   box = new Sandbox();
   const { pid, pidfile } = startTarget(["sleep", "300"]);
   const hourAgo = new Date(Date.now() - 3_600_000);
   utimesSync(pidfile, hourAgo, hourAgo);
   const result = await box.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile}`]);
   expect(result.code).toBe(1);
-  expect(result.stderr).toContain(`pid ${pid} started after ${pidfile} was written: not the process it names (PID reused)`);
+  expect(result.stderr).toContain(
+    `pid ${pid} started after ${pidfile} was written: not the process it names (PID reused)`,
+  );
   expect(alive(pid)).toBe(true);
 });
 
@@ -47,7 +60,19 @@ test("PID reuse against the start time tend recorded when it started the process
   box = new Sandbox();
   const port = await freePort();
   const pidfile = join(box.state, "tour.pid");
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "tour"\npidfile = "tour.pid"\ngrace = "0s"\n[service.check]\nhttp = "http://127.0.0.1:${port}/"\n[service.restart]\nspawn = ["${BUN}", "${SERVER}", "${port}"]\n`);
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "tour"
+pidfile = "tour.pid"
+grace = "0s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+`,
+  );
   await box.tend(["watchdog"]);
   const started = Number(box.read("tour.pid"));
   box.track(started);
@@ -63,7 +88,9 @@ test("PID reuse against the start time tend recorded when it started the process
   for (const target of ["tour", `pidfile:${pidfile}`]) {
     const result = await box.tend(["safe-kill", "-s", "KILL", target]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain(`pid ${stranger.pid} now belongs to another process (start time differs: PID reused)`);
+    expect(result.stderr).toContain(
+      `pid ${stranger.pid} now belongs to another process (start time differs: PID reused)`,
+    );
   }
   expect(alive(stranger.pid)).toBe(true);
 });
@@ -77,10 +104,16 @@ test("refuses (exit 3) pid 1, pid 0, itself and its parent shell", async () => {
     expect(result.code).toBe(3);
     expect(result.stderr).toContain(`refusing to signal pid ${pid}: init or the kernel`);
   }
-  const self = Bun.spawnSync(["bash", "-c", `echo $$ > '${pidfile}'; exec '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'`], { env: box.env() });
+  const self = Bun.spawnSync(
+    ["bash", "-c", `echo $$ > '${pidfile}'; exec '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'`],
+    { env: box.env() },
+  );
   expect(self.exitCode).toBe(3);
   expect(self.stderr.toString()).toContain("that is safe-kill itself");
-  const parent = Bun.spawnSync(["bash", "-c", `echo $$ > '${pidfile}'; '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'; echo parent-alive rc=$?`], { env: box.env() });
+  const parent = Bun.spawnSync(
+    ["bash", "-c", `echo $$ > '${pidfile}'; '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'; echo parent-alive rc=$?`],
+    { env: box.env() },
+  );
   expect(parent.stdout.toString()).toContain("parent-alive rc=3");
   expect(parent.stderr.toString()).toContain("an ancestor of safe-kill");
 });
@@ -111,11 +144,20 @@ test("--escalate: TERM, then KILL only when the process ignores TERM, and says w
   expect(result.code).toBe(0);
   expect(result.stdout).toContain("sent SIGTERM");
   expect(result.stdout).toContain("no force needed");
-  const stubborn = startTarget([BUN, "-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('up')"], "stubborn.pid");
-  await waitFor(() => {
-    const caught = /SigCgt:\s*([0-9a-f]+)/.exec(Bun.spawnSync(["cat", `/proc/${stubborn.pid}/status`]).stdout.toString())?.[1] ?? "0";
-    return (BigInt("0x" + caught) & (1n << 14n)) !== 0n; // bit 15-1: SIGTERM is caught
-  }, 10_000, "TERM handler installed");
+  const stubborn = startTarget(
+    [BUN, "-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('up')"],
+    "stubborn.pid",
+  );
+  await waitFor(
+    () => {
+      const caught =
+        /SigCgt:\s*([0-9a-f]+)/.exec(Bun.spawnSync(["cat", `/proc/${stubborn.pid}/status`]).stdout.toString())?.[1] ??
+        "0";
+      return (BigInt("0x" + caught) & (1n << 14n)) !== 0n; // bit 15-1: SIGTERM is caught
+    },
+    10_000,
+    "TERM handler installed",
+  );
   const forced = await box.tend(["safe-kill", "--escalate", "500ms", `pidfile:${stubborn.pidfile}`]);
   expect(forced.code).toBe(0);
   expect(forced.stdout).toContain("was still running after 0.5s: sent SIGKILL (force was needed)");
@@ -139,8 +181,30 @@ test("launchd label via the config (STAND-IN launchctl: launchd cannot run on Li
   // A stand-in that answers `launchctl list LABEL` the way launchd does, for this label only.
   const bin = join(box.dir, "bin");
   Bun.spawnSync(["mkdir", bin]);
-  writeFileSync(join(bin, "launchctl"), `#!/bin/sh\n[ "$1 $2" = "list org.example.tour" ] || { echo "Could not find service \\"$2\\" in domain" >&2; exit 113; }\nprintf '{\\n\\t"LimitLoadToSessionType" = "Aqua";\\n\\t"Label" = "org.example.tour";\\n\\t"PID" = ${pid};\\n};\\n'\n`, { mode: 0o755 });
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "tour"\nlaunchd = "org.example.tour"\n[service.check]\nprocess = true\n[[service]]\nname = "gone"\nlaunchd = "org.example.gone"\n[service.check]\nprocess = true\n`);
+  writeFileSync(
+    join(bin, "launchctl"),
+    `#!/bin/sh
+[ "$1 $2" = "list org.example.tour" ] || { echo "Could not find service \\"$2\\" in domain" >&2; exit 113; }
+printf '{\\n\\t"LimitLoadToSessionType" = "Aqua";\\n\\t"Label" = "org.example.tour";'
+printf '\\n\\t"PID" = ${pid};\\n};\\n'
+`,
+    { mode: 0o755 },
+  );
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "tour"
+launchd = "org.example.tour"
+[service.check]
+process = true
+[[service]]
+name = "gone"
+launchd = "org.example.gone"
+[service.check]
+process = true
+`,
+  );
   const env = { PATH: `${bin}:${process.env.PATH}` };
   const result = await box.tend(["safe-kill", "-s", "KILL", "tour"], { env });
   expect(result.stdout).toBe(`sent SIGKILL to tour (pid ${pid}: sleep 300)\n`);

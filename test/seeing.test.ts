@@ -23,15 +23,19 @@ async function onTerminal(args: string[], marker = "__done__"): Promise<string> 
   const command = `'${TEND}' ${args.join(" ")}; echo ${marker}; sleep 30`;
   Bun.spawnSync(["tmux", "new-session", "-d", "-x", "120", "-y", "50", "-s", "screen", command], { env });
   let screen = "";
-  await waitFor(() => {
-    screen = Bun.spawnSync(["tmux", "capture-pane", "-p", "-t", "screen"], { env }).stdout.toString();
-    return screen.includes(marker);
-  }, 10_000, "command on the terminal");
+  await waitFor(
+    () => {
+      screen = Bun.spawnSync(["tmux", "capture-pane", "-p", "-t", "screen"], { env }).stdout.toString();
+      return screen.includes(marker);
+    },
+    10_000,
+    "command on the terminal",
+  );
   Bun.spawnSync(["tmux", "kill-session", "-t", "screen"], { env });
   return screen;
 }
 
-test("stats: percentiles, timeouts and a WARN where the timeout cuts into the distribution; the histogram marks it", async () => {
+test("stats: percentiles, timeouts, a WARN where the timeout cuts the distribution; histogram marks it", async () => {
   box = new Sandbox();
   const slow = controlled();
   const fast = controlled();
@@ -50,7 +54,8 @@ name = "api"
 http = "${fast.url}"
 timeout = "2s"
 `);
-  // The tunnel answers in 100 ms..1.3 s: the 900 ms timeout cuts the tail off (400 ms of headroom for a loaded machine).
+  // The tunnel answers in 100 ms..1.3 s: the 900 ms timeout cuts the tail off
+  // (400 ms of headroom for a loaded machine).
   for (const delay of [100, 200, 300, 400, 500, 1300, 1300]) {
     slow.control.delayMs = delay;
     expect((await box.tend(["watchdog"])).code).toBe(0);
@@ -74,12 +79,12 @@ timeout = "2s"
   expect(text).toContain("WARN tunnel: timeout 0.9s is below the observed p99");
   expect(text).not.toContain("│"); // no pictures when stdout is not a terminal
   const screen = await onTerminal(["watchdog", "stats", "tunnel"]);
-  expect(screen).toContain("├──────────────────────────────");
+  expect(screen).toContain("├" + "─".repeat(30));
   expect(screen).toContain("timeout 900ms: slower answers count as failures");
   expect(screen).toMatch(/100ms-200ms │█+ 1/);
 }, 60_000);
 
-test("report: availability, downtime, restarts, recoveries and MTTR from real passes; timeline on a terminal", async () => {
+test("report: availability, downtime, restarts, recoveries, MTTR from real passes; a timeline", async () => {
   box = new Sandbox();
   const web = controlled();
   box.writeConfig(`
@@ -103,7 +108,11 @@ command = ["true"]
   const failed = await box.tend(["watchdog"]); // strike 2: restart; 503 persists: FAILED
   expect(failed.stdout).toContain("[FAILED] web");
   web.control.status = 200;
-  await waitFor(async () => (await box.tend(["watchdog"])).stdout.includes("[RECOVERED] web is healthy again"), 20_000, "recovery");
+  await waitFor(
+    async () => (await box.tend(["watchdog"])).stdout.includes("[RECOVERED] web is healthy again"),
+    20_000,
+    "recovery",
+  );
 
   const report = JSON.parse((await box.tend(["watchdog", "report", "--since", "10m", "--json"])).stdout);
   const row = report.services[0];
@@ -122,7 +131,8 @@ command = ["true"]
   // With short cells the picture shows the outage between healthy time.
   const recoveredAt = Date.now();
   await waitFor(() => Date.now() - recoveredAt > 1500, 5000, "a little healthy time");
-  const fine = JSON.parse((await box.tend(["watchdog", "report", "--since", "30s", "--json"])).stdout).services[0].timeline as string[];
+  const fine = JSON.parse((await box.tend(["watchdog", "report", "--since", "30s", "--json"])).stdout).services[0]
+    .timeline as string[];
   expect(fine.at(-1)).toBe("up");
   const firstBad = fine.findIndex((cell) => cell === "down" || cell === "degraded");
   expect(firstBad).toBeGreaterThan(0);
@@ -141,7 +151,16 @@ command = ["true"]
 test("report: a host gap (heartbeat older than 2 x interval) is no data, not downtime", async () => {
   box = new Sandbox();
   const web = controlled();
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "1m"\n[[service]]\nname = "web"\n[service.check]\nhttp = "${web.url}"\n`);
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+interval = "1m"
+[[service]]
+name = "web"
+[service.check]
+http = "${web.url}"
+`,
+  );
   await box.tend(["watchdog"]);
   const long = new Date(Date.now() - 20 * 60_000);
   utimesSync(join(box.state, "heartbeat"), long, long);
@@ -155,7 +174,7 @@ test("report: a host gap (heartbeat older than 2 x interval) is no data, not dow
   expect(row.timeline.filter((cell: string) => cell === "none").length).toBeGreaterThan(24);
 });
 
-test("metrics_file: Prometheus text, written atomically each pass, valid for promtool, with the right figures", async () => {
+test("metrics_file: Prometheus text, written atomically each pass, promtool-valid, right figures", async () => {
   box = new Sandbox();
   const web = controlled();
   const metrics = join(box.dir, "textfile", "tend.prom");
@@ -191,7 +210,9 @@ http = "${web.url}"
   expect(text).toContain('tend_service_recoveries_total{service="web",result="ok"} 0');
   expect(text).toContain('tend_service_strikes{service="db"} 0');
   expect(text).toContain('tend_service_auto_restarts_total{service="web"} 0');
-  expect(text).toMatch(/tend_probe_duration_seconds\{service="web"\} 0\.\d+|tend_probe_duration_seconds\{service="web"\} 0/);
+  expect(text).toMatch(
+    /tend_probe_duration_seconds\{service="web"\} 0\.\d+|tend_probe_duration_seconds\{service="web"\} 0/,
+  );
   const stamp = Number(/^tend_last_pass_timestamp_seconds (\d+)$/m.exec(text)?.[1]);
   expect(stamp * 1000).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);
   expect(statSync(metrics).mode & 0o777).toBe(0o644);
@@ -199,10 +220,13 @@ http = "${web.url}"
 
   // Every sample line follows the exposition grammar, and promtool (Prometheus's own checker) agrees.
   for (const line of text.trim().split("\n")) {
-    expect(line).toMatch(/^(# (HELP|TYPE) tend_[a-z_]+ .+|tend_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?\d+(\.\d+)?(e-?\d+)?)$/);
+    expect(line).toMatch(
+      /^(# (HELP|TYPE) tend_[a-z_]+ .+|tend_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?\d+(\.\d+)?(e-?\d+)?)$/,
+    );
   }
   const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
-  if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: run make build/tools/promtool (make test does)`);
+  if (!existsSync(promtool))
+    throw new Error(`promtool not found at ${promtool}: run make build/tools/promtool (make test does)`);
   const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(text) });
   expect(check.stderr.toString() + check.stdout.toString()).toBe("");
   expect(check.exitCode).toBe(0);
@@ -213,12 +237,45 @@ test("status reads at a glance on a terminal: aligned columns, colour by state, 
   const ok = controlled();
   const bad = controlled();
   bad.control.status = 503;
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "blog"\n[service.check]\nhttp = "${ok.url}"\n[[service]]\nname = "tunnel-public"\n[service.check]\nhttp = "${bad.url}"\n`);
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "blog"
+[service.check]
+http = "${ok.url}"
+[[service]]
+name = "tunnel-public"
+[service.check]
+http = "${bad.url}"
+`,
+  );
   await box.tend(["watchdog"]);
   const env = box.env();
-  Bun.spawnSync(["tmux", "new-session", "-d", "-x", "100", "-y", "20", "-s", "screen", `'${TEND}' watchdog status; echo __done__; sleep 30`], { env });
+  Bun.spawnSync(
+    [
+      "tmux",
+      "new-session",
+      "-d",
+      "-x",
+      "100",
+      "-y",
+      "20",
+      "-s",
+      "screen",
+      `'${TEND}' watchdog status; echo __done__; sleep 30`,
+    ],
+    { env },
+  );
   let plain = "";
-  await waitFor(() => (plain = Bun.spawnSync(["tmux", "capture-pane", "-p", "-t", "screen"], { env }).stdout.toString()).includes("__done__"), 10_000, "status");
+  await waitFor(
+    () =>
+      (plain = Bun.spawnSync(["tmux", "capture-pane", "-p", "-t", "screen"], { env }).stdout.toString()).includes(
+        "__done__",
+      ),
+    10_000,
+    "status",
+  );
   const colored = Bun.spawnSync(["tmux", "capture-pane", "-p", "-e", "-t", "screen"], { env }).stdout.toString();
   Bun.spawnSync(["tmux", "kill-session", "-t", "screen"], { env });
   const lines = plain.split("\n");
@@ -240,13 +297,36 @@ test("status reads at a glance on a terminal: aligned columns, colour by state, 
   expect(noColor.stdout).not.toContain("\x1b[");
 
   // A phone-width terminal: two lines per service, nothing wider than the screen.
-  Bun.spawnSync(["tmux", "new-session", "-d", "-x", "44", "-y", "20", "-s", "phone", `'${TEND}' watchdog status; echo __done__; sleep 30`], { env });
+  Bun.spawnSync(
+    [
+      "tmux",
+      "new-session",
+      "-d",
+      "-x",
+      "44",
+      "-y",
+      "20",
+      "-s",
+      "phone",
+      `'${TEND}' watchdog status; echo __done__; sleep 30`,
+    ],
+    { env },
+  );
   let phone = "";
-  await waitFor(() => (phone = Bun.spawnSync(["tmux", "capture-pane", "-p", "-J", "-t", "phone"], { env }).stdout.toString()).includes("__done__"), 10_000, "status on a phone");
+  await waitFor(
+    () =>
+      (phone = Bun.spawnSync(["tmux", "capture-pane", "-p", "-J", "-t", "phone"], { env }).stdout.toString()).includes(
+        "__done__",
+      ),
+    10_000,
+    "status on a phone",
+  );
   Bun.spawnSync(["tmux", "kill-session", "-t", "phone"], { env });
   const shown = phone.split("\n").filter((line) => line && line !== "__done__");
   expect(shown.every((line) => line.length <= 44)).toBe(true);
-  expect(shown.find((line) => line.startsWith("tunnel-public"))).toMatch(/^tunnel-public\s+failing 1\/3\s+1\/3\s+0 \(✓0 ✗0\)$/);
+  expect(shown.find((line) => line.startsWith("tunnel-public"))).toMatch(
+    /^tunnel-public\s+failing 1\/3\s+1\/3\s+0 \(✓0 ✗0\)$/,
+  );
   const detail = shown[shown.findIndex((line) => line.startsWith("tunnel-public")) + 1];
   expect(detail).toMatch(/^ {2}HTTP 503 \(expected 2xx\/3xx\) · \d\d:\d\d:\d\d WA…$/); // cut to the width
   expect(shown.some((line) => line.startsWith("SERVICE"))).toBe(false);

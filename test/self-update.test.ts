@@ -1,7 +1,16 @@
 // self-update with real binaries (copies of build/tend) and broken stand-ins, a local download host.
 import { afterEach, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { Sandbox, TEND } from "./helpers.ts";
 
@@ -24,7 +33,16 @@ function install() {
   copyFileSync(TEND, target);
   chmodSync(target, 0o751);
   utimesSync(target, LONG_AGO, LONG_AGO);
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\ntimeout = "200ms"\n`);
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "web"
+[service.check]
+tcp = "127.0.0.1:1"
+timeout = "200ms"
+`,
+  );
   const selfUpdate = (...args: string[]) => box.tend(["self-update", ...args, "--target", target]);
   return { target, selfUpdate, original: sha(target) };
 }
@@ -35,9 +53,12 @@ function standIn(name: string, body: string) {
   writeFileSync(path, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
   return path;
 }
-const backups = (target: string) => readdirSync(join(box.dir, "bin")).filter((name) => name.startsWith("tend.bak-")).map((name) => join(box.dir, "bin", name));
+const backups = (target: string) =>
+  readdirSync(join(box.dir, "bin"))
+    .filter((name) => name.startsWith("tend.bak-"))
+    .map((name) => join(box.dir, "bin", name));
 
-test("a real binary from a path: checked, backed up (mode and times kept), version and plan shown, swapped", async () => {
+test("a real binary from a path: checked, backed up (mode, times kept), version and plan shown, swapped", async () => {
   const { target, selfUpdate, original } = install();
   const fresh = join(box.dir, "tend-new");
   copyFileSync(TEND, fresh);
@@ -57,15 +78,23 @@ test("a real binary from a path: checked, backed up (mode and times kept), versi
   expect(readdirSync(join(box.dir, "bin")).filter((name) => name.includes(".new-"))).toEqual([]);
 }, 60_000);
 
-test("from a URL: the version change and a unified diff of `watchdog plan`; --rollback brings the old one back", async () => {
+test("from a URL: version change, unified diff of `watchdog plan`; --rollback brings the old one back", async () => {
   const { target, selfUpdate, original } = install();
   // A "new version" that changes a default: verify_timeout 1m -> 2m.
-  const next = standIn("tend-9.9.9", `case "$*" in
+  const next = standIn(
+    "tend-9.9.9",
+    `case "$*" in
   --version) echo "tend 9.9.9-test" ;;
   *"watchdog plan"*) "${TEND}" "$@" | sed 's/verify_timeout = "1m"/verify_timeout = "2m"/' ;;
   *) exec "${TEND}" "$@" ;;
-esac`);
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (request) => (new URL(request.url).pathname === "/tend" ? new Response(Bun.file(next)) : new Response("no", { status: 404 })) });
+esac`,
+  );
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) =>
+      new URL(request.url).pathname === "/tend" ? new Response(Bun.file(next)) : new Response("no", { status: 404 }),
+  });
   const result = await selfUpdate(`http://127.0.0.1:${server.port}/tend`, "--yes");
   expect(result.stderr).toBe("");
   expect(result.stdout).toMatch(/version: tend \S+ -> tend 9\.9\.9-test/);
@@ -89,8 +118,22 @@ test("broken stand-ins are refused before anything changes: no answer, bad valid
   const { target, selfUpdate, original } = install();
   const cases: [string, string[], string][] = [
     [standIn("dead", "exit 1"), [], "the new binary's --version: exit 1"],
-    [standIn("no-validate", `[ "$1" = --version ] && { echo "tend 0.0.1"; exit 0; }\necho "validate: nope" >&2\nexit 2`), [], "the new binary's watchdog validate: exit 2: validate: nope"],
-    [standIn("no-pass", `[ "$1" = --version ] && { echo "tend 0.0.2"; exit 0; }\n[ "$2" = validate ] && exit 0\nexit 1`), [], "the new binary's watchdog pass --dry-run: exit 1"],
+    [
+      standIn(
+        "no-validate",
+        `[ "$1" = --version ] && { echo "tend 0.0.1"; exit 0; }\necho "validate: nope" >&2\nexit 2`,
+      ),
+      [],
+      "the new binary's watchdog validate: exit 2: validate: nope",
+    ],
+    [
+      standIn(
+        "no-pass",
+        `[ "$1" = --version ] && { echo "tend 0.0.2"; exit 0; }\n[ "$2" = validate ] && exit 0\nexit 1`,
+      ),
+      [],
+      "the new binary's watchdog pass --dry-run: exit 1",
+    ],
     [join(box.dir, "missing-file"), [], "missing-file: ENOENT"],
   ];
   const good = join(box.dir, "tend-good");
@@ -133,7 +176,7 @@ test("keeps the 5 newest backups; --list shows them", async () => {
   for (const path of kept) expect(list.stdout).toContain(path);
 }, 120_000);
 
-test("--apply-config: validated with the current binary, backed up, plan diff shown, swapped; an invalid one changes nothing", async () => {
+test("--apply-config: validated, backed up, plan diff, swapped; an invalid one changes nothing", async () => {
   const { target } = install();
   const live = readFileSync(box.config, "utf8");
   const next = join(box.dir, "next.toml");

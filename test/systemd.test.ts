@@ -43,18 +43,28 @@ describe("the watchdog against real systemd units", () => {
   let port = 0;
   let config = "";
   const pass = (...args: string[]) => systemd.ct(systemd.tend, "watchdog", ...args, "--config", config);
-  const answers = async () => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(1000) }).catch(() => null))?.status === 200;
+  const answers = async () =>
+    (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(1000) }).catch(() => null))?.status === 200;
 
   beforeAll(async () => {
     port = await freePort();
-    systemd.installUnit(WEB, `[Service]\nExecStart=/usr/bin/python3 -m http.server ${port} --bind 127.0.0.1\nRestart=on-failure\nRestartSec=200ms\n`);
+    systemd.installUnit(
+      WEB,
+      `[Service]
+ExecStart=/usr/bin/python3 -m http.server ${port} --bind 127.0.0.1
+Restart=on-failure
+RestartSec=200ms
+`,
+    );
     systemd.installUnit("broken.service", "[Service]\nExecStart=/usr/bin/false\n");
     const brokenPort = await freePort();
     const name = `tend-${Math.random().toString(36).slice(2)}`;
     rmSync(join(systemd.share, name), { recursive: true, force: true });
     mkdirSync(join(systemd.share, name));
     config = `${systemd.shareInside}/${name}/tend.toml`;
-    writeFileSync(join(systemd.share, name, "tend.toml"), `
+    writeFileSync(
+      join(systemd.share, name, "tend.toml"),
+      `
 [watchdog]
 state_dir = "${systemd.shareInside}/${name}/state"
 [defaults]
@@ -77,7 +87,8 @@ http = "http://127.0.0.1:${brokenPort}/"
 timeout = "500ms"
 [service.restart]
 systemd = "broken.service"
-`);
+`,
+    );
     systemd.ct("systemctl", "start", "broken.service");
     systemd.ct("systemctl", "restart", WEB);
     await waitFor(answers, 15_000, "web.service answering");
@@ -87,10 +98,12 @@ systemd = "broken.service"
     systemd.ct("systemctl", "reset-failed");
   });
 
-  test("a frozen unit (systemd still says running) is restarted with systemctl restart at the 3rd strike; a failed unit is reported, not restarted", async () => {
+  test("a frozen unit (running to systemd) restarted at strike 3; a failed unit reported, not restarted", async () => {
     const first = pass();
     expect(first.stderr).toBe("");
-    expect(first.stdout).toContain("[WARN] broken: broken.service is failed (systemd gave up on it): tend does not restart a failed unit");
+    expect(first.stdout).toContain(
+      "[WARN] broken: broken.service is failed (systemd gave up on it): tend does not restart a failed unit",
+    );
     expect(first.stdout).toContain("not restarting: broken.service is failed");
     expect(first.stdout).not.toContain("[RESTART] broken");
     const frozen = Number(systemd.show(WEB, "MainPID"));
@@ -108,14 +121,16 @@ systemd = "broken.service"
     expect(systemd.show("broken.service", "NRestarts")).toBe("0");
   }, 90_000);
 
-  test("track_restarts: systemd's silent auto-restart (NRestarts up) is reported; a manual restart only moves the baseline", async () => {
+  test("track_restarts: a silent auto-restart (NRestarts up) is reported; a manual one moves the base", async () => {
     pass();
     const before = Number(systemd.show(WEB, "NRestarts"));
     systemd.ct("systemctl", "kill", "-s", "KILL", "--kill-who=main", WEB);
     await waitFor(() => Number(systemd.show(WEB, "NRestarts")) === before + 1, 10_000, "systemd's own restart");
     await waitFor(answers, 15_000, "web answering again");
     const seen = pass().stdout;
-    expect(seen).toContain(`[AUTO-RESTART] web: systemd restarted web.service on its own once (NRestarts ${before} -> ${before + 1})`);
+    expect(seen).toContain(
+      `[AUTO-RESTART] web: systemd restarted web.service on its own once (NRestarts ${before} -> ${before + 1})`,
+    );
     systemd.ct("systemctl", "restart", WEB); // manual: NRestarts back to 0
     await waitFor(answers, 15_000, "web answering after the manual restart");
     expect(pass().stdout).not.toContain("AUTO-RESTART");
@@ -133,13 +148,15 @@ systemd = "broken.service"
 });
 
 describe("watchdog install systemd, in a real systemd", () => {
-  test("--write installs the service and timer; the timer fires a pass; the service it spawned outlives the pass's unit", async () => {
+  test("--write installs service and timer; the timer fires a pass; its spawn outlives the pass's unit", async () => {
     const port = await freePort();
     const name = `install-${Math.random().toString(36).slice(2)}`;
     mkdirSync(join(systemd.share, name));
     const inside = `${systemd.shareInside}/${name}`;
     const config = `${inside}/tend.toml`;
-    writeFileSync(join(systemd.share, name, "tend.toml"), `
+    writeFileSync(
+      join(systemd.share, name, "tend.toml"),
+      `
 [watchdog]
 state_dir = "${inside}/state"
 interval = "1h"
@@ -152,21 +169,30 @@ http = "http://127.0.0.1:${port}/"
 timeout = "1s"
 [service.restart]
 spawn = ["/usr/bin/python3", "-m", "http.server", "${port}", "--bind", "127.0.0.1"]
-`);
+`,
+    );
     const written = systemd.ct(systemd.tend, "watchdog", "install", "systemd", "--write", "--config", config);
     expect(written.stderr).toBe("");
     expect(written.stdout).toContain("/etc/systemd/system/tend-watchdog.service: written");
     expect(written.stdout).toContain("/etc/systemd/system/tend-watchdog.timer: written");
-    expect(systemd.ct(systemd.tend, "watchdog", "install", "systemd", "--write", "--config", config).stdout).toContain("tend-watchdog.timer: unchanged");
+    expect(systemd.ct(systemd.tend, "watchdog", "install", "systemd", "--write", "--config", config).stdout).toContain(
+      "tend-watchdog.timer: unchanged",
+    );
     systemd.ct("systemctl", "daemon-reload");
     systemd.ct("systemctl", "start", "tend-watchdog.timer");
     const heartbeat = join(systemd.share, name, "state", "heartbeat");
     await waitFor(() => existsSync(heartbeat), 30_000, "the timer to fire a pass");
-    await waitFor(() => systemd.show("tend-watchdog.service", "ActiveState") === "inactive", 30_000, "the oneshot pass to finish");
+    await waitFor(
+      () => systemd.show("tend-watchdog.service", "ActiveState") === "inactive",
+      30_000,
+      "the oneshot pass to finish",
+    );
     expect(systemd.show("tend-watchdog.service", "Result")).toBe("success");
     const answer = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
     expect(answer.status).toBe(200); // spawned by the pass, still running after the unit finished
-    expect(readFileSync(join(systemd.share, name, "state", "watchdog.log"), "utf8")).toContain("[RECOVERED] web recovered");
+    expect(readFileSync(join(systemd.share, name, "state", "watchdog.log"), "utf8")).toContain(
+      "[RECOVERED] web recovered",
+    );
     systemd.ct("systemctl", "stop", "tend-watchdog.timer");
     const pid = readFileSync(join(systemd.share, name, "state", "web.pid"), "utf8").trim();
     systemd.ct("kill", pid);

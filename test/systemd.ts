@@ -31,14 +31,20 @@ export function bootSystemd(): Systemd {
   if (!existsSync(join(SCRIPTS, "up.sh"))) throw new Error(`systemd sandbox scripts not found at ${SCRIPTS}`);
   const up = Bun.spawnSync(["bash", join(SCRIPTS, "up.sh")], { env, stdout: "pipe", stderr: "pipe" });
   if (up.exitCode !== 0) {
-    throw new Error(`SYSTEMD SANDBOX DID NOT BOOT (up.sh exit ${up.exitCode}); these tests need it:\n${up.stdout}\n${up.stderr}`);
+    throw new Error(
+      `SYSTEMD SANDBOX DID NOT BOOT (up.sh exit ${up.exitCode}); these tests need it:\n${up.stdout}\n${up.stderr}`,
+    );
   }
   const leader = Number(readFileSync(join(BASE, `state-${MACHINE}`, "leader.pid"), "utf8").trim());
   const share = join(BASE, "share");
   copyFileSync(TEND, join(share, "tend"));
   Bun.spawnSync(["chmod", "755", join(share, "tend")]);
   const ct = (...argv: string[]) => {
-    const result = Bun.spawnSync(["nsenter", "-t", String(leader), "-a", "--", ...argv], { stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", HOME: "/root", TZ: "UTC" } });
+    const result = Bun.spawnSync(["nsenter", "-t", String(leader), "-a", "--", ...argv], {
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", HOME: "/root", TZ: "UTC" },
+    });
     return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
   };
   return {
@@ -57,7 +63,12 @@ export function bootSystemd(): Systemd {
       for (const entry of new Bun.Glob("[0-9]*").scanSync({ cwd: "/proc", onlyFiles: false })) {
         try {
           const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${entry}/status`, "utf8"))?.[1].split(/\s+/);
-          if (nspid?.length === 2 && Number(nspid[1]) === containerPid && readlinkSafe(`/proc/${entry}/ns/pid`) === namespace) return Number(entry);
+          if (
+            nspid?.length === 2 &&
+            Number(nspid[1]) === containerPid &&
+            readlinkSafe(`/proc/${entry}/ns/pid`) === namespace
+          )
+            return Number(entry);
         } catch {}
       }
       return null;

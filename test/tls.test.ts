@@ -60,19 +60,37 @@ afterAll(() => {
 
 const trusted = () => ({ NODE_EXTRA_CA_CERTS: ca });
 
-test("tls: expiry, chain and name are judged as the spec says (40, 10, 2 days, expired, self-signed, wrong name)", async () => {
+test("tls: expiry, chain and name judged (40, 10, 2 days, expired, self-signed, wrong name)", async () => {
   const run = await box.tend(["watchdog", "status", "--json"], { env: trusted() });
   const rows = Object.fromEntries(JSON.parse(run.stdout).services.map((row: any) => [row.name, row.probe]));
-  expect(rows.in40days).toMatchObject({ ok: true, detail: expect.stringMatching(/^certificate valid for (39|40) days \(until /) });
+  expect(rows.in40days).toMatchObject({
+    ok: true,
+    detail: expect.stringMatching(/^certificate valid for (39|40) days \(until /),
+  });
   // Fewer than warn_days (14) left: healthy, the warning is the pass's to log.
-  expect(rows.in10days).toMatchObject({ ok: true, detail: expect.stringMatching(/^certificate valid for (9\.\d|10\.0) days/) });
-  expect(rows.in2days).toMatchObject({ ok: false, detail: expect.stringMatching(/^the certificate expires in [12]\.\d days \(.*\), below fail_days 3$/) });
+  expect(rows.in10days).toMatchObject({
+    ok: true,
+    detail: expect.stringMatching(/^certificate valid for (9\.\d|10\.0) days/),
+  });
+  expect(rows.in2days).toMatchObject({
+    ok: false,
+    detail: expect.stringMatching(/^the certificate expires in [12]\.\d days \(.*\), below fail_days 3$/),
+  });
   expect(rows.expired).toMatchObject({ ok: false, detail: "TLS handshake failed: the certificate has expired" });
   // insecure accepts a chain that does not verify, never an expired certificate.
-  expect(rows["expired-insecure"]).toMatchObject({ ok: false, detail: expect.stringMatching(/^the certificate expired 2\.\d days ago/) });
-  expect(rows.selfsigned).toMatchObject({ ok: false, detail: expect.stringMatching(/^TLS handshake failed: a self-signed certificate/) });
+  expect(rows["expired-insecure"]).toMatchObject({
+    ok: false,
+    detail: expect.stringMatching(/^the certificate expired 2\.\d days ago/),
+  });
+  expect(rows.selfsigned).toMatchObject({
+    ok: false,
+    detail: expect.stringMatching(/^TLS handshake failed: a self-signed certificate/),
+  });
   expect(rows["selfsigned-insecure"]).toMatchObject({ ok: true });
-  expect(rows["wrong-name"]).toMatchObject({ ok: false, detail: "TLS handshake failed: the certificate is not valid for this name" });
+  expect(rows["wrong-name"]).toMatchObject({
+    ok: false,
+    detail: "TLS handshake failed: the certificate is not valid for this name",
+  });
   expect(rows.closed).toMatchObject({ ok: false, detail: "no connection: connection refused" });
 });
 
@@ -84,14 +102,21 @@ test("tls: without the CA the chain does not verify (the probe checks the chain,
   });
 });
 
-test("tls: fewer than warn_days left logs WARN and notifies 📅 once a day, without a strike; fail_days fails", async () => {
+test("tls: under warn_days left: WARN and 📅 once a day, without a strike; under fail_days: fails", async () => {
   const first = await box.tend(["watchdog"], { env: trusted() });
   expect(first.code).toBe(0);
   const warn = first.stdout.split("\n").filter((line) => line.includes("in10days:"));
   expect(warn).toHaveLength(1);
-  expect(warn[0]).toMatch(/\[WARN\] in10days: the certificate for localhost expires in (9\.\d|10\.0) days \(\d{4}-\d\d-\d\d\), below warn_days 14$/);
+  expect(warn[0]).toMatch(
+    new RegExp(
+      String.raw`\[WARN\] in10days: the certificate for localhost expires in (9\.\d|10\.0) days ` +
+        String.raw`\(\d{4}-\d\d-\d\d\), below warn_days 14$`,
+    ),
+  );
   expect(box.stateOf("in10days").strikes).toBe(0);
-  expect(first.stdout).toMatch(/\[WARN\] in2days failed health check \(the certificate expires in [12]\.\d days .*failure 1\/3\)/);
+  expect(first.stdout).toMatch(
+    /\[WARN\] in2days failed health check \(the certificate expires in [12]\.\d days .*failure 1\/3\)/,
+  );
   expect(first.stdout.split("\n").filter((line) => line.includes("in40days") && !line.includes("[START]"))).toEqual([]);
   expect(received.filter((body) => body.startsWith("📅 in10days:"))).toHaveLength(1);
 
@@ -113,10 +138,13 @@ test("tls: configuration errors name the key", async () => {
   expect(run.code).toBe(2);
   expect(run.stderr).toContain('service[0].check.tls: "localhost" is not "host:port" (port 1-65535)');
   expect(run.stderr).toContain("service[1].check.fail_days: 5 is more than warn_days 2: it must not be");
-  expect(run.stderr).toContain("service[2].check.expect: does not apply to a tls check (it takes: tls, servername, warn_days, fail_days, insecure, timeout)");
+  expect(run.stderr).toContain(
+    "service[2].check.expect: does not apply to a tls check " +
+      "(it takes: tls, servername, warn_days, fail_days, insecure, timeout)",
+  );
 });
 
-test("watch only (no [service.restart]): at N strikes FAILED ... watch only and 🚨 once per outage, never a restart", async () => {
+test("watch only (no [service.restart]): at N strikes FAILED and 🚨 once per outage, never a restart", async () => {
   while (box.stateOf("in2days").strikes < 3) await box.tend(["watchdog"], { env: trusted() });
   const log = box.read("watchdog.log");
   const failed = log.split("\n").filter((line) => line.includes("[FAILED] in2days"));

@@ -5,7 +5,7 @@ import { alive, BUN, freePort, procState, Sandbox, SERVER, waitFor } from "./hel
 let box: Sandbox;
 afterEach(() => box?.cleanup());
 
-test("tmux: creates the missing session, respawns a deadlocked pane (tmux undoes SIGSTOP) at the 3rd strike, recreates a killed window", async () => {
+test("tmux: creates the session, respawns a deadlocked pane at strike 3, recreates a killed window", async () => {
   box = new Sandbox();
   const port = await freePort();
   box.writeConfig(`
@@ -25,7 +25,8 @@ tmux = "work:blog"
 run = "exec '${BUN}' '${SERVER}' ${port}"
 `);
   const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
-  const panePid = () => Number(tmux("display-message", "-p", "-t", "work:blog", "#{pane_pid}").stdout.toString().trim());
+  const panePid = () =>
+    Number(tmux("display-message", "-p", "-t", "work:blog", "#{pane_pid}").stdout.toString().trim());
 
   const first = await box.tend(["watchdog"]);
   expect(first.stdout).toContain("[RESTART] blog: created tmux session work");
@@ -37,7 +38,12 @@ run = "exec '${BUN}' '${SERVER}' ${port}"
   process.kill(frozen, "SIGSTOP");
   await waitFor(() => procState(frozen) !== "T", 5000, "tmux to resume the stopped pane");
   process.kill(frozen, "SIGUSR1");
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(300) }).catch(() => null)) === null, 5000, "deadlock");
+  await waitFor(
+    async () =>
+      (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(300) }).catch(() => null)) === null,
+    5000,
+    "deadlock",
+  );
   expect((await box.tend(["watchdog"])).stdout).toContain("failure 1/3");
   expect((await box.tend(["watchdog"])).stdout).toContain("failure 2/3");
   expect(panePid()).toBe(frozen);

@@ -20,7 +20,15 @@ async function startBusyEngine(port: number, log: string) {
   writeFileSync(script, BUSY_ENGINE);
   const child = Bun.spawn([BUN, script, String(port), log], { detached: true, stdout: "ignore", stderr: "inherit" });
   box.track(child.pid);
-  await waitFor(() => existsSync(log) && readFileSync("/proc/net/tcp", "utf8").includes(`:${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`), 10_000, "engine listening");
+  await waitFor(
+    () =>
+      existsSync(log) &&
+      readFileSync("/proc/net/tcp", "utf8").includes(
+        `:${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`,
+      ),
+    10_000,
+    "engine listening",
+  );
   return child;
 }
 
@@ -53,9 +61,16 @@ command = ["touch", "${marker}"]
 }
 
 test("busy is not hung: no strike while it listens and logs; strikes once the log goes stale", async () => {
-  const { port, log, marker, engine } = await busyEngineService('failures = 2', 'timeout = "500ms"', 'fresh = "1s"\nmax = "1h"');
+  const { port, log, marker, engine } = await busyEngineService(
+    "failures = 2",
+    'timeout = "500ms"',
+    'fresh = "1s"\nmax = "1h"',
+  );
   const first = await box.tend(["watchdog"]);
-  expect(first.stdout).toContain(`[BUSY] engine failed health check (no answer within 0.5s) but is busy (pid ${engine.pid} listens on port ${port}, log written`);
+  expect(first.stdout).toContain(
+    `[BUSY] engine failed health check (no answer within 0.5s) ` +
+      `but is busy (pid ${engine.pid} listens on port ${port}, log written`,
+  );
   expect(box.stateOf("engine").strikes).toBe(0);
   const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
   expect(status.services[0].state).toBe("busy");
@@ -78,7 +93,9 @@ test("busy longer than busy.max is hung: restarted at once (busy_timeout), downt
   const busySince = box.stateOf("engine").busySince;
   await waitFor(() => Date.now() - busySince > 1100, 5000, "busy.max to pass");
   const hung = await box.tend(["watchdog"]);
-  expect(hung.stdout).toMatch(/\[HUNG\] engine has been busy for [\d.]+s, longer than busy.max 1.0s: restarting \(busy_timeout\)/);
+  expect(hung.stdout).toMatch(
+    /\[HUNG\] engine has been busy for [\d.]+s, longer than busy.max 1.0s: restarting \(busy_timeout\)/,
+  );
   expect(hung.stdout).not.toContain("[WARN]");
   expect(existsSync(marker)).toBe(true);
   expect(box.stateOf("engine").outage.reason).toBe("busy_timeout");
@@ -87,7 +104,9 @@ test("busy longer than busy.max is hung: restarted at once (busy_timeout), downt
   await waitFor(() => !alive(engine.pid), 5000, "engine gone");
   const server = await box.server(port);
   await box.tend(["watchdog"]);
-  expect(box.read("downtime.log")).toMatch(/\[DOWNTIME\] engine was unavailable for \d+s \(busy_timeout, from .* UTC to .* UTC\)/);
+  expect(box.read("downtime.log")).toMatch(
+    /\[DOWNTIME\] engine was unavailable for \d+s \(busy_timeout, from .* UTC to .* UTC\)/,
+  );
   server.kill();
 }, 60_000);
 
@@ -107,7 +126,9 @@ name = "db"
 [service.check]
 tcp = "127.0.0.1:${dbPort}"
 timeout = "500ms"
-${["web", "worker"].map((name) => `
+${["web", "worker"]
+  .map(
+    (name) => `
 [[service]]
 name = "${name}"
 depends_on = ["db"]
@@ -115,7 +136,9 @@ depends_on = ["db"]
 http = "http://127.0.0.1:${webPort}/"
 timeout = "500ms"
 [service.restart]
-command = ["touch", "${marker}"]`).join("\n")}
+command = ["touch", "${marker}"]`,
+  )
+  .join("\n")}
 [[service]]
 name = "tunnel"
 requires = { dns = "tend-test-name.invalid" }
@@ -127,19 +150,29 @@ command = ["touch", "${marker}"]
 `);
   const pass = await box.tend(["watchdog"]);
   expect(pass.stdout).toContain("[WARN] db failed health check");
-  expect(pass.stdout).toContain("[WAIT] web failed health check (no answer: connection refused) but dependency db is failing: not counted, not restarted");
+  expect(pass.stdout).toContain(
+    "[WAIT] web failed health check (no answer: connection refused) " +
+      "but dependency db is failing: not counted, not restarted",
+  );
   expect(pass.stdout).toContain("[WAIT] worker failed health check");
-  expect(pass.stdout).toContain("[WAIT] tunnel failed health check (no answer: connection refused) but tend-test-name.invalid does not resolve");
+  expect(pass.stdout).toContain(
+    "[WAIT] tunnel failed health check (no answer: connection refused) but tend-test-name.invalid does not resolve",
+  );
   expect(pass.stdout).not.toContain("[HUNG]");
   expect(existsSync(marker)).toBe(false);
-  expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached", "web"])).stdout).services[0].state).toBe("waiting");
+  expect(
+    JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached", "web"])).stdout).services[0].state,
+  ).toBe("waiting");
 }, 30_000);
 
-test("memory growth: a process allocating steadily gets a MEMORY warning with rate and ETA, then a preventive restart", async () => {
+test("memory growth: steady allocation gets MEMORY with rate and ETA, then a preventive restart", async () => {
   box = new Sandbox();
   const grower = join(box.dir, "grower.js");
   // About 40 MB/s, up to 400 MB; exits on SIGTERM.
-  writeFileSync(grower, "const kept = []; setInterval(() => { if (kept.length < 100) kept.push(Buffer.alloc(4e6, 1)); }, 100);");
+  writeFileSync(
+    grower,
+    "const kept = []; setInterval(() => { if (kept.length < 100) kept.push(Buffer.alloc(4e6, 1)); }, 100);",
+  );
   box.writeConfig(`
 [watchdog]
 state_dir = "${box.state}"
@@ -162,12 +195,18 @@ spawn = ["${BUN}", "${grower}"]
   const first = Number(box.read("proxy.pid"));
   box.track(first);
   let output = "";
-  await waitFor(async () => {
-    output += (await box.tend(["watchdog"])).stdout;
-    return output.includes("[RESTART] proxy: stopped pid");
-  }, 60_000, "a preventive restart");
+  await waitFor(
+    async () => {
+      output += (await box.tend(["watchdog"])).stdout;
+      return output.includes("[RESTART] proxy: stopped pid");
+    },
+    60_000,
+    "a preventive restart",
+  );
   expect(output).toMatch(/\[MEMORY\] proxy memory grows \d+ MiB\/h \(\d+ MiB now\): reaches the limit 2048 MiB in /);
-  expect(output).toMatch(/\[MEMORY\] proxy uses \d+ MiB \(RSS of its process tree\), above restart_above 200 MiB: restarting \(memory\)/);
+  expect(output).toMatch(
+    /\[MEMORY\] proxy uses \d+ MiB \(RSS of its process tree\), above restart_above 200 MiB: restarting \(memory\)/,
+  );
   const second = Number(box.read("proxy.pid"));
   box.track(second);
   expect(second).not.toBe(first);
@@ -175,7 +214,7 @@ spawn = ["${BUN}", "${grower}"]
   expect(box.stateOf("proxy").rss.length).toBeGreaterThanOrEqual(4);
 }, 90_000);
 
-test("restart.launchd runs launchctl kickstart -k system/LABEL (STAND-IN launchctl: launchd cannot run on Linux)", async () => {
+test("restart.launchd runs launchctl kickstart -k system/LABEL (STAND-IN launchctl: no launchd on Linux)", async () => {
   box = new Sandbox();
   const port = await freePort();
   const bin = join(box.dir, "bin");
@@ -206,13 +245,24 @@ test("a heartbeat older than 2 x interval records the gap as host downtime", asy
     const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
     return { server, url: `http://127.0.0.1:${server.port}/` };
   })();
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "5m"\n[[service]]\nname = "api"\n[service.check]\nhttp = "${url}"\n`);
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+interval = "5m"
+[[service]]
+name = "api"
+[service.check]
+http = "${url}"
+`,
+  );
   await box.tend(["watchdog"]);
   const heartbeat = join(box.state, "heartbeat");
   const hourAgo = new Date(Date.now() - 3_600_000);
   utimesSync(heartbeat, hourAgo, hourAgo);
   const pass = await box.tend(["watchdog"]);
-  expect(pass.stdout).toMatch(/\[DOWNTIME\] host was unavailable for 36\d\ds \(unexpected_shutdown_or_reboot, from .* UTC to .* UTC\)/);
+  expect(pass.stdout).toMatch(
+    /\[DOWNTIME\] host was unavailable for 36\d\ds \(unexpected_shutdown_or_reboot, from .* UTC to .* UTC\)/,
+  );
   expect(box.read("downtime.log")).toContain("host was unavailable");
   // An ordinary gap (one interval) is not downtime.
   utimesSync(heartbeat, new Date(Date.now() - 300_000), new Date(Date.now() - 300_000));

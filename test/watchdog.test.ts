@@ -7,13 +7,15 @@ import { alive, BUN, controlledServer, freePort, procState, Sandbox, SERVER, TEN
 let box: Sandbox;
 let pidfiles: string[] = [];
 afterEach(() => {
-  box?.cleanup(pidfiles.filter((file) => {
-    try {
-      return statSync(file).isFile();
-    } catch {
-      return false;
-    }
-  }));
+  box?.cleanup(
+    pidfiles.filter((file) => {
+      try {
+        return statSync(file).isFile();
+      } catch {
+        return false;
+      }
+    }),
+  );
   pidfiles = [];
 });
 
@@ -78,7 +80,10 @@ describe("watchdog pass against real processes", () => {
     }
     const third = await box.tend(["watchdog", "pass"]);
     expect(third.code).toBe(0);
-    const lines = third.stdout.trim().split("\n").map((line) => line.replace(/^\[[^\]]+\] /, ""));
+    const lines = third.stdout
+      .trim()
+      .split("\n")
+      .map((line) => line.replace(/^\[[^\]]+\] /, ""));
     expect(lines[0]).toBe("[WARN] web failed health check (no answer within 1.0s, failure 3/3)");
     expect(lines[1]).toStartWith("[HUNG] web failed 3 checks in a row");
     expect(lines[2]).toStartWith(`[RESTART] web: stopped pid ${frozen}`);
@@ -92,7 +97,9 @@ describe("watchdog pass against real processes", () => {
     expect(state.strikes).toBe(0);
     expect(state.restartsTotal).toBe(2); // the first start (crash) and the hung restart
     expect(state.recoveriesOk).toBe(2);
-    expect(box.read("downtime.log")).toMatch(/\[DOWNTIME\] web was unavailable for \d+s \(hung_restart, from .* UTC to .* UTC\)/);
+    expect(box.read("downtime.log")).toMatch(
+      /\[DOWNTIME\] web was unavailable for \d+s \(hung_restart, from .* UTC to .* UTC\)/,
+    );
   }, 90_000);
 
   test("a slow answer inside the timeout is no strike (the 8 s timeout that cut 6-9 s answers)", async () => {
@@ -230,7 +237,7 @@ command = ["true"]
   test("watchdog reset clears a given-up state; pause skips probes; resume probes again", async () => {
     box = new Sandbox();
     const { control, server, url } = controlledServer();
-    box.writeConfig(checkOnly(url, "failures = 1\nmax_restarts = 0\n[service.restart]\ncommand = [\"true\"]"));
+    box.writeConfig(checkOnly(url, 'failures = 1\nmax_restarts = 0\n[service.restart]\ncommand = ["true"]'));
     control.status = 500;
     expect((await box.tend(["watchdog"])).stdout).toContain("[GIVEN-UP]");
     const reset = await box.tend(["watchdog", "reset", "api"]);
@@ -254,7 +261,9 @@ command = ["true"]
   test("--dry-run probes and prints decisions but restarts nothing and writes no state", async () => {
     box = new Sandbox();
     const { control, server, url } = controlledServer();
-    box.writeConfig(checkOnly(url, "failures = 1\n[service.restart]\ncommand = [\"touch\", \"" + join(box.dir, "restarted") + "\"]"));
+    box.writeConfig(
+      checkOnly(url, 'failures = 1\n[service.restart]\ncommand = ["touch", "' + join(box.dir, "restarted") + '"]'),
+    );
     control.status = 503;
     const dry = await box.tend(["watchdog", "pass", "--dry-run"]);
     server.stop(true);
@@ -280,7 +289,17 @@ command = ["true"]
     const report = JSON.parse(sick.stdout);
     expect(report.last_pass).toBeNull();
     expect(Object.keys(report.services[0])).toEqual(
-      expect.arrayContaining(["name", "state", "strikes", "failures", "probe", "restarts", "recoveries_ok", "recoveries_failed", "last_event"]),
+      expect.arrayContaining([
+        "name",
+        "state",
+        "strikes",
+        "failures",
+        "probe",
+        "restarts",
+        "recoveries_ok",
+        "recoveries_failed",
+        "last_event",
+      ]),
     );
     expect(report.services[0].state).toBe("failing 1/3");
     expect(report.services[0].probe.ok).toBe(false);
@@ -295,7 +314,11 @@ command = ["true"]
     box = new Sandbox();
     const { control, server, url } = controlledServer();
     box.writeConfig(checkOnly(url));
-    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], { env: box.env(), stdout: "pipe", stderr: "pipe" });
+    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], {
+      env: box.env(),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     box.track(loop.pid);
     await waitFor(() => control.hits >= 3, 20_000, "three passes");
     // Same PID, re-executed without the optimizing JITs (RSS stays flat over long runs: bench P5).
@@ -311,7 +334,11 @@ command = ["true"]
     box = new Sandbox();
     const { control, server, url } = controlledServer();
     box.writeConfig(checkOnly(url));
-    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], { env: box.env(), stdout: "pipe", stderr: "pipe" });
+    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], {
+      env: box.env(),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     box.track(loop.pid);
     await waitFor(() => control.hits >= 1, 10_000, "first pass");
     // Swap the state dir for a symlink: passes now fail (refused), the loop must survive them.
@@ -320,7 +347,8 @@ command = ["true"]
     symlinkSync(join(box.dir, "nowhere"), box.state);
     const reader = loop.stdout.getReader();
     let seen = "";
-    while (!seen.includes("[ERROR] pass failed")) seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+    while (!seen.includes("[ERROR] pass failed"))
+      seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
     expect(seen).toContain("is a symlink: refusing to write through it");
     Bun.spawnSync(["rm", box.state]);
     Bun.spawnSync(["mv", real, box.state]);
@@ -336,7 +364,11 @@ command = ["true"]
     const port = await freePort();
     box.writeConfig(spawnService(port));
     // The pass runs in a process group of its own, as launchd or cron would run it; the group is then killed.
-    const job = Bun.spawn(["sh", "-c", `"${TEND}" watchdog pass; echo done; sleep 60`], { env: box.env(), stdout: "pipe", detached: true });
+    const job = Bun.spawn(["sh", "-c", `"${TEND}" watchdog pass; echo done; sleep 60`], {
+      env: box.env(),
+      stdout: "pipe",
+      detached: true,
+    });
     box.track(job.pid);
     const reader = job.stdout.getReader();
     let seen = "";
@@ -360,7 +392,9 @@ command = ["true"]
     process.kill(first, "SIGKILL");
     await waitFor(() => !alive(first), 5000, "killed");
     const pass = await box.tend(["watchdog"]);
-    expect(pass.stdout).toMatch(new RegExp(`\\[RESTART\\] web is not running \\(pid ${first} is (gone|a zombie)\\): starting it \\(crash\\)`));
+    expect(pass.stdout).toMatch(
+      new RegExp(`\\[RESTART\\] web is not running \\(pid ${first} is (gone|a zombie)\\): starting it \\(crash\\)`),
+    );
     expect(pass.stdout).not.toContain("[WARN]");
     expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
   }, 30_000);

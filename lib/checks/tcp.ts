@@ -12,7 +12,8 @@ export type TcpCheck = {
 };
 
 /** "host:port" as written, IPv6 in brackets. */
-export const address = ({ host, port }: { host: string; port: number }) => `${host.includes(":") ? `[${host}]` : host}:${port}`;
+export const address = ({ host, port }: { host: string; port: number }) =>
+  `${host.includes(":") ? `[${host}]` : host}:${port}`;
 
 /** A "host:port" setting ("[::1]:443" for IPv6); port 1-65535. */
 export function readHostPort(table: Reader, key: string): { host: string; port: number } | undefined {
@@ -20,7 +21,8 @@ export function readHostPort(table: Reader, key: string): { host: string; port: 
   if (value === undefined) return undefined;
   const match = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(value);
   const port = match ? Number(match[2]) : 0;
-  if (!match || port < 1 || port > 65535) return void table.fail(key, `${show(value)} is not "host:port" (port 1-65535)`);
+  if (!match || port < 1 || port > 65535)
+    return void table.fail(key, `${show(value)} is not "host:port" (port 1-65535)`);
   return { host: match[1].replace(/^\[|\]$/g, ""), port };
 }
 

@@ -84,23 +84,37 @@ export const tls = defineCheck<TlsCheck>({
         const left = notAfter - now();
         if (left <= 0) return done(finish(false, `the certificate expired ${days(-left)} ago (${day(notAfter)})`));
         if (left < check.failDays * DAY_MS) {
-          return done(finish(false, `the certificate expires in ${days(left)} (${day(notAfter)}), below fail_days ${check.failDays}`));
+          return done(
+            finish(
+              false,
+              `the certificate expires in ${days(left)} (${day(notAfter)}), below fail_days ${check.failDays}`,
+            ),
+          );
         }
         const detail = `certificate valid for ${days(left)} (until ${day(notAfter)})`;
         const warning =
           left < check.warnDays * DAY_MS
-            ? `the certificate for ${check.servername} expires in ${days(left)} (${day(notAfter)}), below warn_days ${check.warnDays}`
+            ? `the certificate for ${check.servername} expires in ${days(left)} (${day(notAfter)}), ` +
+              `below warn_days ${check.warnDays}`
             : null;
         done(finish(true, detail, { warning }));
       });
       socket.once("error", (error: NodeJS.ErrnoException) => {
-        const network = ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"].includes(error.code ?? "");
-        done(finish(false, network ? `no connection: ${networkReason(error)}` : `TLS handshake failed: ${handshakeReason(error)}`));
+        const network = ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"].includes(
+          error.code ?? "",
+        );
+        done(
+          finish(
+            false,
+            network ? `no connection: ${networkReason(error)}` : `TLS handshake failed: ${handshakeReason(error)}`,
+          ),
+        );
       });
     });
   },
   describe: (check) =>
-    `tls ${address(check)}${check.servername !== check.host ? ` (${check.servername})` : ""}, warn ${check.warnDays} days, fail ${check.failDays} days`,
+    `tls ${address(check)}${check.servername !== check.host ? ` (${check.servername})` : ""}, ` +
+    `warn ${check.warnDays} days, fail ${check.failDays} days`,
   plan: (check) => ({
     "check.tls": address(check),
     "check.servername": check.servername,

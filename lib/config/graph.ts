@@ -5,12 +5,14 @@ export function checkServiceGraph(services: ServiceConfig[], errors: string[]) {
   const byName = new Map<string, number>();
   services.forEach((service, index) => {
     const first = byName.get(service.name);
-    if (first !== undefined) errors.push(`service[${index}].name: "${service.name}" is already used by service[${first}]`);
+    if (first !== undefined)
+      errors.push(`service[${index}].name: "${service.name}" is already used by service[${first}]`);
     else byName.set(service.name, index);
   });
   services.forEach((service, index) => {
     for (const dependency of service.dependsOn) {
-      if (dependency === service.name) errors.push(`service[${index}].depends_on: "${dependency}" is the service itself`);
+      if (dependency === service.name)
+        errors.push(`service[${index}].depends_on: "${dependency}" is the service itself`);
       else if (!byName.has(dependency)) {
         errors.push(`service[${index}].depends_on: "${dependency}" is not a configured service`);
       }

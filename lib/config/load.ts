@@ -28,10 +28,7 @@ export function findConfig({ path, env = process.env }: LoadOptions = {}): strin
   if (path) return path;
   if (env.TEND_CONFIG) return env.TEND_CONFIG;
   const home = env.HOME || homedir();
-  const candidates = [
-    join(env.XDG_CONFIG_HOME || join(home, ".config"), "tend", "tend.toml"),
-    "/etc/tend/tend.toml",
-  ];
+  const candidates = [join(env.XDG_CONFIG_HOME || join(home, ".config"), "tend", "tend.toml"), "/etc/tend/tend.toml"];
   const found = candidates.find((candidate) => existsSync(candidate));
   if (!found) {
     throw usageError(

@@ -5,7 +5,8 @@ export const isTable = (value: unknown): value is Table =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 export const show = (value: unknown) =>
   typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
-const typeName = (value: unknown) => (Array.isArray(value) ? "an array" : isTable(value) ? "a table" : `a ${typeof value}`);
+const typeName = (value: unknown) =>
+  Array.isArray(value) ? "an array" : isTable(value) ? "a table" : `a ${typeof value}`;
 
 /** Reads one table, remembering which keys were used so the rest can be reported as unknown. */
 export class Reader {

@@ -39,8 +39,17 @@ export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "durati
 
 const PID_SOURCES = ["pidfile", "tmux", "unit", "launchd"];
 const SERVICE_KEYS = [
-  "name", "enabled", ...PID_SOURCES, "check", "restart", "depends_on", "requires", "busy", "memory",
-  "track_restarts", ...Object.keys(TUNABLE_KEYS),
+  "name",
+  "enabled",
+  ...PID_SOURCES,
+  "check",
+  "restart",
+  "depends_on",
+  "requires",
+  "busy",
+  "memory",
+  "track_restarts",
+  ...Object.keys(TUNABLE_KEYS),
 ];
 
 export function readTunables(table: Reader, into: Tunables) {
@@ -133,7 +142,11 @@ function readCheck(table: Reader, context: ReadContext): CheckConfig | undefined
   const { keys } = CHECKS[kind];
   const timeoutMs = table.duration("timeout") ?? context.timeoutMs;
   if (timeoutMs === 0) table.fail("timeout", "must be more than 0");
-  table.refuseForeign(keys, Object.values(CHECKS).flatMap((other) => other.keys), `a ${kind} check`);
+  table.refuseForeign(
+    keys,
+    Object.values(CHECKS).flatMap((other) => other.keys),
+    `a ${kind} check`,
+  );
   const check = CHECKS[kind].read(table, { ...context, timeoutMs });
   table.finish();
   return check;
@@ -144,7 +157,11 @@ function readRestart(table: Reader, context: ReadContext): RestartConfig | undef
   const kind = table.oneOf(Object.keys(RESTARTS));
   if (!kind) return undefined;
   const { keys } = RESTARTS[kind];
-  table.refuseForeign(keys, Object.values(RESTARTS).flatMap((other) => other.keys), `restart.${kind}`);
+  table.refuseForeign(
+    keys,
+    Object.values(RESTARTS).flatMap((other) => other.keys),
+    `restart.${kind}`,
+  );
   const action = RESTARTS[kind].read(table, context);
   table.finish();
   return action;

@@ -118,7 +118,9 @@ function observe(service: ServiceConfig, state: ServiceState, facts: Facts): Out
         log.push({
           tag: "AUTO-RESTART",
           event: "auto-restart",
-          message: `${service.name}: systemd restarted ${unit.name} on its own ${times} (NRestarts ${before} -> ${unit.nRestarts})`,
+          message:
+            `${service.name}: systemd restarted ${unit.name} on its own ${times} ` +
+            `(NRestarts ${before} -> ${unit.nRestarts})`,
         });
       }
       next = { ...next, nRestarts: unit.nRestarts }; // a decrease (manual restart) only resets the baseline
@@ -127,7 +129,9 @@ function observe(service: ServiceConfig, state: ServiceState, facts: Facts): Out
       log.push({
         tag: "WARN",
         event: "failed",
-        message: `${service.name}: ${unit.name} is failed (systemd gave up on it): tend does not restart a failed unit; see systemctl status ${unit.name}`,
+        message:
+          `${service.name}: ${unit.name} is failed (systemd gave up on it): ` +
+          `tend does not restart a failed unit; see systemctl status ${unit.name}`,
       });
     }
     next = { ...next, unitState: unit.activeState };
@@ -181,7 +185,9 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
   if (facts.busy?.busy && service.busy) {
     const busySince = state.busySince ?? now;
     if (now - busySince > service.busy.maxMs) {
-      const why = `${service.name} has been busy for ${humanDuration(now - busySince)}, longer than busy.max ${humanDuration(service.busy.maxMs)}`;
+      const why =
+        `${service.name} has been busy for ${humanDuration(now - busySince)}, ` +
+        `longer than busy.max ${humanDuration(service.busy.maxMs)}`;
       return restartOrHold({
         service,
         state: { ...failing, busySince },
@@ -194,7 +200,10 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
     const due = state.busySince === null || (state.busyLoggedAt ?? 0) + BUSY_LOG_EVERY_MS <= now;
     const line: LogLine = {
       tag: "BUSY",
-      message: `${service.name} failed health check (${probe.detail}) but is busy (${facts.busy.detail}): not counted, not restarted (busy for ${humanDuration(now - busySince)}, limit ${humanDuration(service.busy.maxMs)})`,
+      message:
+        `${service.name} failed health check (${probe.detail}) but is busy (${facts.busy.detail}): ` +
+        `not counted, not restarted (busy for ${humanDuration(now - busySince)}, ` +
+        `limit ${humanDuration(service.busy.maxMs)})`,
       ...(state.busySince === null ? { event: "busy" as const } : {}),
     };
     const next = { ...failing, busySince, busyLoggedAt: due ? now : state.busyLoggedAt };
@@ -202,7 +211,8 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
   }
   const notBusy = { ...failing, busySince: null };
   if (facts.waitReason) {
-    const message = `${service.name} failed health check (${probe.detail}) but ${facts.waitReason}: not counted, not restarted`;
+    const message =
+      `${service.name} failed health check (${probe.detail}) but ${facts.waitReason}: ` + `not counted, not restarted`;
     return { kind: "wait", reason: facts.waitReason, next: notBusy, log: [{ tag: "WAIT", message }] };
   }
   const strikes = Math.min(state.strikes + 1, service.failures);
@@ -219,7 +229,13 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
     reason: "hung_restart",
     why: `${service.name} failed ${checks(strikes)} in a row`,
     before: [warn],
-    lines: [{ tag: "HUNG", event: "restart", message: `${service.name} failed ${checks(strikes)} in a row (last: ${probe.detail}): restarting` }],
+    lines: [
+      {
+        tag: "HUNG",
+        event: "restart",
+        message: `${service.name} failed ${checks(strikes)} in a row (last: ${probe.detail}): restarting`,
+      },
+    ],
     detail: probe.detail,
     saidHeld: state.strikes >= service.failures,
   });
@@ -330,7 +346,9 @@ function heldLog({ service, before = [], detail }: RestartWanted, hold: string):
 const givenUpLine = (service: ServiceConfig, why: string): LogLine => ({
   tag: "GIVEN-UP",
   event: "given-up",
-  message: `${why} but was restarted ${service.maxRestarts} times within ${humanDuration(service.restartWindowMs)}: giving up until it is healthy again or \`watchdog reset ${service.name}\``,
+  message:
+    `${why} but was restarted ${service.maxRestarts} times within ${humanDuration(service.restartWindowMs)}: ` +
+    `giving up until it is healthy again or \`watchdog reset ${service.name}\``,
 });
 
 export interface RestartOutcome {
@@ -373,7 +391,11 @@ export function recordRestart(
     };
     const closed = closeOutage(service, ok, outcome.lastProbe!, now, false);
     const message = `${service.name} recovered ${humanDuration(outcome.elapsedMs)} after restart (${outcome.detail})`;
-    return { recovered: true, next: closed.next, log: [{ tag: "RECOVERED", event: "recovered", message }, ...closed.log] };
+    return {
+      recovered: true,
+      next: closed.next,
+      log: [{ tag: "RECOVERED", event: "recovered", message }, ...closed.log],
+    };
   }
   const failedInRow = next.failedInRow + 1;
   const backoffMs = Math.min(service.backoffMs * 2 ** (failedInRow - 1), service.backoffMaxMs);

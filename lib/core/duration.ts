@@ -29,7 +29,12 @@ export function humanDuration(ms: number): string {
   let seconds = Math.round(ms / 1000);
   if (seconds < 120) return `${seconds}s`;
   const parts: string[] = [];
-  for (const [unit, size] of [["d", 86_400], ["h", 3_600], ["m", 60], ["s", 1]] as const) {
+  for (const [unit, size] of [
+    ["d", 86_400],
+    ["h", 3_600],
+    ["m", 60],
+    ["s", 1],
+  ] as const) {
     const count = Math.floor(seconds / size);
     seconds -= count * size;
     if (count && parts.length < 2) parts.push(`${count}${unit}`);

@@ -4,7 +4,10 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 /** The one error type lib throws: it carries the exit code the command should end with. */
 export class TendError extends Error {
-  constructor(message: string, readonly exitCode: ExitCode = EXIT.failed) {
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode = EXIT.failed,
+  ) {
     super(message);
     this.name = "TendError";
   }

@@ -36,14 +36,19 @@ export function judgeMemory(name: string, memory: MemoryConfig, samples: [number
   const current = samples.at(-1)?.[1] ?? 0;
   const verdict: MemoryVerdict = { restart: null, warn: null };
   if (memory.restartAboveBytes !== null && current > memory.restartAboveBytes) {
-    verdict.restart = `${name} uses ${mib(current)} (RSS of its process tree), above restart_above ${mib(memory.restartAboveBytes)}`;
+    verdict.restart =
+      `${name} uses ${mib(current)} (RSS of its process tree), ` +
+      `above restart_above ${mib(memory.restartAboveBytes)}`;
   }
   const rate = slope(samples);
   if (memory.limitBytes !== null && rate !== null && rate > 0) {
     const etaMs = Math.max(0, (memory.limitBytes - current) / rate);
     if (etaMs <= memory.warnWithinMs) {
       const perHour = (rate * 3_600_000) / MIB;
-      verdict.warn = `${name} memory grows ${perHour.toFixed(perHour < 10 ? 1 : 0)} MiB/h (${mib(current)} now): reaches the limit ${mib(memory.limitBytes)} in ${humanDuration(etaMs)}`;
+      const rateText = `${perHour.toFixed(perHour < 10 ? 1 : 0)} MiB/h`;
+      verdict.warn =
+        `${name} memory grows ${rateText} (${mib(current)} now): ` +
+        `reaches the limit ${mib(memory.limitBytes)} in ${humanDuration(etaMs)}`;
     }
   }
   return verdict;

@@ -13,25 +13,44 @@ type Flat = Record<string, unknown>;
 export function renderPlan(config: Config): string {
   const { watchdog } = config;
   const blocks: [string, Flat][] = [
-    ["notify", {
-      url: config.notify.url ? redactUrl(config.notify.url) : "",
-      format: config.notify.format,
-      timeout: formatDuration(config.notify.timeoutMs),
-      retries: config.notify.retries,
-      min_interval: formatDuration(config.notify.minIntervalMs),
-    }],
-    ["watchdog", {
-      state_dir: watchdog.stateDir,
-      log: watchdog.log,
-      interval: formatDuration(watchdog.intervalMs),
-      boot_delay: formatDuration(watchdog.bootDelayMs),
-      concurrency: watchdog.concurrency,
-      heartbeat_url: watchdog.heartbeatUrl ? redactUrl(watchdog.heartbeatUrl) : "",
-      metrics_file: watchdog.metricsFile ?? "",
-    }],
-    ...[...config.services].sort((a, b) => a.name.localeCompare(b.name)).map((service) => [`service "${service.name}"`, flattenService(service)] as [string, Flat]),
+    [
+      "notify",
+      {
+        url: config.notify.url ? redactUrl(config.notify.url) : "",
+        format: config.notify.format,
+        timeout: formatDuration(config.notify.timeoutMs),
+        retries: config.notify.retries,
+        min_interval: formatDuration(config.notify.minIntervalMs),
+      },
+    ],
+    [
+      "watchdog",
+      {
+        state_dir: watchdog.stateDir,
+        log: watchdog.log,
+        interval: formatDuration(watchdog.intervalMs),
+        boot_delay: formatDuration(watchdog.bootDelayMs),
+        concurrency: watchdog.concurrency,
+        heartbeat_url: watchdog.heartbeatUrl ? redactUrl(watchdog.heartbeatUrl) : "",
+        metrics_file: watchdog.metricsFile ?? "",
+      },
+    ],
+    ...[...config.services]
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((service) => [`service "${service.name}"`, flattenService(service)] as [string, Flat]),
   ];
-  return blocks.map(([title, values]) => [`[${title}]`, ...Object.keys(values).sort().map((key) => `${key} = ${JSON.stringify(values[key])}`)].join("\n")).join("\n\n") + "\n";
+  return (
+    blocks
+      .map(([title, values]) =>
+        [
+          `[${title}]`,
+          ...Object.keys(values)
+            .sort()
+            .map((key) => `${key} = ${JSON.stringify(values[key])}`),
+        ].join("\n"),
+      )
+      .join("\n\n") + "\n"
+  );
 }
 
 function flattenService(service: ServiceConfig): Flat {
@@ -56,7 +75,12 @@ function flattenService(service: ServiceConfig): Flat {
   if (service.requiresDns) flat["requires.dns"] = service.requiresDns;
   if (service.unit) flat.track_restarts = service.trackRestarts;
   if (service.busy) {
-    Object.assign(flat, { "busy.port": service.busy.port ?? "none", "busy.log": service.busy.log ?? "none", "busy.fresh": formatDuration(service.busy.freshMs), "busy.max": formatDuration(service.busy.maxMs) });
+    Object.assign(flat, {
+      "busy.port": service.busy.port ?? "none",
+      "busy.log": service.busy.log ?? "none",
+      "busy.fresh": formatDuration(service.busy.freshMs),
+      "busy.max": formatDuration(service.busy.maxMs),
+    });
   }
   if (service.memory) {
     Object.assign(flat, {

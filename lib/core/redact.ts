@@ -21,7 +21,9 @@ export function scrub(text: string, url: string | null): string {
     // Whole parts first, then each path segment and query value (an answer may quote just the token).
     const segments = parsed.pathname.split("/").map(decodeURIComponent);
     const values = [...parsed.searchParams.values()];
-    const secrets = [parsed.pathname, parsed.search, parsed.password, parsed.username, ...segments, ...values].filter((part) => part.length >= 6);
+    const secrets = [parsed.pathname, parsed.search, parsed.password, parsed.username, ...segments, ...values].filter(
+      (part) => part.length >= 6,
+    );
     for (const secret of secrets) clean = clean.split(secret).join("…");
   } catch {}
   return clean;

@@ -1,6 +1,19 @@
 export type Tag =
-  | "START" | "WARN" | "BUSY" | "WAIT" | "HUNG" | "RESTART" | "RECOVERED" | "FAILED" | "GIVEN-UP"
-  | "AUTO-RESTART" | "MEMORY" | "NOTIFY" | "SKIP" | "DOWNTIME" | "ERROR";
+  | "START"
+  | "WARN"
+  | "BUSY"
+  | "WAIT"
+  | "HUNG"
+  | "RESTART"
+  | "RECOVERED"
+  | "FAILED"
+  | "GIVEN-UP"
+  | "AUTO-RESTART"
+  | "MEMORY"
+  | "NOTIFY"
+  | "SKIP"
+  | "DOWNTIME"
+  | "ERROR";
 
 const pad = (n: number) => String(n).padStart(2, "0");
 

@@ -28,22 +28,41 @@ export async function sendEvents(config: Config, events: Message[], logger: Logg
   if (!url) return;
   if (!events.length && readSpool(config.watchdog.stateDir).messages.length === 0) return;
   try {
-    const report = await deliver(events, { stateDir: config.watchdog.stateDir, channel: { url, format, timeoutMs, retries }, minIntervalMs });
+    const report = await deliver(events, {
+      stateDir: config.watchdog.stateDir,
+      channel: { url, format, timeoutMs, retries },
+      minIntervalMs,
+    });
     if (report.flushed) logger.write("NOTIFY", `delivered ${report.flushed} spooled notification(s)`);
     for (const outcome of report.outcomes) {
       if (outcome.result !== "spooled") continue;
-      logger.write("NOTIFY", `could not send "${outcome.message.message}" to ${redactUrl(url)}: ${outcome.detail}; spooled (${report.waiting} waiting)`);
+      logger.write(
+        "NOTIFY",
+        `could not send "${outcome.message.message}" to ${redactUrl(url)}: ${outcome.detail}; ` +
+          `spooled (${report.waiting} waiting)`,
+      );
     }
     if (!events.length && report.waiting && report.failure) {
-      logger.write("NOTIFY", `${report.waiting} spooled notification(s) still not delivered to ${redactUrl(url)}: ${report.failure}`);
+      logger.write(
+        "NOTIFY",
+        `${report.waiting} spooled notification(s) still not delivered to ${redactUrl(url)}: ${report.failure}`,
+      );
     }
   } catch (error) {
-    logger.write("NOTIFY", `could not use the notification spool: ${errorMessage(error)}; ${events.length} notification(s) not sent`);
+    logger.write(
+      "NOTIFY",
+      `could not use the notification spool: ${errorMessage(error)}; ${events.length} notification(s) not sent`,
+    );
   }
 }
 
 /** Dead-man switch: GET heartbeat_url after each pass, "/fail" appended while a service is down. */
-export async function pingHeartbeat(config: Config, anyDown: boolean, logger: Logger, doFetch: typeof fetch = fetch): Promise<void> {
+export async function pingHeartbeat(
+  config: Config,
+  anyDown: boolean,
+  logger: Logger,
+  doFetch: typeof fetch = fetch,
+): Promise<void> {
   const base = config.watchdog.heartbeatUrl;
   if (!base) return;
   const url = anyDown ? `${base.replace(/\/+$/, "")}/fail` : base;
@@ -51,7 +70,11 @@ export async function pingHeartbeat(config: Config, anyDown: boolean, logger: Lo
     const response = await doFetch(url, { signal: AbortSignal.timeout(config.notify.timeoutMs) });
     const body = (await response.text()).trim().slice(0, 200);
     if (response.status < 200 || response.status > 299) {
-      logger.write("NOTIFY", `heartbeat ping to ${redactUrl(url)} failed: ${scrub(`HTTP ${response.status}${body ? `: ${body}` : ""}`, url)}`);
+      logger.write(
+        "NOTIFY",
+        `heartbeat ping to ${redactUrl(url)} failed: ` +
+          scrub(`HTTP ${response.status}${body ? `: ${body}` : ""}`, url),
+      );
     }
   } catch (error) {
     const reason = isTimeout(error) ? "no answer" : networkReason(error);

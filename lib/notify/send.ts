@@ -45,11 +45,16 @@ export interface SendOptions {
 const RETRY_AFTER_CAP_MS = 30_000;
 
 /** Header values must be Latin-1: anything else goes as RFC 2047 (ntfy decodes it). */
-const headerValue = (text: string) => (/^[\x20-\x7e]*$/.test(text) ? text : `=?UTF-8?B?${Buffer.from(text).toString("base64")}?=`);
+const headerValue = (text: string) =>
+  /^[\x20-\x7e]*$/.test(text) ? text : `=?UTF-8?B?${Buffer.from(text).toString("base64")}?=`;
 
 /** The HTTP request a format sends. */
 export function buildRequest(message: Message, channel: Channel): HttpRequest {
-  const json = (value: unknown, url = channel.url): HttpRequest => ({ url, headers: { "Content-Type": "application/json" }, body: JSON.stringify(value) });
+  const json = (value: unknown, url = channel.url): HttpRequest => ({
+    url,
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(value),
+  });
   const heading = message.title ? `${message.title}\n` : "";
   switch (channel.format) {
     case "text": {
@@ -75,11 +80,18 @@ export function buildRequest(message: Message, channel: Channel): HttpRequest {
     case "alertmanager": {
       const url = channel.url.replace(/\/+$/, "");
       return json(
-        [{
-          labels: { alertname: message.event ?? "tend", service: message.service ?? "", severity: message.priority ?? "warning", instance: hostname() },
-          annotations: { summary: message.title ?? message.message.split("\n")[0], description: message.message },
-          startsAt: message.time,
-        }],
+        [
+          {
+            labels: {
+              alertname: message.event ?? "tend",
+              service: message.service ?? "",
+              severity: message.priority ?? "warning",
+              instance: hostname(),
+            },
+            annotations: { summary: message.title ?? message.message.split("\n")[0], description: message.message },
+            startsAt: message.time,
+          },
+        ],
         url.endsWith("/api/v2/alerts") ? url : `${url}/api/v2/alerts`,
       );
     }
@@ -98,7 +110,11 @@ const retryable = (status: number) => status >= 500 || status === 408 || status 
  * POST with curl -f semantics: 2xx is success, anything else fails. Network errors, 5xx, 408
  * and 429 are retried with exponential backoff (Retry-After honoured up to 30 s).
  */
-export async function send(request: HttpRequest, channel: Channel, { fetch: doFetch = fetch, sleep = Bun.sleep }: SendOptions = {}): Promise<SendResult> {
+export async function send(
+  request: HttpRequest,
+  channel: Channel,
+  { fetch: doFetch = fetch, sleep = Bun.sleep }: SendOptions = {},
+): Promise<SendResult> {
   let last: SendResult = { ok: false, status: null, detail: "not sent", attempts: 0 };
   for (let attempt = 1; attempt <= channel.retries + 1; attempt++) {
     let retryAfterMs: number | null = null;
@@ -111,16 +127,23 @@ export async function send(request: HttpRequest, channel: Channel, { fetch: doFe
         signal: AbortSignal.timeout(channel.timeoutMs),
       });
       const text = await response.text();
-      if (response.status >= 200 && response.status < 300) return { ok: true, status: response.status, detail: `HTTP ${response.status}`, attempts: attempt };
+      if (response.status >= 200 && response.status < 300)
+        return { ok: true, status: response.status, detail: `HTTP ${response.status}`, attempts: attempt };
       const said = text.trim().slice(0, 200);
-      last = { ok: false, status: response.status, detail: scrub(`HTTP ${response.status}${said ? `: ${said}` : ""}`, channel.url), attempts: attempt };
+      last = {
+        ok: false,
+        status: response.status,
+        detail: scrub(`HTTP ${response.status}${said ? `: ${said}` : ""}`, channel.url),
+        attempts: attempt,
+      };
       if (!retryable(response.status)) return last;
       retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
     } catch (error) {
       const detail = isTimeout(error) ? `no answer within ${humanDuration(channel.timeoutMs)}` : networkReason(error);
       last = { ok: false, status: null, detail: scrub(detail, channel.url), attempts: attempt };
     }
-    if (attempt <= channel.retries) await sleep(Math.min(retryAfterMs ?? 1000 * 2 ** (attempt - 1), RETRY_AFTER_CAP_MS));
+    if (attempt <= channel.retries)
+      await sleep(Math.min(retryAfterMs ?? 1000 * 2 ** (attempt - 1), RETRY_AFTER_CAP_MS));
   }
   return last;
 }

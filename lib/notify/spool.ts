@@ -86,7 +86,11 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
   const { stateDir, channel, minIntervalMs, now = Date.now, lockWaitMs = 120_000 } = options;
   ensureStateDir(stateDir);
   const lock = await waitLock(lockFile(stateDir), lockWaitMs, options.sleep);
-  if (!lock) throw new TendError(`${lockFile(stateDir)} stayed locked for ${humanDuration(lockWaitMs)}: another notify is stuck`, 1);
+  if (!lock)
+    throw new TendError(
+      `${lockFile(stateDir)} stayed locked for ${humanDuration(lockWaitMs)}: another notify is stuck`,
+      1,
+    );
   try {
     const state = readNotifyState(stateDir);
     const spool = readSpool(stateDir);
@@ -95,8 +99,14 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
     const report: DeliverReport = { outcomes: [], flushed: 0, waiting: 0, failure: null };
 
     const attempt = async (message: Message) => {
-      const note = state.dropped ? ` (${state.dropped} older message${state.dropped === 1 ? " was" : "s were"} dropped from a full spool)` : "";
-      const result = await send(buildRequest({ ...message, message: message.message + note }, channel), channel, options);
+      const note = state.dropped
+        ? ` (${state.dropped} older message${state.dropped === 1 ? " was" : "s were"} dropped from a full spool)`
+        : "";
+      const result = await send(
+        buildRequest({ ...message, message: message.message + note }, channel),
+        channel,
+        options,
+      );
       if (result.ok) state.dropped = 0;
       else {
         report.failure ??= result.detail;
@@ -117,18 +127,33 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
       const seen = key ? state.dedup[key] : undefined;
       if (key && seen && now() - seen.lastAt < minIntervalMs) {
         seen.suppressed++;
-        report.outcomes.push({ message: original, result: "suppressed", detail: `same ${original.service ? "service+" : ""}event within ${humanDuration(minIntervalMs)} (${seen.suppressed} suppressed)`, attempts: 0 });
+        report.outcomes.push({
+          message: original,
+          result: "suppressed",
+          detail:
+            `same ${original.service ? "service+" : ""}event within ${humanDuration(minIntervalMs)} ` +
+            `(${seen.suppressed} suppressed)`,
+          attempts: 0,
+        });
         continue;
       }
-      const message = seen?.suppressed ? { ...original, message: `${original.message} (+${seen.suppressed} similar suppressed)` } : original;
+      const message = seen?.suppressed
+        ? { ...original, message: `${original.message} (+${seen.suppressed} similar suppressed)` }
+        : original;
       if (key) state.dedup[key] = { lastAt: now(), suppressed: 0 };
       if (queue.length) {
         queue.push(message);
-        report.outcomes.push({ message, result: "spooled", detail: `queued behind ${queue.length - 1} spooled message(s)`, attempts: 0 });
+        report.outcomes.push({
+          message,
+          result: "spooled",
+          detail: `queued behind ${queue.length - 1} spooled message(s)`,
+          attempts: 0,
+        });
         continue;
       }
       const result = await attempt(message);
-      if (result.ok) report.outcomes.push({ message, result: "sent", detail: result.detail, attempts: result.attempts });
+      if (result.ok)
+        report.outcomes.push({ message, result: "sent", detail: result.detail, attempts: result.attempts });
       else {
         queue.push(message);
         report.outcomes.push({ message, result: "spooled", detail: result.detail, attempts: result.attempts });
@@ -138,7 +163,8 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
     if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
     report.waiting = queue.length;
     // Forget dedup entries long past their interval, so the state file stays small.
-    for (const [key, entry] of Object.entries(state.dedup)) if (now() - entry.lastAt > minIntervalMs && !entry.suppressed) delete state.dedup[key];
+    for (const [key, entry] of Object.entries(state.dedup))
+      if (now() - entry.lastAt > minIntervalMs && !entry.suppressed) delete state.dedup[key];
     if (!report.failure && report.waiting === 0) state.lastError = null;
     writeFileAtomic(spoolFile(stateDir), queue.map((message) => JSON.stringify(message) + "\n").join(""));
     writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");

@@ -16,7 +16,8 @@ export async function becomeLean(env: Record<string, string | undefined>): Promi
     let execve: Execve | null = null;
     for (const name of names) {
       try {
-        execve = dlopen(name, { execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } }).symbols.execve as unknown as Execve;
+        execve = dlopen(name, { execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } })
+          .symbols.execve as unknown as Execve;
         break;
       } catch {}
     }
@@ -33,7 +34,11 @@ export async function becomeLean(env: Record<string, string | undefined>): Promi
       return pointers;
     };
     const argv = array([process.argv0, ...process.argv.slice(2)]);
-    const envp = array(Object.entries({ ...env, ...LEAN_ENV }).filter(([, value]) => value !== undefined).map(([key, value]) => `${key}=${value}`));
+    const envp = array(
+      Object.entries({ ...env, ...LEAN_ENV })
+        .filter(([, value]) => value !== undefined)
+        .map(([key, value]) => `${key}=${value}`),
+    );
     const path = cString(process.execPath);
     execve(ptr(path), ptr(argv), ptr(envp)); // returns only on failure: run as we are
   } catch {}

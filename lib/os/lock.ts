@@ -51,7 +51,11 @@ export async function tryLock(path: string, { useFlock = true } = {}): Promise<L
 }
 
 /** Wait for the lock, polling, up to waitMs; null if it stayed held. */
-export async function waitLock(path: string, waitMs: number, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<Lock | null> {
+export async function waitLock(
+  path: string,
+  waitMs: number,
+  sleep: (ms: number) => Promise<void> = Bun.sleep,
+): Promise<Lock | null> {
   const deadline = Date.now() + waitMs;
   let lock = await tryLock(path);
   while (!lock && Date.now() < deadline) {

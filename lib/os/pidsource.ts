@@ -25,25 +25,39 @@ const PIDFILE_SLACK_MS = 1000;
  * Read a pidfile and verify the PID's identity: against the start time tend recorded when it
  * started that process, or else against the file's mtime (a newer process is not the one named).
  */
-export function fromPidfile(path: string, recorded?: { pid: number | null; pidStartTicks: string | null }): MainProcess {
+export function fromPidfile(
+  path: string,
+  recorded?: { pid: number | null; pidStartTicks: string | null },
+): MainProcess {
   const source = `pidfile ${path}`;
-  const gone = (detail: string, info: ProcInfo | null = null): MainProcess => ({ source, supervised: false, info, running: false, startedAt: null, detail });
+  const gone = (detail: string, info: ProcInfo | null = null): MainProcess => ({
+    source,
+    supervised: false,
+    info,
+    running: false,
+    startedAt: null,
+    detail,
+  });
   let text: string;
   let writtenAt: number;
   try {
     text = readFileSync(path, "utf8");
     writtenAt = statSync(path).mtimeMs;
   } catch (error) {
-    return gone(`${source}: ${(error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : (error as Error).message}`);
+    return gone(
+      `${source}: ${(error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : (error as Error).message}`,
+    );
   }
   const pid = Number(text.trim().split(/\s/)[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return gone(`${source} holds no PID (${JSON.stringify(text.trim().slice(0, 20))})`);
+  if (!Number.isInteger(pid) || pid <= 0)
+    return gone(`${source} holds no PID (${JSON.stringify(text.trim().slice(0, 20))})`);
   const info = readProc(pid);
   if (!info) return gone(`pid ${pid} is gone`);
   if (!isRunning(info)) return gone(`pid ${pid} is a zombie`, info);
   const startedAt = startedAtMs(info);
   if (recorded?.pid === pid && recorded.pidStartTicks) {
-    if (recorded.pidStartTicks !== info.startTicks) return gone(`pid ${pid} now belongs to another process (start time differs: PID reused)`);
+    if (recorded.pidStartTicks !== info.startTicks)
+      return gone(`pid ${pid} now belongs to another process (start time differs: PID reused)`);
   } else if (startedAt > writtenAt + PIDFILE_SLACK_MS) {
     return gone(`pid ${pid} started after ${path} was written: not the process it names (PID reused)`);
   }
@@ -53,7 +67,14 @@ export function fromPidfile(path: string, recorded?: { pid: number | null; pidSt
 /** A tmux pane's PID (the process tmux started for the pane). */
 export async function fromTmux(target: string): Promise<MainProcess> {
   const source = `tmux pane ${target}`;
-  const gone = (detail: string): MainProcess => ({ source, supervised: false, info: null, running: false, startedAt: null, detail });
+  const gone = (detail: string): MainProcess => ({
+    source,
+    supervised: false,
+    info: null,
+    running: false,
+    startedAt: null,
+    detail,
+  });
   const pane = await findPane(target);
   if ("error" in pane) return gone(`${source}: ${pane.error}`);
   if (pane.dead) return gone(`${source}: its command exited`);
@@ -67,7 +88,14 @@ function supervisedProcess(source: string, pid: number | null, why: string): Mai
   const info = pid ? readProc(pid) : null;
   const running = isRunning(info);
   const detail = running ? `pid ${pid}` : pid ? `pid ${pid} is gone` : why;
-  return { source, supervised: true, info: running ? info : null, running, startedAt: running ? startedAtMs(info) : null, detail };
+  return {
+    source,
+    supervised: true,
+    info: running ? info : null,
+    running,
+    startedAt: running ? startedAtMs(info) : null,
+    detail,
+  };
 }
 
 /** Properties a pass reads from systemd once per service: the pid source and the unit facts share them. */
@@ -80,16 +108,28 @@ export async function fromUnit(unit: string, shown?: UnitShown): Promise<MainPro
   const source = `unit ${unit}`;
   const props = shown ?? (await showUnit(unit, UNIT_PROPERTIES).catch((error: Error) => error));
   if (props instanceof Error) return supervisedProcess(source, null, props.message);
-  return supervisedProcess(source, Number(props.MainPID) || null, `${source} has no main process (${props.ActiveState || "unknown"})`);
+  return supervisedProcess(
+    source,
+    Number(props.MainPID) || null,
+    `${source} has no main process (${props.ActiveState || "unknown"})`,
+  );
 }
 
 export async function fromLaunchd(label: string): Promise<MainProcess> {
   const found = await launchdPid(label);
-  return supervisedProcess(`launchd job ${label}`, "pid" in found ? found.pid : null, "error" in found ? found.error : "");
+  return supervisedProcess(
+    `launchd job ${label}`,
+    "pid" in found ? found.pid : null,
+    "error" in found ? found.error : "",
+  );
 }
 
 /** The service's main process from its pid source; null when it has none. */
-export async function mainProcess(service: ServiceConfig, state: ServiceState, unitShown?: UnitShown): Promise<MainProcess | null> {
+export async function mainProcess(
+  service: ServiceConfig,
+  state: ServiceState,
+  unitShown?: UnitShown,
+): Promise<MainProcess | null> {
   if (service.pidfile) return fromPidfile(service.pidfile, state);
   if (service.tmux) return fromTmux(service.tmux);
   if (service.unit) return fromUnit(service.unit, unitShown);

@@ -41,7 +41,14 @@ function readProcDarwin(pid: number): ProcInfo | null {
   const line = result.stdout.toString().trim();
   const match = /^(\d+)\s+(\d+)\s+(\S)\S*\s+(\w+ \w+ +\d+ [\d:]+ \d+)\s+(.*)$/.exec(line);
   if (!match) return null;
-  return { pid, ppid: Number(match[1]), pgid: Number(match[2]), state: match[3], startTicks: String(Date.parse(match[4]) / 1000), comm: match[5] };
+  return {
+    pid,
+    ppid: Number(match[1]),
+    pgid: Number(match[2]),
+    state: match[3],
+    startTicks: String(Date.parse(match[4]) / 1000),
+    comm: match[5],
+  };
 }
 
 /** Running = exists and is neither a zombie nor dead. */
@@ -99,7 +106,11 @@ export function hasExited(info: ProcInfo): boolean {
 }
 
 /** Poll until the process exits or the timeout passes; true if it exited. */
-export async function waitForExit(info: ProcInfo, timeoutMs: number, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<boolean> {
+export async function waitForExit(
+  info: ProcInfo,
+  timeoutMs: number,
+  sleep: (ms: number) => Promise<void> = Bun.sleep,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (!hasExited(info)) {
     if (Date.now() >= deadline) return false;

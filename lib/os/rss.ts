@@ -26,4 +26,3 @@ export function treeRss(pid: number): number {
   }
   return total;
 }
-

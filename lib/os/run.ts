@@ -24,7 +24,14 @@ export async function runCommand(argv: string[], { timeoutMs, cwd, env, input }:
   let child;
   try {
     const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
-    child = Bun.spawn(argv, { cwd, env: env as Record<string, string>, stdin, stdout: "pipe", stderr: "pipe", detached: true });
+    child = Bun.spawn(argv, {
+      cwd,
+      env: env as Record<string, string>,
+      stdin,
+      stdout: "pipe",
+      stderr: "pipe",
+      detached: true,
+    });
   } catch (error) {
     return { exitCode: null, signal: null, timedOut: false, stdout: "", stderr: "", error: (error as Error).message };
   }
@@ -35,7 +42,14 @@ export async function runCommand(argv: string[], { timeoutMs, cwd, env, input }:
   }, timeoutMs);
   const [stdout, stderr] = await Promise.all([readCapped(child.stdout), readCapped(child.stderr), child.exited]);
   clearTimeout(timer);
-  return { exitCode: timedOut ? null : child.exitCode, signal: child.signalCode === null ? null : String(child.signalCode), timedOut, stdout, stderr, error: null };
+  return {
+    exitCode: timedOut ? null : child.exitCode,
+    signal: child.signalCode === null ? null : String(child.signalCode),
+    timedOut,
+    stdout,
+    stderr,
+    error: null,
+  };
 }
 
 /** Signal a process group this process created; ESRCH (already gone) is not an error. */

@@ -25,11 +25,20 @@ export type Pane = { pid: number; dead: boolean } | { error: string };
 
 /** The pane's PID and whether its command has exited (remain-on-exit). */
 export async function findPane(target: string): Promise<Pane> {
-  const result = await tmux("list-panes", "-t", exactWindow(target), "-F", "#{pane_index} #{pane_active} #{pane_pid} #{pane_dead}");
+  const result = await tmux(
+    "list-panes",
+    "-t",
+    exactWindow(target),
+    "-F",
+    "#{pane_index} #{pane_active} #{pane_pid} #{pane_dead}",
+  );
   if (result.error) return { error: `tmux: ${result.error}` };
   if (result.exitCode !== 0) return { error: result.stderr.trim() || "not found" };
   const { pane } = parseTarget(target);
-  const rows = result.stdout.trim().split("\n").map((line) => line.split(" "));
+  const rows = result.stdout
+    .trim()
+    .split("\n")
+    .map((line) => line.split(" "));
   const row = rows.find(([index, active]) => (pane === null ? active === "1" : index === pane));
   if (!row) return { error: `no pane ${pane} in ${target}` };
   return { pid: Number(row[2]), dead: row[3] === "1" };
@@ -46,7 +55,10 @@ export async function respawnPane(target: string, run: string): Promise<TmuxRest
   const must = async (what: string, ...args: string[]): Promise<TmuxRestart> => {
     const result = await tmux(...args);
     if (result.exitCode === 0) return { issued: true, detail: what };
-    return { issued: false, detail: `${what}: ${result.error ?? (result.stderr.trim() || `tmux exit ${result.exitCode}`)}` };
+    return {
+      issued: false,
+      detail: `${what}: ${result.error ?? (result.stderr.trim() || `tmux exit ${result.exitCode}`)}`,
+    };
   };
   const named = numbered ? [] : ["-n", window];
   if ((await tmux("has-session", "-t", `=${session}`)).exitCode !== 0) {
@@ -54,7 +66,15 @@ export async function respawnPane(target: string, run: string): Promise<TmuxRest
   }
   const pane = await findPane(target);
   if ("error" in pane) {
-    return must(`created tmux window ${session}:${window}`, "new-window", "-d", "-t", numbered ? `=${session}:${window}` : `=${session}:`, ...named, run);
+    return must(
+      `created tmux window ${session}:${window}`,
+      "new-window",
+      "-d",
+      "-t",
+      numbered ? `=${session}:${window}` : `=${session}:`,
+      ...named,
+      run,
+    );
   }
   const exactPane = paneIndex === null ? exactWindow(target) : `${exactWindow(target)}.${paneIndex}`;
   return must(`tmux respawn-pane -k -t ${target}`, "respawn-pane", "-k", "-t", exactPane, run);

@@ -29,7 +29,13 @@ export const spawn = defineRestart<SpawnRestart>({
     const env = table.stringMap("env") ?? {};
     const output = table.string("output");
     if (!argv) return undefined;
-    return { kind: "spawn", argv, cwd: cwd ? inState(cwd) : null, env, output: output ? inState(output) : paths.serviceOutput(name) };
+    return {
+      kind: "spawn",
+      argv,
+      cwd: cwd ? inState(cwd) : null,
+      env,
+      output: output ? inState(output) : paths.serviceOutput(name),
+    };
   },
   async restart(service, action, { current, sleep, env }) {
     try {
@@ -61,7 +67,12 @@ export const spawn = defineRestart<SpawnRestart>({
       const deadline = Date.now() + 5000;
       while (readPid(pidfile) !== child.pid && child.exitCode === null && Date.now() < deadline) await sleep(5);
       if (readPid(pidfile) !== child.pid) writeFileAtomic(pidfile, `${child.pid}\n`, 0o644); // it exited at once
-      return { issued: true, detail: `${stopped}started pid ${child.pid}`, pid: child.pid, pidStartTicks: info?.startTicks };
+      return {
+        issued: true,
+        detail: `${stopped}started pid ${child.pid}`,
+        pid: child.pid,
+        pidStartTicks: info?.startTicks,
+      };
     } catch (error) {
       return { issued: false, detail: `spawn ${action.argv.join(" ")}: ${(error as Error).message}` };
     }

@@ -14,7 +14,8 @@ export const systemd = defineRestart<SystemdRestart>({
     const unit = table.string("systemd");
     return unit ? { kind: "systemd", unit } : undefined;
   },
-  restart: (service, action) => runAction(["systemctl", "restart", "--", action.unit], `systemctl restart ${action.unit}`, service),
+  restart: (service, action) =>
+    runAction(["systemctl", "restart", "--", action.unit], `systemctl restart ${action.unit}`, service),
   describe: (action) => `systemctl restart ${action.unit}`,
   plan: (action) => ({ "restart.systemd": action.unit }),
   unit: (action) => action.unit,

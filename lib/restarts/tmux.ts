@@ -18,7 +18,8 @@ export const tmux = defineRestart<TmuxRestart>({
     if (target !== undefined && !TMUX_TARGET.test(target)) {
       table.fail("tmux", `${show(target)} is not "session:window" or "session:window.pane"`);
     }
-    if (run === undefined && !table.has("run")) table.fail("run", "is required with restart.tmux (the pane's command line)");
+    if (run === undefined && !table.has("run"))
+      table.fail("run", "is required with restart.tmux (the pane's command line)");
     return target && run && TMUX_TARGET.test(target) ? { kind: "tmux", target, run } : undefined;
   },
   async restart(_service, action) {

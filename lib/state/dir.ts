@@ -38,7 +38,8 @@ export function refuseSymlink(path: string): void {
 export function ensureStateDir(stateDir: string): void {
   try {
     const info = lstatSync(stateDir);
-    if (info.isSymbolicLink()) throw new TendError(`state dir ${stateDir} is a symlink: refusing to write through it`, 1);
+    if (info.isSymbolicLink())
+      throw new TendError(`state dir ${stateDir} is a symlink: refusing to write through it`, 1);
     if (!info.isDirectory()) throw new TendError(`state dir ${stateDir} is not a directory`, 1);
     return;
   } catch (error) {

@@ -165,7 +165,8 @@ function validate(text: string): string | null {
   const counters = ["strikes", "restartsTotal", "recoveriesOk", "recoveriesFailed", "failedInRow", "autoRestarts"];
   for (const key of counters) {
     const value = record[key];
-    if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 0)) return `${key} is ${JSON.stringify(value)}`;
+    if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 0))
+      return `${key} is ${JSON.stringify(value)}`;
   }
   for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;

@@ -22,7 +22,8 @@ export function parseSignal(text: string): Signal {
     return { name: name ?? `signal ${number}`, number };
   }
   const bare = text.toUpperCase().replace(/^SIG/, "");
-  if (!ALLOWED.includes(bare)) throw usageError(`-s ${text}: not a signal safe-kill sends (allowed: ${ALLOWED.join(", ")} or a number)`);
+  if (!ALLOWED.includes(bare))
+    throw usageError(`-s ${text}: not a signal safe-kill sends (allowed: ${ALLOWED.join(", ")} or a number)`);
   return { name: `SIG${bare}`, number: signals[`SIG${bare}`] };
 }
 
@@ -44,7 +45,11 @@ export async function safeKill(target: KillTarget, options: KillOptions): Promis
     throw usageError(`--escalate needs a signal the process can act on, not ${signal.name}`);
   }
   const what = `${label} (pid ${info.pid}: ${commandLine(info.pid)})`;
-  if (dryRun) return [`would send ${signal.name} to ${what}${escalateMs !== null ? `, then SIGKILL if it is still running after ${humanDuration(escalateMs)}` : ""}`];
+  if (dryRun)
+    return [
+      `would send ${signal.name} to ${what}` +
+        (escalateMs !== null ? `, then SIGKILL if it is still running after ${humanDuration(escalateMs)}` : ""),
+    ];
   // Last identity check right before the signal: the PID must still name the same process.
   if (hasExited(info)) throw new TendError(`${label} (pid ${info.pid}) exited before it could be signalled`, 1);
   process.kill(info.pid, signal.number);
@@ -57,6 +62,9 @@ export async function safeKill(target: KillTarget, options: KillOptions): Promis
   }
   if (!hasExited(info)) process.kill(info.pid, "SIGKILL");
   const gone = await waitForExit(info, 5000, sleep);
-  lines.push(`${label} was still running after ${humanDuration(escalateMs)}: sent SIGKILL (force was needed)${gone ? "" : "; it has not exited yet"}`);
+  lines.push(
+    `${label} was still running after ${humanDuration(escalateMs)}: sent SIGKILL (force was needed)` +
+      (gone ? "" : "; it has not exited yet"),
+  );
   return lines;
 }

@@ -43,14 +43,22 @@ export async function resolveTarget(target: string, config: Config | null, cwd =
   } else {
     const service = config?.services.find((candidate) => candidate.name === target);
     if (service) {
-      const main = await mainProcess(service, readState(config!.watchdog.stateDir, service.name, { repair: false }).state);
+      const main = await mainProcess(
+        service,
+        readState(config!.watchdog.stateDir, service.name, { repair: false }).state,
+      );
       if (!main) throw usageError(`service ${target} has no PID source (set pidfile, tmux, unit or launchd)`);
       found = main;
     } else if (isUnitName(target)) {
       found = await fromUnit(target);
     } else {
-      const known = config ? `configured services: ${config.services.map((s) => s.name).join(", ") || "none"}` : "no configuration found";
-      throw usageError(`unknown target ${JSON.stringify(target)}: not a service (${known}), not a unit (NAME.service), not pidfile:PATH or tmux:TARGET`);
+      const known = config
+        ? `configured services: ${config.services.map((s) => s.name).join(", ") || "none"}`
+        : "no configuration found";
+      throw usageError(
+        `unknown target ${JSON.stringify(target)}: not a service (${known}), ` +
+          `not a unit (NAME.service), not pidfile:PATH or tmux:TARGET`,
+      );
     }
   }
   if (!found.running || !found.info) throw new TendError(`${label} has no running process (${found.detail})`, 1);

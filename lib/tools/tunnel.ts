@@ -28,20 +28,36 @@ export interface TunnelResult {
  * and tmux restart the watchdog uses.
  */
 export async function checkTunnel(options: TunnelOptions, logger: Logger): Promise<TunnelResult> {
-  const check: HttpCheck = { kind: "http", url: options.url, expect: null, anyResponse: true, failCodes: null, contains: null, headers: {}, timeoutMs: options.timeoutMs };
+  const check: HttpCheck = {
+    kind: "http",
+    url: options.url,
+    expect: null,
+    anyResponse: true,
+    failCodes: null,
+    contains: null,
+    headers: {},
+    timeoutMs: options.timeoutMs,
+  };
   const result = await probe(check);
   const code = result.status ? String(result.status) : "000";
   const shown = redactUrl(options.url);
   const { value, problem } = readCounter(options.counter);
   if (problem) logger.write("ERROR", problem);
   if (!options.failCodes.includes(code)) {
-    if (value > 0) logger.write("RECOVERED", `tunnel ${shown} answers again (HTTP ${code} in ${result.latencyMs}ms) after ${value} failed check(s)`);
+    if (value > 0)
+      logger.write(
+        "RECOVERED",
+        `tunnel ${shown} answers again (HTTP ${code} in ${result.latencyMs}ms) after ${value} failed check(s)`,
+      );
     writeCounter(options.counter, 0);
     return { healthy: true, strikes: 0, restarted: false };
   }
   const strikes = value + 1;
   const what = code === "000" ? result.detail : `HTTP ${code}`;
-  logger.write("WARN", `tunnel ${shown} failed health check (${what}, failure ${Math.min(strikes, options.strikes)}/${options.strikes})`);
+  logger.write(
+    "WARN",
+    `tunnel ${shown} failed health check (${what}, failure ${Math.min(strikes, options.strikes)}/${options.strikes})`,
+  );
   if (strikes < options.strikes) {
     writeCounter(options.counter, strikes);
     return { healthy: false, strikes, restarted: false };
@@ -51,7 +67,11 @@ export async function checkTunnel(options: TunnelOptions, logger: Logger): Promi
     writeCounter(options.counter, 0);
     return { healthy: false, strikes, restarted: false };
   }
-  logger.write("HUNG", `tunnel ${shown} failed ${strikes} checks in a row (timeout ${humanDuration(options.timeoutMs)}): restarting pane ${options.pane.target}`);
+  logger.write(
+    "HUNG",
+    `tunnel ${shown} failed ${strikes} checks in a row (timeout ${humanDuration(options.timeoutMs)}): ` +
+      `restarting pane ${options.pane.target}`,
+  );
   const restart = await respawnPane(options.pane.target, options.pane.command);
   logger.write(restart.issued ? "RESTART" : "FAILED", `tunnel: ${restart.detail}`);
   // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.

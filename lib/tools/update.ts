@@ -1,5 +1,15 @@
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { unifiedDiff } from "../core/diff.ts";
 import { TendError, usageError } from "../core/errors.ts";
@@ -33,7 +43,8 @@ export function listBackups(target: string): string[] {
     .sort((a, b) => backupOrder(b.slice(prefix.length)) - backupOrder(a.slice(prefix.length)) || (b < a ? -1 : 1))
     .map((name) => join(dirname(target), name));
 }
-const backupOrder = (suffix: string) => Number(suffix.slice(0, 8) + suffix.slice(9, 15)) * 1000 + Number(suffix.split("-")[2] ?? 0);
+const backupOrder = (suffix: string) =>
+  Number(suffix.slice(0, 8) + suffix.slice(9, 15)) * 1000 + Number(suffix.split("-")[2] ?? 0);
 
 /** Copy the current file to TARGET.bak-..., preserving mode and times; keep the newest 5. */
 export function backup(target: string, now: Date): string {
@@ -48,13 +59,19 @@ export function backup(target: string, now: Date): string {
 }
 
 /** A temp file beside the target (same filesystem: the rename is atomic). */
-const tempBeside = (target: string) => join(dirname(target), `.${basename(target)}.new-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+const tempBeside = (target: string) =>
+  join(dirname(target), `.${basename(target)}.new-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
 async function run(binary: string, args: string[], what: string): Promise<string> {
   const result = await runCommand([binary, ...args], { timeoutMs: RUN_TIMEOUT_MS });
   if (result.error) throw new TendError(`${what}: cannot run it: ${result.error}`, 1);
   if (result.timedOut) throw new TendError(`${what}: did not finish within ${RUN_TIMEOUT_MS / 1000}s`, 1);
-  if (result.exitCode !== 0) throw new TendError(`${what}: exit ${result.exitCode}${result.stderr.trim() ? `: ${result.stderr.trim().split("\n").slice(0, 5).join(" / ")}` : ""}`, 1);
+  if (result.exitCode !== 0)
+    throw new TendError(
+      `${what}: exit ${result.exitCode}` +
+        (result.stderr.trim() ? `: ${result.stderr.trim().split("\n").slice(0, 5).join(" / ")}` : ""),
+      1,
+    );
   return result.stdout;
 }
 
@@ -66,7 +83,8 @@ async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch
     } catch (error) {
       throw new TendError(`download ${redactUrl(source)}: ${(error as Error).message}`, 1);
     }
-    if (response.status < 200 || response.status > 299) throw new TendError(`download ${redactUrl(source)}: HTTP ${response.status}`, 1);
+    if (response.status < 200 || response.status > 299)
+      throw new TendError(`download ${redactUrl(source)}: HTTP ${response.status}`, 1);
     writeFileSync(temp, new Uint8Array(await response.arrayBuffer()), { mode: 0o700 });
   } else {
     try {
@@ -90,20 +108,28 @@ export interface BinaryUpdate {
  * restore the backup if the installed binary does not run. Any failure before the swap changes nothing.
  */
 export async function updateBinary({ source, target, sha256, config }: BinaryUpdate, io: UpdateIo): Promise<void> {
-  if (sha256 !== null && !/^[0-9a-f]{64}$/i.test(sha256)) throw usageError(`--sha256: ${JSON.stringify(sha256)} is not 64 hex digits`);
+  if (sha256 !== null && !/^[0-9a-f]{64}$/i.test(sha256))
+    throw usageError(`--sha256: ${JSON.stringify(sha256)} is not 64 hex digits`);
   const temp = tempBeside(target);
   try {
     await fetchSource(source, temp, io.fetch ?? fetch);
     if (sha256) {
       const actual = createHash("sha256").update(readFileSync(temp)).digest("hex");
-      if (actual !== sha256.toLowerCase()) throw new TendError(`sha256 mismatch: expected ${sha256.toLowerCase()}, got ${actual}`, 1);
+      if (actual !== sha256.toLowerCase())
+        throw new TendError(`sha256 mismatch: expected ${sha256.toLowerCase()}, got ${actual}`, 1);
     }
     chmodSync(temp, 0o755);
     const newVersion = (await run(temp, ["--version"], "the new binary's --version")).trim();
     await run(temp, ["watchdog", "validate", "--config", config], "the new binary's watchdog validate");
     await run(temp, ["watchdog", "pass", "--dry-run", "--config", config], "the new binary's watchdog pass --dry-run");
-    const oldVersion = (await run(target, ["--version"], "the current binary's --version").catch(() => "(current binary does not answer)")).trim();
-    const oldPlan = await run(target, ["watchdog", "plan", "--config", config], "the current binary's watchdog plan").catch((error: Error) => `# ${error.message}\n`);
+    const oldVersion = (
+      await run(target, ["--version"], "the current binary's --version").catch(() => "(current binary does not answer)")
+    ).trim();
+    const oldPlan = await run(
+      target,
+      ["watchdog", "plan", "--config", config],
+      "the current binary's watchdog plan",
+    ).catch((error: Error) => `# ${error.message}\n`);
     const newPlan = await run(temp, ["watchdog", "plan", "--config", config], "the new binary's watchdog plan");
     io.say(`version: ${oldVersion} -> ${newVersion}`);
     const diff = unifiedDiff(oldPlan, newPlan, `plan (${oldVersion})`, `plan (${newVersion})`);
@@ -150,8 +176,11 @@ export interface ConfigUpdate {
 /** Replace the live configuration: validate the new one, back up, diff the plans, swap atomically. */
 export async function applyConfig({ config, next, binary }: ConfigUpdate, io: UpdateIo): Promise<void> {
   const check = await runCommand([binary, "watchdog", "validate", "--config", next], { timeoutMs: RUN_TIMEOUT_MS });
-  if (check.exitCode !== 0) throw new TendError(`${next} is not a valid configuration, nothing changed:\n${check.stderr.trim()}`, 2);
-  const oldPlan = await run(binary, ["watchdog", "plan", "--config", config], "plan of the live configuration").catch((error: Error) => `# ${error.message}\n`);
+  if (check.exitCode !== 0)
+    throw new TendError(`${next} is not a valid configuration, nothing changed:\n${check.stderr.trim()}`, 2);
+  const oldPlan = await run(binary, ["watchdog", "plan", "--config", config], "plan of the live configuration").catch(
+    (error: Error) => `# ${error.message}\n`,
+  );
   const newPlan = await run(binary, ["watchdog", "plan", "--config", next], "plan of the new configuration");
   const diff = unifiedDiff(oldPlan, newPlan, config, next);
   io.say(diff ? diff.trimEnd() : "plan: no change in behaviour");

@@ -38,7 +38,8 @@ export function cronSchedule(intervalMs: number): string {
 }
 
 export function cronLine(config: Config, { binary }: InstallOptions): string {
-  return `${cronSchedule(config.watchdog.intervalMs)} ${quote(binary)} watchdog pass --config ${quote(config.path)} ${CRON_MARK}`;
+  const command = `${quote(binary)} watchdog pass --config ${quote(config.path)}`;
+  return `${cronSchedule(config.watchdog.intervalMs)} ${command} ${CRON_MARK}`;
 }
 
 /** The files (or crontab line) each scheduler needs. */
@@ -50,17 +51,19 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
     case "cron":
       return [{ path: "crontab", content: cronLine(config, options) + "\n", mode: 0o644 }];
     case "termux-boot":
-      return [{
-        path: join(home, ".termux", "boot", "tend-watchdog"),
-        mode: 0o755,
-        content: [
-          "#!/data/data/com.termux/files/usr/bin/sh",
-          "# Termux:Boot runs this at boot: hold a wake lock so Android does not doze the loop away.",
-          "termux-wake-lock",
-          `exec ${quote(binary)} watchdog run --config ${quote(config.path)}`,
-          "",
-        ].join("\n"),
-      }];
+      return [
+        {
+          path: join(home, ".termux", "boot", "tend-watchdog"),
+          mode: 0o755,
+          content: [
+            "#!/data/data/com.termux/files/usr/bin/sh",
+            "# Termux:Boot runs this at boot: hold a wake lock so Android does not doze the loop away.",
+            "termux-wake-lock",
+            `exec ${quote(binary)} watchdog run --config ${quote(config.path)}`,
+            "",
+          ].join("\n"),
+        },
+      ];
     case "systemd": {
       const dir = uid === 0 ? "/etc/systemd/system" : join(home, ".config", "systemd", "user");
       const bootSeconds = config.watchdog.bootDelayMs ? Math.ceil(config.watchdog.bootDelayMs / 1000) : 60;
@@ -102,10 +105,11 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
     case "launchd": {
       const dir = uid === 0 ? "/Library/LaunchDaemons" : join(home, "Library", "LaunchAgents");
       const args = pass.map((arg) => `    <string>${xml(arg)}</string>`).join("\n");
-      return [{
-        path: join(dir, `${LABEL}.plist`),
-        mode: 0o644,
-        content: `<?xml version="1.0" encoding="UTF-8"?>
+      return [
+        {
+          path: join(dir, `${LABEL}.plist`),
+          mode: 0o644,
+          content: `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">
 <dict>
@@ -129,7 +133,8 @@ ${args}
 </dict>
 </plist>
 `,
-      }];
+        },
+      ];
     }
   }
 }
@@ -160,8 +165,13 @@ export async function writeInstall(scheduler: Scheduler, files: InstallFile[]): 
     }
     said.push(`${file.path}: ${current === null ? "written" : "updated"}`);
   }
-  if (scheduler === "systemd") said.push(`then: systemctl ${files[0].path.startsWith("/etc/") ? "" : "--user "}daemon-reload && systemctl ${files[0].path.startsWith("/etc/") ? "" : "--user "}enable --now ${UNIT}.timer`);
-  if (scheduler === "launchd") said.push(`then: launchctl bootstrap ${files[0].path.startsWith("/Library/") ? "system" : `gui/$(id -u)`} ${files[0].path}`);
+  const user = files[0].path.startsWith("/etc/") ? "" : "--user ";
+  if (scheduler === "systemd")
+    said.push(`then: systemctl ${user}daemon-reload && systemctl ${user}enable --now ${UNIT}.timer`);
+  if (scheduler === "launchd")
+    said.push(
+      `then: launchctl bootstrap ${files[0].path.startsWith("/Library/") ? "system" : `gui/$(id -u)`} ${files[0].path}`,
+    );
   return said;
 }
 
@@ -170,16 +180,21 @@ async function writeCrontab(line: string): Promise<string> {
   const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000 });
   if (current.error) throw new TendError(`crontab: ${current.error} (install cron)`, 1);
   // `crontab -l` exits 1 with "no crontab for USER" when there is none yet.
-  const lines = current.exitCode === 0 ? current.stdout.split("\n").filter((existing, index, all) => existing !== "" || index < all.length - 1) : [];
+  const lines =
+    current.exitCode === 0
+      ? current.stdout.split("\n").filter((existing, index, all) => existing !== "" || index < all.length - 1)
+      : [];
   const ours = lines.filter((existing) => existing.includes(CRON_MARK));
   if (ours.length === 1 && ours[0] === line) return "crontab: unchanged";
   const next = [...lines.filter((existing) => !existing.includes(CRON_MARK)), line];
   const written = await runCommand(["crontab", "-"], { timeoutMs: 10_000, input: next.join("\n") + "\n" });
-  if (written.exitCode !== 0) throw new TendError(`crontab -: ${written.error ?? (written.stderr.trim() || `exit ${written.exitCode}`)}`, 1);
+  if (written.exitCode !== 0)
+    throw new TendError(`crontab -: ${written.error ?? (written.stderr.trim() || `exit ${written.exitCode}`)}`, 1);
   return `crontab: ${ours.length ? "updated" : "added"}: ${line}`;
 }
 
 export function parseScheduler(name: string | undefined): Scheduler {
-  if (!name || !SCHEDULERS.includes(name as Scheduler)) throw usageError(`watchdog install needs one of: ${SCHEDULERS.join(", ")}`);
+  if (!name || !SCHEDULERS.includes(name as Scheduler))
+    throw usageError(`watchdog install needs one of: ${SCHEDULERS.join(", ")}`);
   return name as Scheduler;
 }

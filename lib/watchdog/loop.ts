@@ -14,7 +14,13 @@ export interface LoopOptions {
 }
 
 /** `watchdog run`: a pass every interval until SIGTERM/SIGINT; a crash in one pass is logged, not fatal. */
-export async function runLoop({ config, intervalMs, echo = () => {}, env, maxPasses = Infinity }: LoopOptions): Promise<number> {
+export async function runLoop({
+  config,
+  intervalMs,
+  echo = () => {},
+  env,
+  maxPasses = Infinity,
+}: LoopOptions): Promise<number> {
   let stopping = false;
   let wake: (() => void) | null = null;
   const stop = () => {
@@ -41,7 +47,8 @@ export async function runLoop({ config, intervalMs, echo = () => {}, env, maxPas
       // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
       Bun.gc(true);
       const wait = Math.max(0, started + intervalMs - Date.now());
-      if (!stopping && passes + 1 < maxPasses) await new Promise<void>((resolve) => ((wake = resolve), setTimeout(resolve, wait)));
+      if (!stopping && passes + 1 < maxPasses)
+        await new Promise<void>((resolve) => ((wake = resolve), setTimeout(resolve, wait)));
     }
   } finally {
     process.off("SIGTERM", stop);

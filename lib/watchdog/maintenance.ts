@@ -16,10 +16,18 @@ export interface MaintenanceOptions {
 }
 
 /** pause / resume / reset one service's state, under the pass lock so no pass overwrites it. */
-export async function maintain(config: Config, name: string, action: MaintenanceAction, options: MaintenanceOptions = {}): Promise<string> {
+export async function maintain(
+  config: Config,
+  name: string,
+  action: MaintenanceAction,
+  options: MaintenanceOptions = {},
+): Promise<string> {
   const { now = Date.now, lockWaitMs = 180_000, sleep = Bun.sleep } = options;
   const service = config.services.find((candidate) => candidate.name === name);
-  if (!service) throw usageError(`no such service: ${name} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`);
+  if (!service)
+    throw usageError(
+      `no such service: ${name} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`,
+    );
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
   const lockFile = statePaths(stateDir).lock;
@@ -29,7 +37,10 @@ export async function maintain(config: Config, name: string, action: Maintenance
     const { state } = readState(stateDir, name);
     const [next, said] = apply(state, action, now());
     writeState(stateDir, name, next);
-    new Logger(config.watchdog.log, () => {}, now).write(action.kind === "pause" ? "SKIP" : "START", `${name}: ${said}`);
+    new Logger(config.watchdog.log, () => {}, now).write(
+      action.kind === "pause" ? "SKIP" : "START",
+      `${name}: ${said}`,
+    );
     return said;
   } finally {
     lock.release();
@@ -47,7 +58,15 @@ function apply(state: ServiceState, action: MaintenanceAction, now: number): [Se
       return [{ ...state, paused: false, pausedUntil: null }, "resumed"];
     case "reset":
       return [
-        { ...state, strikes: 0, restartTimes: [], failedInRow: 0, backoffUntil: null, givenUp: false, lastRestartAt: null },
+        {
+          ...state,
+          strikes: 0,
+          restartTimes: [],
+          failedInRow: 0,
+          backoffUntil: null,
+          givenUp: false,
+          lastRestartAt: null,
+        },
         "reset: strikes, backoff, restart history and given-up cleared",
       ];
   }

@@ -25,9 +25,16 @@ export function renderMetrics(services: { name: string; state: ServiceState }[],
       `tend_service_recoveries_total{${service},result="ok"} ${state.recoveriesOk}`,
       `tend_service_recoveries_total{${service},result="failed"} ${state.recoveriesFailed}`,
     );
-    if (state.lastProbe) samples.tend_probe_duration_seconds.push(`tend_probe_duration_seconds{${service}} ${state.lastProbe.latencyMs / 1000}`);
+    if (state.lastProbe)
+      samples.tend_probe_duration_seconds.push(
+        `tend_probe_duration_seconds{${service}} ${state.lastProbe.latencyMs / 1000}`,
+      );
     samples.tend_service_auto_restarts_total.push(`tend_service_auto_restarts_total{${service}} ${state.autoRestarts}`);
   }
   samples.tend_last_pass_timestamp_seconds.push(`tend_last_pass_timestamp_seconds ${Math.floor(passAt / 1000)}`);
-  return METRICS.map(([name, type, help]) => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples[name]].join("\n")).join("\n") + "\n";
+  return (
+    METRICS.map(([name, type, help]) =>
+      [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples[name]].join("\n"),
+    ).join("\n") + "\n"
+  );
 }

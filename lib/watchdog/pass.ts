@@ -57,8 +57,14 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     }
     const services = await judgeAll(config, { ...options, dryRun, echo, now, gap, logger });
     if (!dryRun) {
-      await sendEvents(config, services.flatMap((service) => service.events), logger);
-      const anyDown = services.some((service) => service.decision.next.outage !== null && service.decision.kind !== "skip");
+      await sendEvents(
+        config,
+        services.flatMap((service) => service.events),
+        logger,
+      );
+      const anyDown = services.some(
+        (service) => service.decision.next.outage !== null && service.decision.kind !== "skip",
+      );
       await pingHeartbeat(config, anyDown, logger);
       const passAt = now();
       if (config.watchdog.metricsFile) writeMetrics(config.watchdog.metricsFile, services, passAt, logger);
@@ -90,7 +96,8 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
   return Promise.all(
     config.services.map(async (service): Promise<ServiceOutcome> => {
       const failingDependencies: string[] = [];
-      for (const dependency of service.dependsOn) if (await failing.get(dependency)) failingDependencies.push(dependency);
+      for (const dependency of service.dependsOn)
+        if (await failing.get(dependency)) failingDependencies.push(dependency);
       const say = publish.get(service.name)!;
       try {
         return await limit(() =>
@@ -99,7 +106,12 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
       } catch (error) {
         say(true);
         context.logger.write("ERROR", `${service.name}: ${(error as Error).message}`);
-        return { name: service.name, decision: { kind: "skip", reason: "error", next: freshState(), log: [] }, probe: null, events: [] };
+        return {
+          name: service.name,
+          decision: { kind: "skip", reason: "error", next: freshState(), log: [] },
+          probe: null,
+          events: [],
+        };
       }
     }),
   );

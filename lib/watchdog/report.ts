@@ -32,7 +32,10 @@ type Span = [number, number];
 const overlap = ([a, b]: Span, [c, d]: Span) => Math.max(0, Math.min(b, d) - Math.max(a, c));
 /** Total length of the union of spans inside `within`. */
 function covered(spans: Span[], within: Span): number {
-  const clipped = spans.map(([a, b]) => [Math.max(a, within[0]), Math.min(b, within[1])] as Span).filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  const clipped = spans
+    .map(([a, b]) => [Math.max(a, within[0]), Math.min(b, within[1])] as Span)
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
   let total = 0;
   let end = -Infinity;
   for (const [a, b] of clipped) {
@@ -59,13 +62,25 @@ export function buildReport(config: Config, sinceMs: number, now = Date.now(), c
     const firstSeen = Math.min(state.firstSeenAt ?? now, ...spans.map(([from]) => from));
     const observedSpan: Span = [Math.max(window[0], firstSeen), window[1]];
     const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - covered(hostGaps, observedSpan);
-    const downMs = covered(spans, observedSpan) - covered(hostGaps.flatMap((gap) => spans.map(([a, b]) => [Math.max(a, gap[0]), Math.min(b, gap[1])] as Span)), observedSpan);
+    const downMs =
+      covered(spans, observedSpan) -
+      covered(
+        hostGaps.flatMap((gap) => spans.map(([a, b]) => [Math.max(a, gap[0]), Math.min(b, gap[1])] as Span)),
+        observedSpan,
+      );
     const inWindow = (at: number) => at >= window[0] && at <= window[1];
     const ended = state.outages.filter((outage) => inWindow(outage.to));
-    const count = (what: string) => state.history.filter((entry) => entry.what === what && inWindow(entry.at)).reduce((sum, entry) => sum + (entry.count ?? 1), 0);
+    const count = (what: string) =>
+      state.history
+        .filter((entry) => entry.what === what && inWindow(entry.at))
+        .reduce((sum, entry) => sum + (entry.count ?? 1), 0);
     const timeline = Array.from({ length: cells }, (_, index): Cell => {
       const cell: Span = [window[0] + index * cellMs, window[0] + (index + 1) * cellMs];
-      const seen = Math.max(0, overlap(cell, observedSpan) - covered(hostGaps, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]));
+      const seen = Math.max(
+        0,
+        overlap(cell, observedSpan) -
+          covered(hostGaps, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]),
+      );
       if (seen <= 0) return "none";
       const down = covered(spans, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]);
       return down <= 0 ? "up" : down >= seen * 0.999 ? "down" : "degraded";
@@ -80,14 +95,22 @@ export function buildReport(config: Config, sinceMs: number, now = Date.now(), c
       auto_restarts: count("auto-restart"),
       recoveries_ok: count("recovered"),
       recoveries_failed: count("failed"),
-      mttr_s: ended.length ? Math.round(ended.reduce((sum, outage) => sum + (outage.to - outage.from), 0) / ended.length / 1000) : null,
+      mttr_s: ended.length
+        ? Math.round(ended.reduce((sum, outage) => sum + (outage.to - outage.from), 0) / ended.length / 1000)
+        : null,
       timeline,
     };
   });
-  return { since: new Date(window[0]).toISOString(), until: new Date(now).toISOString(), cell_s: Math.round(cellMs / 1000), services };
+  return {
+    since: new Date(window[0]).toISOString(),
+    until: new Date(now).toISOString(),
+    cell_s: Math.round(cellMs / 1000),
+    services,
+  };
 }
 
-const percent = (value: number | null) => (value === null ? "no data" : `${(value * 100).toFixed(value >= 0.9995 && value < 1 ? 3 : 2)}%`);
+const percent = (value: number | null) =>
+  value === null ? "no data" : `${(value * 100).toFixed(value >= 0.9995 && value < 1 ? 3 : 2)}%`;
 
 export function renderReport(report: Report, { paint, pictures }: { paint: Paint; pictures: boolean }): string {
   const header = ["SERVICE", "AVAILABILITY", "DOWNTIME", "OUTAGES", "RESTARTS", "AUTO", "RECOVERIES", "MTTR"];
@@ -102,14 +125,31 @@ export function renderReport(report: Report, { paint, pictures }: { paint: Paint
     s.mttr_s === null ? "-" : humanDuration(s.mttr_s * 1000),
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column])).join("  ").trimEnd();
-  const out = [paint.dim(`report ${localStamp(new Date(report.since))} .. ${localStamp(new Date(report.until))}`), paint.dim(line(header))];
-  const glyph: Record<Cell, (text: string) => string> = { up: paint.ok, degraded: paint.warn, down: paint.bad, none: paint.dim };
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]))
+      .join("  ")
+      .trimEnd();
+  const out = [
+    paint.dim(`report ${localStamp(new Date(report.since))} .. ${localStamp(new Date(report.until))}`),
+    paint.dim(line(header)),
+  ];
+  const glyph: Record<Cell, (text: string) => string> = {
+    up: paint.ok,
+    degraded: paint.warn,
+    down: paint.bad,
+    none: paint.dim,
+  };
   const char: Record<Cell, string> = { up: "█", degraded: "▒", down: "░", none: "·" };
   report.services.forEach((service, index) => {
     out.push(line(rows[index]));
-    if (pictures) out.push(`  ${service.timeline.map((cell) => glyph[cell](char[cell])).join("")}  (${humanDuration(report.cell_s * 1000)} per cell)`);
+    if (pictures)
+      out.push(
+        `  ${service.timeline.map((cell) => glyph[cell](char[cell])).join("")}  ` +
+          `(${humanDuration(report.cell_s * 1000)} per cell)`,
+      );
   });
-  if (pictures) out.push(paint.dim(`  ${char.up} up  ${char.degraded} degraded  ${char.down} down  ${char.none} no data`));
+  if (pictures)
+    out.push(paint.dim(`  ${char.up} up  ${char.degraded} degraded  ${char.down} down  ${char.none} no data`));
   return out.join("\n");
 }

@@ -48,8 +48,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   refuseSymlink(paths.service(service.name));
   const loaded = readState(config.watchdog.stateDir, service.name);
   let state = loaded.state;
-  if (!dryRun && loaded.problem === "missing") logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
-  else if (!dryRun && loaded.problem) logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
+  if (!dryRun && loaded.problem === "missing")
+    logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
+  else if (!dryRun && loaded.problem)
+    logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
 
   const unit = await readUnit(service, logger);
   const main = await mainProcess(service, state, unit?.shown);
@@ -57,7 +59,12 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     now: now(),
     uptimeMs: uptime(),
     bootDelayMs: config.watchdog.bootDelayMs,
-    process: main && { running: main.running, startedAt: main.startedAt, detail: main.detail, supervised: main.supervised },
+    process: main && {
+      running: main.running,
+      startedAt: main.startedAt,
+      detail: main.detail,
+      supervised: main.supervised,
+    },
     waitReason: null,
     unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
     rssBytes: service.memory && main?.info ? treeRss(main.info.pid) : null,
@@ -125,7 +132,8 @@ async function readUnit(service: ServiceConfig, logger: Logger): Promise<{ name:
   const name = serviceUnit(service);
   if (!name) return null;
   const shown = await showUnit(name, UNIT_PROPERTIES).catch((error: Error) => error);
-  if (shown instanceof Error) logger.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${shown.message}`);
+  if (shown instanceof Error)
+    logger.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${shown.message}`);
   return { name, shown };
 }
 

@@ -43,7 +43,10 @@ export function serviceStats(service: ServiceConfig, latencies: LatencySample[],
   let suggested: number | null = null;
   if (p99 !== null && max !== null && (p99 >= timeoutMs || timeouts / values.length > 0.01)) {
     suggested = suggest(p99, max);
-    warning = `${service.name}: timeout ${humanDuration(timeoutMs)} is below the observed p99 (${timeouts} of ${values.length} probes timed out): it cuts into normal latency; consider timeout = "${suggested / 1000}s" and failures >= 3`;
+    warning =
+      `${service.name}: timeout ${humanDuration(timeoutMs)} is below the observed p99 ` +
+      `(${timeouts} of ${values.length} probes timed out): it cuts into normal latency; ` +
+      `consider timeout = "${suggested / 1000}s" and failures >= 3`;
   }
   const top = Math.max(timeoutMs * 1.25, max ?? 0, 1);
   const width = niceStep(top / buckets);
@@ -76,7 +79,9 @@ export function collectStats(config: Config, names: string[] = []): ServiceStats
   if (unknown.length) throw usageError(`no such service: ${unknown.join(", ")}`);
   return config.services
     .filter((service) => !names.length || names.includes(service.name))
-    .map((service) => serviceStats(service, readState(config.watchdog.stateDir, service.name, { repair: false }).state.latencies));
+    .map((service) =>
+      serviceStats(service, readState(config.watchdog.stateDir, service.name, { repair: false }).state.latencies),
+    );
 }
 
 const ms = (value: number | null) => (value === null ? "-" : value < 1000 ? `${value}ms` : humanDuration(value));
@@ -85,7 +90,10 @@ const ms = (value: number | null) => (value === null ? "-" : value < 1000 ? `${v
 export function renderStats(stats: ServiceStats[], { paint, pictures }: { paint: Paint; pictures: boolean }): string {
   const out: string[] = [];
   for (const s of stats) {
-    out.push(`${s.name}: ${s.samples} probes  p50 ${ms(s.p50_ms)}  p90 ${ms(s.p90_ms)}  p99 ${ms(s.p99_ms)}  max ${ms(s.max_ms)}  timeouts ${s.timeouts}  (timeout ${ms(s.timeout_ms)})`);
+    out.push(
+      `${s.name}: ${s.samples} probes  p50 ${ms(s.p50_ms)}  p90 ${ms(s.p90_ms)}  p99 ${ms(s.p99_ms)}  ` +
+        `max ${ms(s.max_ms)}  timeouts ${s.timeouts}  (timeout ${ms(s.timeout_ms)})`,
+    );
     if (s.warning) out.push(paint.bad(`WARN ${s.warning}`));
     if (pictures && s.samples) out.push(...histogram(s, paint), "");
   }
@@ -101,7 +109,11 @@ function histogram(s: ServiceStats, paint: Paint): string[] {
   let marked = false;
   for (const [upper, count] of s.histogram) {
     if (!marked && upper - width >= s.timeout_ms) {
-      lines.push(paint.bad(`${"".padStart(13)} ├${"─".repeat(30)} timeout ${ms(s.timeout_ms)}: slower answers count as failures`));
+      lines.push(
+        paint.bad(
+          `${"".padStart(13)} ├${"─".repeat(30)} timeout ${ms(s.timeout_ms)}: slower answers count as failures`,
+        ),
+      );
       marked = true;
     }
     const bar = "█".repeat(Math.round((count / peak) * 30));

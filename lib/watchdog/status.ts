@@ -35,9 +35,15 @@ export interface StatusOptions {
 }
 
 /** Probe every (named) service now, with the pass's own probe, and describe it. Changes nothing. */
-export async function collectStatus(config: Config, { names = [], cached = false, now = Date.now }: StatusOptions = {}): Promise<StatusReport> {
+export async function collectStatus(
+  config: Config,
+  { names = [], cached = false, now = Date.now }: StatusOptions = {},
+): Promise<StatusReport> {
   const unknown = names.filter((name) => !config.services.some((service) => service.name === name));
-  if (unknown.length) throw usageError(`no such service: ${unknown.join(", ")} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`);
+  if (unknown.length)
+    throw usageError(
+      `no such service: ${unknown.join(", ")} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`,
+    );
   const chosen = config.services.filter((service) => names.length === 0 || names.includes(service.name));
   const rows = await Promise.all(
     chosen.map(async (service) => {
@@ -57,25 +63,49 @@ export async function collectStatus(config: Config, { names = [], cached = false
     }),
   );
   const spooled = readSpool(config.watchdog.stateDir).messages.length;
-  return { last_pass: readHeartbeat(config.watchdog.stateDir), services: rows, notify: { spooled, last_error: readNotifyState(config.watchdog.stateDir).lastError } };
+  return {
+    last_pass: readHeartbeat(config.watchdog.stateDir),
+    services: rows,
+    notify: { spooled, last_error: readNotifyState(config.watchdog.stateDir).lastError },
+  };
 }
 
-function describe(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, at: number | null, now: number): StatusRow {
+function describe(
+  service: ServiceConfig,
+  state: ServiceState,
+  result: ProbeResult | null,
+  at: number | null,
+  now: number,
+): StatusRow {
   return {
     name: service.name,
     state: stateWord(service, state, result, now),
     strikes: state.strikes,
     failures: service.failures,
-    probe: result && { ok: result.ok, detail: result.detail, latency_ms: result.latencyMs, at: at ? new Date(at).toISOString() : null },
+    probe: result && {
+      ok: result.ok,
+      detail: result.detail,
+      latency_ms: result.latencyMs,
+      at: at ? new Date(at).toISOString() : null,
+    },
     restarts: state.restartsTotal,
     recoveries_ok: state.recoveriesOk,
     recoveries_failed: state.recoveriesFailed,
-    last_event: state.lastEvent && { at: new Date(state.lastEvent.at).toISOString(), tag: state.lastEvent.tag, message: state.lastEvent.message },
+    last_event: state.lastEvent && {
+      at: new Date(state.lastEvent.at).toISOString(),
+      tag: state.lastEvent.tag,
+      message: state.lastEvent.message,
+    },
   };
 }
 
 /** healthy, failing n/N, restarting, backoff, given-up, paused, stopped, waiting. */
-export function stateWord(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, now: number): string {
+export function stateWord(
+  service: ServiceConfig,
+  state: ServiceState,
+  result: ProbeResult | null,
+  now: number,
+): string {
   if (!service.enabled) return "stopped";
   if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return "paused";
   if (state.unitState === "inactive") return "stopped";
@@ -90,7 +120,8 @@ export function stateWord(service: ServiceConfig, state: ServiceState, result: P
 }
 
 /** Exit 1 when any enabled service is not healthy. */
-export const allHealthy = (report: StatusReport) => report.services.every((row) => row.state === "healthy" || row.state === "stopped");
+export const allHealthy = (report: StatusReport) =>
+  report.services.every((row) => row.state === "healthy" || row.state === "stopped");
 
 export interface Paint {
   ok: (text: string) => string;
@@ -106,7 +137,10 @@ const plain: Paint = { ok: (t) => t, bad: (t) => t, warn: (t) => t, dim: (t) => 
  * event of today shows its time only.
  */
 export function renderStatus(report: StatusReport, paint: Paint = plain, now = Date.now(), columns = Infinity): string {
-  const lastPass = report.last_pass ? `${localStamp(new Date(report.last_pass))} (${humanDuration(Math.max(0, now - Date.parse(report.last_pass)))} ago)` : "never";
+  const lastPass = report.last_pass
+    ? `${localStamp(new Date(report.last_pass))} ` +
+      `(${humanDuration(Math.max(0, now - Date.parse(report.last_pass)))} ago)`
+    : "never";
   const today = localStamp(new Date(now)).slice(0, 10);
   const when = (iso: string) => {
     const stamp = localStamp(new Date(iso));
@@ -122,9 +156,14 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
     row.last_event ? `${when(row.last_event.at)} ${row.last_event.tag}` : "-",
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const line = (cells: string[]) => cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]))).join("  ");
+  const line = (cells: string[]) =>
+    cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]))).join("  ");
   const color = (state: string, text: string) =>
-    state === "healthy" ? paint.ok(text) : state.startsWith("failing") || state === "given-up" ? paint.bad(text) : paint.warn(text);
+    state === "healthy"
+      ? paint.ok(text)
+      : state.startsWith("failing") || state === "given-up"
+        ? paint.bad(text)
+        : paint.warn(text);
   const wide = widths.reduce((sum, width) => sum + width + 2, 0) <= columns;
   const body = rows.flatMap((cells, index) => {
     const state = report.services[index].state;
@@ -132,11 +171,22 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
     if (wide) return [line(cells).replace(cells[1].padEnd(widths[1]), stateCell)];
     // A phone: two lines per service, the second the probe and the last event, cut to the width.
     const detail = `  ${cells[2]} · ${cells[5]}`;
-    return [`${cells[0].padEnd(widths[0])}  ${stateCell}  ${cells[3]}  ${cells[4]}`, paint.dim(detail.length > columns ? detail.slice(0, columns - 1) + "…" : detail)];
+    return [
+      `${cells[0].padEnd(widths[0])}  ${stateCell}  ${cells[3]}  ${cells[4]}`,
+      paint.dim(detail.length > columns ? detail.slice(0, columns - 1) + "…" : detail),
+    ];
   });
   const { spooled, last_error: lastError } = report.notify;
-  const notify = spooled || lastError
-    ? [paint.bad(`notify: ${spooled} undelivered in the spool${lastError ? `; last failure ${localStamp(new Date(lastError.at))}: ${lastError.detail}` : ""}`)]
-    : [];
-  return [paint.dim(`last pass: ${lastPass}`), ...notify, ...(wide ? [paint.dim(line(header))] : []), ...body].join("\n");
+  const notify =
+    spooled || lastError
+      ? [
+          paint.bad(
+            `notify: ${spooled} undelivered in the spool` +
+              (lastError ? `; last failure ${localStamp(new Date(lastError.at))}: ${lastError.detail}` : ""),
+          ),
+        ]
+      : [];
+  return [paint.dim(`last pass: ${lastPass}`), ...notify, ...(wide ? [paint.dim(line(header))] : []), ...body].join(
+    "\n",
+  );
 }

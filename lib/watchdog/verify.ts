@@ -28,7 +28,13 @@ export async function restartAndVerify(
   let next = state;
   if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
   const outcome = (issued: boolean, recovered: boolean, detail: string, lastProbe: ProbeResult | null) =>
-    recordRestart(service, next, { issued, recovered, elapsedMs: now() - startedAt, detail, lastProbe }, startedAt, now());
+    recordRestart(
+      service,
+      next,
+      { issued, recovered, elapsedMs: now() - startedAt, detail, lastProbe },
+      startedAt,
+      now(),
+    );
   if (!restart.issued) return outcome(false, false, restart.detail, null);
   logger.write("RESTART", `${service.name}: ${restart.detail}`);
 
