@@ -1,7 +1,7 @@
 import type { ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { runCommand } from "../os/run.ts";
-import type { RestartResult } from "./kind.ts";
+import { defineRestart, type RestartResult } from "./kind.ts";
 
 /** Run a restart's argv (command, systemctl, launchctl): exit 0 means the restart was issued. */
 export async function runAction(argv: string[], what: string, service: ServiceConfig): Promise<RestartResult> {
@@ -12,4 +12,31 @@ export async function runAction(argv: string[], what: string, service: ServiceCo
     (result.timedOut ? `did not finish within ${humanDuration(service.verifyTimeoutMs)}` : `exit ${result.exitCode}`);
   const said = result.stderr.trim().split("\n")[0];
   return { issued: false, detail: `${what}: ${why}${said ? `: ${said}` : ""}` };
+}
+
+/**
+ * A restart kind that is one name (a unit, a label) handed to its manager's command:
+ * `restart.KIND = "NAME"` runs argv(NAME); it reads as that command without the `--`.
+ */
+export function managerRestart<K extends string, F extends string>(
+  kind: K,
+  field: F,
+  argv: (name: string) => string[],
+) {
+  type Action = { kind: K } & Record<F, string>;
+  const describe = (action: Action) =>
+    argv(action[field])
+      .filter((arg) => arg !== "--")
+      .join(" ");
+  return defineRestart<Action>({
+    kind,
+    keys: [kind],
+    read(table) {
+      const name = table.string(kind);
+      return name ? ({ kind, [field]: name } as Action) : undefined;
+    },
+    restart: (service, action) => runAction(argv(action[field]), describe(action), service),
+    describe,
+    plan: (action) => ({ [`restart.${kind}`]: action[field] }),
+  });
 }
