@@ -1,6 +1,7 @@
 import type { ServiceConfig } from "../config/types.ts";
 import type { CheckConfig, CheckKind, ProbeContext, ProbeResult } from "./kind.ts";
 import { command } from "./command.ts";
+import { disk } from "./disk.ts";
 import { http } from "./http.ts";
 import { log } from "./log.ts";
 import { processCheck } from "./process.ts";
@@ -11,7 +12,7 @@ export type { CheckConfig, ProbeContext, ProbeResult } from "./kind.ts";
 
 /** Every check kind, by the key that selects it in [service.check]. */
 export const CHECKS: Record<string, CheckKind> = Object.fromEntries(
-  ([http, tcp, command, processCheck, log, tls] as unknown as CheckKind[]).map((kind) => [kind.kind, kind]),
+  ([http, tcp, command, processCheck, log, tls, disk] as unknown as CheckKind[]).map((kind) => [kind.kind, kind]),
 );
 
 export const checkKind = (check: CheckConfig): CheckKind => CHECKS[check.kind];
