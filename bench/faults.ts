@@ -114,7 +114,7 @@ timeout = "300ms"
 spawn = ["${BUN}", "${SERVICE}", "${port}"]
 `,
       );
-      const stateFile = join(dir, "state", "web.json");
+      const stateFile = join(dir, "state", "services", "web.json");
       const pidfile = join(dir, "state", "web.pid");
       let killed = 0;
       let restarts = 0;
@@ -293,13 +293,13 @@ http = "http://127.0.0.1:${server.port}/"
 `,
         );
         check((await tend(["watchdog", "pass", "--config", config])).code === 0, "first pass on an empty disk");
-        const before = readFileSync(join(dir, "state", "web.json"), "utf8");
+        const before = readFileSync(join(dir, "state", "services", "web.json"), "utf8");
         Bun.spawnSync(["dd", "if=/dev/zero", `of=${dir}/filler`, "bs=4k", "count=1000"]);
         const full = await tend(["watchdog", "pass", "--config", config]);
         check(full.code === 1, `a pass on a full disk exits ${full.code}, expected 1`);
         check(/no space left/.test(full.stderr), `unclear error: ${full.stderr}`);
         check(!/internal error|at .*\.ts:\d+/.test(full.stderr), `a stack trace or internal error: ${full.stderr}`);
-        check(parsesAsState(join(dir, "state", "web.json")), "state file corrupt after ENOSPC");
+        check(parsesAsState(join(dir, "state", "services", "web.json")), "state file corrupt after ENOSPC");
         check(
           readdirSync(join(dir, "state")).every((name) => !name.endsWith(".tmp")),
           "temp files left behind",
@@ -319,7 +319,7 @@ http = "http://127.0.0.1:${server.port}/"
         check(failures >= 1 && failures <= 6, `${failures} failed passes in 4 s at a 1 s interval (crash loop?)`);
         rmSync(join(dir, "filler"));
         check((await tend(["watchdog", "pass", "--config", config])).code === 0, "a pass after space is freed");
-        check(parsesAsState(join(dir, "state", "web.json")), "state file after recovery");
+        check(parsesAsState(join(dir, "state", "services", "web.json")), "state file after recovery");
         server.stop(true);
         return (
           `exit 1 "no space left on the device", no stack trace, state file intact (${before.length} bytes before), ` +
@@ -364,7 +364,7 @@ http = "http://127.0.0.1:${server.port}/"
       const precious = join(elsewhere, "precious.json");
       writeFileSync(precious, '{"version":1,"precious":true}');
       const hash = createHash("sha256").update(readFileSync(precious)).digest("hex");
-      symlinkSync(precious, join(dir, "state", "web.json"));
+      symlinkSync(precious, join(dir, "state", "services", "web.json"));
       const viaFile = await tend(["watchdog", "pass", "--config", config]);
       server.stop(true);
       check(
@@ -376,8 +376,8 @@ http = "http://127.0.0.1:${server.port}/"
         "written through the state file symlink",
       );
       check(
-        lstatSync(join(dir, "state", "web.json")).isSymbolicLink() &&
-          readlinkSync(join(dir, "state", "web.json")) === precious,
+        lstatSync(join(dir, "state", "services", "web.json")).isSymbolicLink() &&
+          readlinkSync(join(dir, "state", "services", "web.json")) === precious,
         "the symlink was replaced",
       );
       return (

@@ -2,6 +2,7 @@ import { Chalk } from "chalk";
 import minimist from "minimist";
 import { parseDuration } from "./core/duration.ts";
 import { errorMessage, EXIT, TendError, usageError } from "./core/errors.ts";
+import { escapeLines } from "./core/sanitize.ts";
 import type { Paint } from "./watchdog/status.ts";
 
 declare const TEND_VERSION: string | undefined;
@@ -75,10 +76,10 @@ export async function runCli(
     return await handler(args);
   } catch (error) {
     if (error instanceof TendError) {
-      io.err(`${spec.name}: ${error.message}`);
+      io.err(`${spec.name}: ${escapeLines(error.message)}`);
       return error.exitCode;
     }
-    io.err(`${spec.name}: internal error: ${errorMessage(error)}`);
+    io.err(`${spec.name}: internal error: ${escapeLines(errorMessage(error))}`);
     return EXIT.failed;
   }
 }

@@ -103,7 +103,7 @@ timeout = "250ms"
     const keys = block.map((line) => line.split(" = ")[0]);
     expect(keys).toEqual([...keys].sort());
     expect(block).toContain('verify_timeout = "1m"');
-    expect(block).toContain('restart.output = "/s/web.out"');
+    expect(block).toContain('restart.output = "/s/services/web.out"');
     expect(block).toContain('pidfile = "/s/web.pid"');
   });
 });

@@ -81,7 +81,7 @@ export class Sandbox {
   }
 
   stateOf(name: string) {
-    return JSON.parse(this.read(`${name}.json`));
+    return JSON.parse(this.read(`services/${name}.json`));
   }
 
   /** Kill what this test started (and what tend spawned for it, via pidfiles), nothing else. */

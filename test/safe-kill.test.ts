@@ -83,7 +83,7 @@ spawn = ["${BUN}", "${SERVER}", "${port}"]
   box.track(stranger.pid);
   const recorded = box.stateOf("tour");
   recorded.pid = stranger.pid; // as if the kernel had handed the same PID to the stranger
-  writeFileSync(join(box.state, "tour.json"), JSON.stringify(recorded));
+  writeFileSync(join(box.state, "services", "tour.json"), JSON.stringify(recorded));
   writeFileSync(pidfile, `${stranger.pid}\n`);
   for (const target of ["tour", `pidfile:${pidfile}`]) {
     const result = await box.tend(["safe-kill", "-s", "KILL", target]);

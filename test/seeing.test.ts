@@ -166,7 +166,7 @@ http = "${web.url}"
   utimesSync(join(box.state, "heartbeat"), long, long);
   const state = box.stateOf("web");
   state.firstSeenAt = Date.now() - 30 * 60_000; // watched for 30 minutes
-  writeFileSync(join(box.state, "web.json"), JSON.stringify(state));
+  writeFileSync(join(box.state, "services", "web.json"), JSON.stringify(state));
   await box.tend(["watchdog"]);
   const row = JSON.parse((await box.tend(["watchdog", "report", "--since", "1h", "--json"])).stdout).services[0];
   expect(row.availability).toBe(1);

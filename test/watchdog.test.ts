@@ -169,7 +169,7 @@ describe("watchdog pass against real processes", () => {
     const { server, url } = controlledServer();
     box.writeConfig(checkOnly(url));
     await box.tend(["watchdog"]);
-    writeFileSync(join(box.state, "api.json"), "{ half a file");
+    writeFileSync(join(box.state, "services", "api.json"), "{ half a file");
     const pass = await box.tend(["watchdog"]);
     server.stop(true);
     expect(pass.code).toBe(0);
@@ -271,7 +271,7 @@ command = ["true"]
     expect(dry.stdout).toContain("api: restart (HTTP 503 (expected 2xx/3xx) in");
     expect(dry.stdout).toContain("would command touch");
     expect(Bun.file(join(box.dir, "restarted")).size).toBe(0);
-    expect(box.read("api.json")).toBe("");
+    expect(box.read("services/api.json")).toBe("");
     expect(box.read("watchdog.log")).toBe("");
   });
 
@@ -305,7 +305,7 @@ command = ["true"]
     expect(report.services[0].probe.ok).toBe(false);
     expect(typeof report.services[0].probe.latency_ms).toBe("number");
     // status changes nothing
-    expect(box.read("api.json")).toBe("");
+    expect(box.read("services/api.json")).toBe("");
     expect((await box.tend(["watchdog", "status", "nosuch"])).code).toBe(2);
     server.stop(true);
   });

@@ -1,5 +1,5 @@
 import { humanDuration } from "../core/duration.ts";
-import { runCommand } from "../os/run.ts";
+import { runCommand, saidBy } from "../os/run.ts";
 import { defineCheck, stopwatch } from "./kind.ts";
 
 export type CommandCheck = {
@@ -24,7 +24,7 @@ export const command = defineCheck<CommandCheck>({
       return finish(false, `command did not finish within ${humanDuration(check.timeoutMs)}`, { timedOut: true });
     }
     if (result.exitCode === 0) return finish(true, "exit 0");
-    const said = (result.stderr.trim() || result.stdout.trim()).split("\n")[0]?.slice(0, 200);
+    const said = saidBy(result);
     const how = result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
     return finish(false, `${how}${said ? `: ${said}` : ""}`);
   },

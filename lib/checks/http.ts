@@ -1,7 +1,7 @@
 import { humanDuration } from "../core/duration.ts";
 import { isHttpUrl, redactUrl } from "../core/redact.ts";
 import { show } from "../config/reader.ts";
-import { isTimeout, networkReason } from "../os/net.ts";
+import { isTimeout, networkReason, PROBE_BODY_LIMIT, readBounded } from "../os/net.ts";
 import { defineCheck, stopwatch } from "./kind.ts";
 
 export type HttpCheck = {
@@ -43,7 +43,7 @@ export const http = defineCheck<HttpCheck>({
         signal: AbortSignal.timeout(check.timeoutMs),
       });
       status = response.status;
-      body = await response.text();
+      body = await readBounded(response, PROBE_BODY_LIMIT); // `contains` is searched within the first 1 MiB
     } catch (error) {
       if (isTimeout(error)) {
         return finish(false, `no answer within ${humanDuration(check.timeoutMs)}`, { timedOut: true, status: null });

@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { connect, type TLSSocket } from "node:tls";
 import { humanDuration } from "../core/duration.ts";
+import { oneLine } from "../core/sanitize.ts";
 import { networkReason } from "../os/net.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 import { address, readHostPort } from "./tcp.ts";
@@ -36,7 +37,7 @@ function handshakeReason(error: NodeJS.ErrnoException): string {
     UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "the chain does not verify: unknown issuer",
     ERR_TLS_CERT_ALTNAME_INVALID: "the certificate is not valid for this name",
   };
-  return (error.code && known[error.code]) ?? error.message;
+  return (error.code && known[error.code]) ?? oneLine(error.message);
 }
 
 /**
@@ -67,7 +68,7 @@ export const tls = defineCheck<TlsCheck>({
         const servername = isIP(check.servername) ? undefined : check.servername;
         socket = connect({ host: check.host, port: check.port, servername, rejectUnauthorized: !check.insecure });
       } catch (error) {
-        return resolve(finish(false, `TLS handshake failed: ${(error as Error).message}`));
+        return resolve(finish(false, `TLS handshake failed: ${oneLine((error as Error).message)}`));
       }
       const done = (result: ProbeResult) => {
         clearTimeout(timer);

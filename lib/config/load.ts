@@ -1,9 +1,13 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
 import { isHttpUrl } from "../core/redact.ts";
+import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
+
+/** A configuration larger than this is not one. */
+const CONFIG_LIMIT = 4 * 1024 * 1024;
 import { checkServiceGraph } from "./graph.ts";
 import { isTable, Reader, show, type Table } from "./reader.ts";
 import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service.ts";
@@ -43,9 +47,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const path = findConfig(options);
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFile(path, CONFIG_LIMIT);
   } catch (error) {
-    throw usageError(`cannot read configuration ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    throw usageError(`cannot read configuration ${path}: ${inWords(error)}`);
   }
   return parseConfig(text, path, options.env ?? process.env);
 }

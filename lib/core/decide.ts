@@ -15,7 +15,14 @@ export interface Facts {
   uptimeMs: number;
   bootDelayMs: number;
   /** From the service's pid source; null when it has none. supervised: systemd/launchd restart it, not tend. */
-  process: { running: boolean; startedAt: number | null; detail: string; supervised?: boolean } | null;
+  process: {
+    running: boolean;
+    startedAt: number | null;
+    detail: string;
+    supervised?: boolean;
+    /** The source cannot say (a pidfile that is not a PID): not gone, so never started beside it. */
+    unreadable?: boolean;
+  } | null;
   /** Set when a restart cannot help: a dependency is failing, a required name does not resolve. */
   waitReason: string | null;
   /** For a failed probe with `busy` configured: does the service show it is working? */
@@ -139,6 +146,13 @@ function observe(service: ServiceConfig, state: ServiceState, facts: Facts): Out
   if (service.memory && facts.rssBytes) {
     next = { ...next, rss: [...next.rss, [facts.now, facts.rssBytes] as [number, number]].slice(-RSS_HISTORY) };
   }
+  const sourceProblem = facts.process?.unreadable ? facts.process.detail : null;
+  if (sourceProblem && sourceProblem !== state.sourceProblem) {
+    const message =
+      `${service.name}: ${sourceProblem}: ` + `nothing is started beside what may still run; the probe judges it`;
+    log.push({ tag: "ERROR", message });
+  }
+  if (sourceProblem !== state.sourceProblem) next = { ...next, sourceProblem };
   if (facts.gap) {
     const { from, to, reason } = facts.gap;
     next = { ...next, gaps: [...next.gaps, { from, to, reason }].slice(-GAP_HISTORY) };
@@ -158,8 +172,9 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
   if (facts.uptimeMs < facts.bootDelayMs) return skip("boot_delay");
   if (facts.unit?.activeState === "inactive") return skip("stopped"); // stopped on purpose: never started
 
-  if (facts.process && !facts.process.running && !facts.process.supervised && service.restart) {
-    const why = `${service.name} is not running (${facts.process.detail})`;
+  const { process } = facts;
+  if (process && !process.running && !process.supervised && !process.unreadable && service.restart) {
+    const why = `${service.name} is not running (${process.detail})`;
     return restartOrHold({
       service,
       state: openOutage(state, now, "crash"),

@@ -2,17 +2,18 @@ import { hostname } from "node:os";
 import type { Config } from "../config/types.ts";
 import { EVENTS, type LogLine } from "../core/decide.ts";
 import { errorMessage } from "../core/errors.ts";
+import { escapeControls, oneLine } from "../core/sanitize.ts";
 import type { Logger } from "../state/logger.ts";
 import type { Message } from "./send.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
-import { isTimeout, networkReason } from "../os/net.ts";
+import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { deliver, readSpool } from "./spool.ts";
 
 /** A watchdog log line worth a notification, as a message that starts with its emoji and names the service. */
 export function eventMessage(service: string, line: LogLine, at: Date): Message | null {
   if (!line.event) return null;
   return {
-    message: `${EVENTS[line.event]} ${line.message}`,
+    message: `${EVENTS[line.event]} ${escapeControls(line.message)}`,
     title: `tend on ${hostname()}`,
     priority: line.event === "failed" || line.event === "given-up" ? "high" : null,
     tags: ["tend", line.event],
@@ -68,7 +69,7 @@ export async function pingHeartbeat(
   const url = anyDown ? `${base.replace(/\/+$/, "")}/fail` : base;
   try {
     const response = await doFetch(url, { signal: AbortSignal.timeout(config.notify.timeoutMs) });
-    const body = (await response.text()).trim().slice(0, 200);
+    const body = oneLine(await readBounded(response, ANSWER_BODY_LIMIT));
     if (response.status < 200 || response.status > 299) {
       logger.write(
         "NOTIFY",

@@ -1,8 +1,9 @@
 import { hostname } from "node:os";
 import type { NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
-import { isTimeout, networkReason } from "../os/net.ts";
+import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
+import { oneLine } from "../core/sanitize.ts";
 
 /** One notification, as spooled (no URL: the spool is sent to the configured channel). */
 export interface Message {
@@ -126,10 +127,10 @@ export async function send(
         redirect: "manual",
         signal: AbortSignal.timeout(channel.timeoutMs),
       });
-      const text = await response.text();
+      const text = await readBounded(response, ANSWER_BODY_LIMIT);
       if (response.status >= 200 && response.status < 300)
         return { ok: true, status: response.status, detail: `HTTP ${response.status}`, attempts: attempt };
-      const said = text.trim().slice(0, 200);
+      const said = oneLine(text);
       last = {
         ok: false,
         status: response.status,

@@ -1,10 +1,10 @@
-import { runCommand } from "./run.ts";
+import { runCommand, saidBy } from "./run.ts";
 
 /** The PID launchd reports for LABEL (`launchctl list LABEL`: `"PID" = 123;`), or why there is none. */
 export async function launchdPid(label: string): Promise<{ pid: number } | { error: string }> {
   const result = await runCommand(["launchctl", "list", label], { timeoutMs: 10_000 });
   if (result.error) return { error: `launchctl: ${result.error}` };
-  if (result.exitCode !== 0) return { error: `launchd job ${label}: ${result.stderr.trim() || "not loaded"}` };
+  if (result.exitCode !== 0) return { error: `launchd job ${label}: ${saidBy(result) || "not loaded"}` };
   const match = /"PID"\s*=\s*(\d+);/.exec(result.stdout);
   return match ? { pid: Number(match[1]) } : { error: `launchd job ${label} has no running process` };
 }

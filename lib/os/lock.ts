@@ -1,4 +1,5 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { openAppend } from "./files.ts";
 import { isRunning, readProc } from "./proc.ts";
 
 export interface Lock {
@@ -40,7 +41,7 @@ async function loadFlock(): Promise<Flock | null> {
 export async function tryLock(path: string, { useFlock = true } = {}): Promise<Lock | null> {
   const flock = useFlock ? await loadFlock() : null;
   if (flock) {
-    const fd = openSync(path, "a", 0o600);
+    const fd = openAppend(path); // never through a symlink
     if (flock(fd, LOCK_EX | LOCK_NB) !== 0) {
       closeSync(fd);
       return null;

@@ -1,3 +1,4 @@
+import { oneLine } from "../core/sanitize.ts";
 /** fetch aborted by AbortSignal.timeout: the curl --max-time case. */
 export const isTimeout = (error: unknown) => ["TimeoutError", "AbortError"].includes((error as Error)?.name);
 
@@ -15,5 +16,26 @@ export function networkReason(error: unknown): string {
     FailedToOpenSocket: "cannot open socket",
     EHOSTUNREACH: "host unreachable",
   };
-  return (code && known[code]) ?? code ?? (error as Error).message ?? String(error);
+  return oneLine((code && known[code]) ?? code ?? (error as Error).message ?? String(error));
+}
+
+/** Bodies are read up to a bound: a probe's (1 MiB), a notify or heartbeat answer's (64 KiB). */
+export const PROBE_BODY_LIMIT = 1024 * 1024;
+export const ANSWER_BODY_LIMIT = 64 * 1024;
+
+/** Read at most `limit` bytes of a response's body (the rest is never read: the stream is cancelled). */
+export async function readBounded(response: Response, limit: number): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size < limit) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const part = value.subarray(0, limit - size);
+    chunks.push(part);
+    size += part.length;
+  }
+  if (size >= limit) await reader.cancel().catch(() => {});
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }

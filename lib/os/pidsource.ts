@@ -1,4 +1,6 @@
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { oneLine } from "../core/sanitize.ts";
+import { inWords, readRegularFile } from "./files.ts";
 import type { ServiceConfig } from "../config/types.ts";
 import { isRunning, readProc, startedAtMs, type ProcInfo } from "./proc.ts";
 import { findPane } from "./tmux.ts";
@@ -16,18 +18,45 @@ export interface MainProcess {
   running: boolean;
   startedAt: number | null;
   detail: string;
+  /**
+   * The source cannot say (a pidfile that is not one line of digits, not a regular file, or
+   * unreadable): not a gone process, so nothing is started beside what may still run.
+   */
+  unreadable?: boolean;
 }
 
 /** A process started up to this long after its pidfile was written still counts as the one it names. */
 const PIDFILE_SLACK_MS = 1000;
+/** A pidfile is one line of decimal digits: a few bytes, never more than this. */
+const PIDFILE_LIMIT = 64;
+
+export type PidfileRead = { pid: number; writtenAt: number } | { missing: true } | { problem: string };
+
+/** A pidfile holds one line of decimal digits and nothing else (so `kill $(cat FILE)` works). */
+export function readPidfile(path: string): PidfileRead {
+  let text: string;
+  let writtenAt: number;
+  try {
+    text = readRegularFile(path, PIDFILE_LIMIT + 1);
+    writtenAt = statSync(path).mtimeMs;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { missing: true };
+    return { problem: `${path}: ${inWords(error)}` };
+  }
+  if (!/^\d{1,10}\n?$/.test(text))
+    return { problem: `${path} holds "${oneLine(text, 20)}", not a PID (one line of digits)` };
+  return { pid: Number(text.trim()), writtenAt };
+}
 
 /**
  * Read a pidfile and verify the PID's identity: against the start time tend recorded when it
  * started that process, or else against the file's mtime (a newer process is not the one named).
+ * `strict` (a configured service's pidfile): a PID other than the one tend recorded is not it.
  */
 export function fromPidfile(
   path: string,
   recorded?: { pid: number | null; pidStartTicks: string | null },
+  { strict = false } = {},
 ): MainProcess {
   const source = `pidfile ${path}`;
   const gone = (detail: string, info: ProcInfo | null = null): MainProcess => ({
@@ -38,26 +67,22 @@ export function fromPidfile(
     startedAt: null,
     detail,
   });
-  let text: string;
-  let writtenAt: number;
-  try {
-    text = readFileSync(path, "utf8");
-    writtenAt = statSync(path).mtimeMs;
-  } catch (error) {
-    return gone(
-      `${source}: ${(error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : (error as Error).message}`,
-    );
-  }
-  const pid = Number(text.trim().split(/\s/)[0]);
-  if (!Number.isInteger(pid) || pid <= 0)
-    return gone(`${source} holds no PID (${JSON.stringify(text.trim().slice(0, 20))})`);
+  const read = readPidfile(path);
+  if ("missing" in read) return gone(`${source}: missing`);
+  if ("problem" in read) return { ...gone(read.problem), unreadable: true };
+  const { pid, writtenAt } = read;
+  if (pid <= 0) return { ...gone(`${path} holds pid ${pid}, not a process`), unreadable: true };
   const info = readProc(pid);
   if (!info) return gone(`pid ${pid} is gone`);
   if (!isRunning(info)) return gone(`pid ${pid} is a zombie`, info);
   const startedAt = startedAtMs(info);
-  if (recorded?.pid === pid && recorded.pidStartTicks) {
-    if (recorded.pidStartTicks !== info.startTicks)
+  if (recorded?.pid && recorded.pidStartTicks && (strict || recorded.pid === pid)) {
+    if (recorded.pid !== pid) {
+      return gone(`${path} names pid ${pid}, but tend started pid ${recorded.pid}: not the process it started`);
+    }
+    if (recorded.pidStartTicks !== info.startTicks) {
       return gone(`pid ${pid} now belongs to another process (start time differs: PID reused)`);
+    }
   } else if (startedAt > writtenAt + PIDFILE_SLACK_MS) {
     return gone(`pid ${pid} started after ${path} was written: not the process it names (PID reused)`);
   }

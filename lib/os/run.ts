@@ -1,3 +1,4 @@
+import { oneLine } from "../core/sanitize.ts";
 export interface RunOptions {
   timeoutMs: number;
   cwd?: string;
@@ -33,7 +34,14 @@ export async function runCommand(argv: string[], { timeoutMs, cwd, env, input }:
       detached: true,
     });
   } catch (error) {
-    return { exitCode: null, signal: null, timedOut: false, stdout: "", stderr: "", error: (error as Error).message };
+    return {
+      exitCode: null,
+      signal: null,
+      timedOut: false,
+      stdout: "",
+      stderr: "",
+      error: oneLine((error as Error).message),
+    };
   }
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -69,4 +77,13 @@ async function readCapped(stream: ReadableStream<Uint8Array>, limit = 65_536): P
   let text = "";
   for await (const chunk of stream) if (text.length < limit) text += decoder.decode(chunk, { stream: true });
   return text.slice(0, limit);
+}
+
+/**
+ * What a command said about itself: its first non-empty line of stderr (or stdout), as one
+ * escaped line of at most 200 characters (outside text); "" when it said nothing.
+ */
+export function saidBy(result: RunResult, { stdout = true } = {}): string {
+  const text = result.stderr.trim() || (stdout ? result.stdout.trim() : "");
+  return oneLine(text.split("\n").find((line) => line.trim()) ?? "");
 }

@@ -1,10 +1,10 @@
-import { runCommand } from "./run.ts";
+import { runCommand, saidBy } from "./run.ts";
 
 /** `systemctl show -p A,B UNIT` as a record; throws when systemctl cannot answer. */
 export async function showUnit(unit: string, properties: string[]): Promise<Record<string, string>> {
   const result = await runCommand(["systemctl", "show", "-p", properties.join(","), "--", unit], { timeoutMs: 15_000 });
   if (result.error || result.exitCode !== 0) {
-    throw new Error(`systemctl show ${unit}: ${result.error ?? (result.stderr.trim() || `exit ${result.exitCode}`)}`);
+    throw new Error(`systemctl show ${unit}: ${result.error ?? (saidBy(result) || `exit ${result.exitCode}`)}`);
   }
   const values: Record<string, string> = {};
   for (const line of result.stdout.split("\n")) {

@@ -1,4 +1,4 @@
-import { runCommand } from "./run.ts";
+import { runCommand, saidBy } from "./run.ts";
 
 /** "session:window" or "session:window.pane" */
 export const TMUX_TARGET = /^[^:\s]+:[^.\s]+(\.\d+)?$/;
@@ -33,7 +33,7 @@ export async function findPane(target: string): Promise<Pane> {
     "#{pane_index} #{pane_active} #{pane_pid} #{pane_dead}",
   );
   if (result.error) return { error: `tmux: ${result.error}` };
-  if (result.exitCode !== 0) return { error: result.stderr.trim() || "not found" };
+  if (result.exitCode !== 0) return { error: saidBy(result) || "not found" };
   const { pane } = parseTarget(target);
   const rows = result.stdout
     .trim()
@@ -57,7 +57,7 @@ export async function respawnPane(target: string, run: string): Promise<TmuxRest
     if (result.exitCode === 0) return { issued: true, detail: what };
     return {
       issued: false,
-      detail: `${what}: ${result.error ?? (result.stderr.trim() || `tmux exit ${result.exitCode}`)}`,
+      detail: `${what}: ${result.error ?? (saidBy(result) || `tmux exit ${result.exitCode}`)}`,
     };
   };
   const named = numbered ? [] : ["-n", window];

@@ -1,6 +1,6 @@
 import type { ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
-import { runCommand } from "../os/run.ts";
+import { runCommand, saidBy } from "../os/run.ts";
 import { defineRestart, type RestartResult } from "./kind.ts";
 
 /** Run a restart's argv (command, systemctl, launchctl): exit 0 means the restart was issued. */
@@ -10,7 +10,7 @@ export async function runAction(argv: string[], what: string, service: ServiceCo
   const why =
     result.error ??
     (result.timedOut ? `did not finish within ${humanDuration(service.verifyTimeoutMs)}` : `exit ${result.exitCode}`);
-  const said = result.stderr.trim().split("\n")[0];
+  const said = saidBy(result, { stdout: false });
   return { issued: false, detail: `${what}: ${why}${said ? `: ${said}` : ""}` };
 }
 

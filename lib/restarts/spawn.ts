@@ -1,4 +1,7 @@
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync } from "node:fs";
+import { openAppend } from "../os/files.ts";
+import { readPidfile } from "../os/pidsource.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readProc } from "../os/proc.ts";
 import { stopProcess } from "../os/signal.ts";
@@ -12,8 +15,11 @@ export type SpawnRestart = {
   output: string;
 };
 
-/** sh -c RECORD_SELF PIDFILE ARGV...: write $$ to PIDFILE (temp + rename), then exec ARGV in place. */
-const RECORD_SELF = 'umask 022; echo $$ > "$0.tmp.$$" && mv -f "$0.tmp.$$" "$0" && exec "$@"';
+/**
+ * sh -c RECORD_SELF PIDFILE SUFFIX ARGV...: write $$ to PIDFILE through a temp file with an
+ * unpredictable name created exclusively (noclobber), rename it into place, then exec ARGV.
+ */
+const RECORD_SELF = 'umask 022; set -C; t="$0.$1.tmp"; shift; echo $$ > "$t" && mv -f "$t" "$0" && exec "$@"';
 
 /**
  * Stop the old process (TERM, stop_timeout, KILL, its whole group), then start the argv detached
@@ -46,12 +52,13 @@ export const spawn = defineRestart<SpawnRestart>({
       }
       const pidfile = service.pidfile!;
       // Output goes to a file, never to the watchdog's stdout (cron would mail it, a closed pipe would kill it).
-      const output = openSync(action.output, "a", 0o600);
+      const output = openAppend(action.output);
       let child;
       try {
         // The child records its own PID (atomically) before it becomes the service: if the watchdog
         // is killed right after the spawn, the pidfile still names the process, never an orphan.
-        child = Bun.spawn(["/bin/sh", "-c", RECORD_SELF, pidfile, ...action.argv], {
+        const suffix = randomBytes(9).toString("base64url");
+        child = Bun.spawn(["/bin/sh", "-c", RECORD_SELF, pidfile, suffix, ...action.argv], {
           cwd: action.cwd ?? undefined,
           env: { ...env, ...action.env } as Record<string, string>,
           stdin: "ignore",
@@ -86,10 +93,7 @@ export const spawn = defineRestart<SpawnRestart>({
   }),
 });
 
-function readPid(path: string): number | null {
-  try {
-    return Number(readFileSync(path, "utf8").trim()) || null;
-  } catch {
-    return null;
-  }
-}
+const readPid = (path: string) => {
+  const read = readPidfile(path);
+  return "pid" in read ? read.pid : null;
+};

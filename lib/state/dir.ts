@@ -1,6 +1,7 @@
-import { chmodSync, lstatSync, mkdirSync, readlinkSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readlinkSync, renameSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { TendError } from "../core/errors.ts";
+import { inWords } from "../os/files.ts";
 
 /** Every file tend keeps in its state dir, in one place. */
 export function statePaths(stateDir: string) {
@@ -15,10 +16,12 @@ export function statePaths(stateDir: string) {
     notifyLock: at("notify.lock"),
     spool: at("notify-spool.jsonl"),
     notifyState: at("notify-state.json"),
+    /** Per-service files live apart, so no service name can collide with tend's own files. */
+    services: at("services"),
     /** One service's state: strikes, timestamps, counters, histories. */
-    service: (name: string) => at(`${name}.json`),
+    service: (name: string) => join(stateDir, "services", `${name}.json`),
     /** A spawned service's output, unless `restart.output` says otherwise. */
-    serviceOutput: (name: string) => at(`${name}.out`),
+    serviceOutput: (name: string) => join(stateDir, "services", `${name}.out`),
   };
 }
 export type StatePaths = ReturnType<typeof statePaths>;
@@ -34,24 +37,66 @@ export function refuseSymlink(path: string): void {
   }
 }
 
-/** Create the state dir 0700; refuse a symlink (state must not be written through to elsewhere). */
+/**
+ * The state dir must be tend's own: this user's, not writable by group or others, not a
+ * symlink. Created 0700 (with services/) when missing.
+ */
 export function ensureStateDir(stateDir: string): void {
-  try {
-    const info = lstatSync(stateDir);
-    if (info.isSymbolicLink())
-      throw new TendError(`state dir ${stateDir} is a symlink: refusing to write through it`, 1);
-    if (!info.isDirectory()) throw new TendError(`state dir ${stateDir} is not a directory`, 1);
-    return;
-  } catch (error) {
-    if (error instanceof TendError) throw error;
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
-      throw new TendError(`state dir ${stateDir}: ${(error as Error).message}`, 1);
+  for (const path of [stateDir, statePaths(stateDir).services]) {
+    let info;
+    try {
+      info = lstatSync(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT")
+        throw new TendError(`state dir ${path}: ${inWords(error)}`, 1);
+    }
+    if (info) refuseForeign(path, info);
+    else makeDir(path);
+  }
+}
+
+/** Per-service files of earlier versions (`NAME.json`, `NAME.out` beside tend's own files) move into services/. */
+export function moveLegacyFiles(stateDir: string, serviceNames: string[]): void {
+  const paths = statePaths(stateDir);
+  for (const name of serviceNames) {
+    for (const [old, now] of [
+      [join(stateDir, `${name}.json`), paths.service(name)],
+      [join(stateDir, `${name}.out`), paths.serviceOutput(name)],
+    ]) {
+      try {
+        if (lstatSync(old).isFile() && !existsSync(now)) renameSync(old, now);
+      } catch {}
     }
   }
+}
+
+function makeDir(path: string) {
   try {
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    chmodSync(stateDir, 0o700);
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    chmodSync(path, 0o700);
   } catch (error) {
-    throw new TendError(`cannot create state dir ${stateDir}: ${(error as NodeJS.ErrnoException).code ?? error}`, 1);
+    throw new TendError(`cannot create state dir ${path}: ${inWords(error)}`, 1);
+  }
+}
+
+/** A directory that another user owns, or that group or others may write, is not tend's to write in. */
+function refuseForeign(path: string, info: Stats) {
+  if (info.isSymbolicLink()) throw new TendError(`state dir ${path} is a symlink: refusing to write through it`, 1);
+  if (!info.isDirectory()) throw new TendError(`state dir ${path} is not a directory`, 1);
+  const uid = process.getuid?.();
+  if (uid !== undefined && info.uid !== uid) {
+    throw new TendError(
+      `state dir ${path} belongs to uid ${info.uid}, not to this user (uid ${uid}): refusing to write there; ` +
+        `run tend as its owner, or give it to this user: chown ${uid} ${path}`,
+      1,
+    );
+  }
+  if (info.mode & 0o022) {
+    const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
+    throw new TendError(
+      `state dir ${path} is writable by group or others (mode ${mode}): refusing to write there; ` +
+        `fix: chmod go-w ${path}`,
+      1,
+    );
   }
 }

@@ -1,4 +1,5 @@
-import { appendFileSync } from "node:fs";
+import { appendNoFollow } from "../os/files.ts";
+import { escapeControls } from "../core/sanitize.ts";
 import { formatLine, type Tag } from "../core/time.ts";
 
 export interface LogEntry {
@@ -18,9 +19,11 @@ export class Logger {
 
   write(tag: Tag, message: string, file = this.file): string {
     const at = new Date(this.clock());
-    const line = formatLine(tag, message, at);
-    this.entries.push({ tag, message, at });
-    if (file) appendFileSync(file, line + "\n", { mode: 0o600 });
+    // One line whatever the message holds: outside text cannot start a line of its own.
+    const safe = escapeControls(message);
+    const line = formatLine(tag, safe, at);
+    this.entries.push({ tag, message: safe, at });
+    if (file) appendNoFollow(file, line + "\n");
     this.echo(line);
     return line;
   }

@@ -1,5 +1,10 @@
-import { readFileSync, renameSync } from "node:fs";
+import { renameSync } from "node:fs";
+import { readRegularFile } from "../os/files.ts";
+
+/** A state file is a few hundred KiB at most: never read more than this. */
+const STATE_LIMIT = 16 * 1024 * 1024;
 import { writeFileAtomic } from "../os/atomic.ts";
+import { oneLine } from "../core/sanitize.ts";
 import { statePaths } from "./dir.ts";
 
 export interface ProbeRecord {
@@ -63,6 +68,8 @@ export interface ServiceState {
   memoryWarnedAt: number | null;
   /** When a healthy probe's warning (a certificate that expires soon) was last logged. */
   warnedAt: number | null;
+  /** Why the pid source could not be read (logged once while it lasts), or null. */
+  sourceProblem: string | null;
 }
 
 export const LATENCY_HISTORY = 1000;
@@ -125,6 +132,7 @@ export function freshState(): ServiceState {
     rss: [],
     memoryWarnedAt: null,
     warnedAt: null,
+    sourceProblem: null,
   };
 }
 
@@ -137,10 +145,10 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
   const path = stateFile(stateDir, name);
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFile(path, STATE_LIMIT, { noFollow: true });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { state: freshState(), problem: "missing" };
-    return { state: freshState(), problem: `unreadable: ${(error as NodeJS.ErrnoException).code}` };
+    return { state: freshState(), problem: `unreadable: ${(error as Error).message}` };
   }
   const problem = validate(text);
   if (problem === null) return { state: { ...freshState(), ...JSON.parse(text) }, problem: null };
@@ -157,7 +165,7 @@ function validate(text: string): string | null {
   try {
     data = JSON.parse(text);
   } catch (error) {
-    return text.trim() === "" ? "empty file" : `not JSON: ${(error as Error).message}`;
+    return text.trim() === "" ? "empty file" : `not JSON: ${oneLine((error as Error).message)}`;
   }
   if (typeof data !== "object" || data === null || Array.isArray(data)) return "not a JSON object";
   const record = data as Record<string, unknown>;

@@ -1,4 +1,8 @@
-import { readFileSync } from "node:fs";
+import { oneLine } from "../core/sanitize.ts";
+import { inWords, readRegularFile } from "../os/files.ts";
+
+/** A counter is a few digits: never read more than this. */
+const COUNTER_LIMIT = 64;
 import { writeFileAtomic } from "../os/atomic.ts";
 
 /**
@@ -8,14 +12,14 @@ import { writeFileAtomic } from "../os/atomic.ts";
 export function readCounter(path: string): { value: number; problem: string | null } {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFile(path, COUNTER_LIMIT);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return { value: 0, problem: code === "ENOENT" ? null : `cannot read ${path}: ${code}` };
+    return { value: 0, problem: code === "ENOENT" ? null : `cannot read ${path}: ${inWords(error)}` };
   }
   const trimmed = text.trim();
   if (/^\d+$/.test(trimmed)) return { value: Number(trimmed), problem: null };
-  return { value: 0, problem: `${path} holds ${JSON.stringify(trimmed.slice(0, 20))}, not a number: counting from 0` };
+  return { value: 0, problem: `${path} holds "${oneLine(trimmed, 20)}", not a number: counting from 0` };
 }
 
 export function writeCounter(path: string, value: number): void {

@@ -1,9 +1,9 @@
-import { readFileSync } from "node:fs";
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { refuseUnsafe } from "../os/signal.ts";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { fromPidfile, fromTmux, fromUnit, mainProcess, type MainProcess } from "../os/pidsource.ts";
+import { fromPidfile, fromTmux, fromUnit, mainProcess, readPidfile, type MainProcess } from "../os/pidsource.ts";
 import type { ProcInfo } from "../os/proc.ts";
 import { readState } from "../state/service.ts";
 import { isUnitName } from "../os/systemd.ts";
@@ -27,15 +27,13 @@ export async function resolveTarget(target: string, config: Config | null, cwd =
   if (target.startsWith("pidfile:")) {
     const path = resolve(cwd, target.slice("pidfile:".length));
     if (path === resolve(cwd)) throw usageError("pidfile: needs a path, e.g. pidfile:/run/app.pid");
-    const owner = config?.services.find((service) => service.pidfile === path);
+    // A configured service's pidfile, however it is named: checked against the start time tend recorded.
+    const owner = config?.services.find((service) => service.pidfile && sameFile(service.pidfile, path));
     const recorded = owner ? readState(config!.watchdog.stateDir, owner.name, { repair: false }).state : undefined;
     label = owner?.name ?? path;
-    let named = "";
-    try {
-      named = readFileSync(path, "utf8").trim();
-    } catch {} // fromPidfile says why
-    if (/^\d+$/.test(named)) refuseUnsafe(Number(named)); // 0, 1, self, ancestors: exit 3 before anything else
-    found = fromPidfile(path, recorded);
+    const named = readPidfile(path);
+    if ("pid" in named) refuseUnsafe(named.pid); // 0, 1, self, ancestors: exit 3 before anything else
+    found = fromPidfile(path, recorded, { strict: Boolean(owner) });
   } else if (target.startsWith("tmux:")) {
     label = target.slice("tmux:".length);
     if (!TMUX_TARGET.test(label)) throw usageError(`tmux:${label}: expected tmux:SESSION:WINDOW[.PANE]`);
@@ -63,4 +61,15 @@ export async function resolveTarget(target: string, config: Config | null, cwd =
   }
   if (!found.running || !found.info) throw new TendError(`${label} has no running process (${found.detail})`, 1);
   return { label, source: found.source, info: found.info };
+}
+
+/** The same file under two names (a symlink, `..`, a bind path): same device and inode. */
+function sameFile(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    const [left, right] = [statSync(a), statSync(b)];
+    return left.dev === right.dev && left.ino === right.ino;
+  } catch {
+    return false;
+  }
 }

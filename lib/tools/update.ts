@@ -15,6 +15,7 @@ import { unifiedDiff } from "../core/diff.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { redactUrl } from "../core/redact.ts";
+import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
 
 export const KEEP_BACKUPS = 5;
@@ -69,7 +70,7 @@ async function run(binary: string, args: string[], what: string): Promise<string
   if (result.exitCode !== 0)
     throw new TendError(
       `${what}: exit ${result.exitCode}` +
-        (result.stderr.trim() ? `: ${result.stderr.trim().split("\n").slice(0, 5).join(" / ")}` : ""),
+        (result.stderr.trim() ? `: ${oneLine(result.stderr.trim().split("\n").slice(0, 5).join(" / "))}` : ""),
       1,
     );
   return result.stdout;
@@ -81,7 +82,7 @@ async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch
     try {
       response = await fetchImpl(source, { signal: AbortSignal.timeout(300_000) });
     } catch (error) {
-      throw new TendError(`download ${redactUrl(source)}: ${(error as Error).message}`, 1);
+      throw new TendError(`download ${redactUrl(source)}: ${oneLine((error as Error).message)}`, 1);
     }
     if (response.status < 200 || response.status > 299)
       throw new TendError(`download ${redactUrl(source)}: HTTP ${response.status}`, 1);

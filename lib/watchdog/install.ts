@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { runCommand } from "../os/run.ts";
+import { runCommand, saidBy } from "../os/run.ts";
 
 export const SCHEDULERS = ["cron", "termux-boot", "systemd", "launchd"] as const;
 export type Scheduler = (typeof SCHEDULERS)[number];
@@ -189,7 +189,7 @@ async function writeCrontab(line: string): Promise<string> {
   const next = [...lines.filter((existing) => !existing.includes(CRON_MARK)), line];
   const written = await runCommand(["crontab", "-"], { timeoutMs: 10_000, input: next.join("\n") + "\n" });
   if (written.exitCode !== 0)
-    throw new TendError(`crontab -: ${written.error ?? (written.stderr.trim() || `exit ${written.exitCode}`)}`, 1);
+    throw new TendError(`crontab -: ${written.error ?? (saidBy(written) || `exit ${written.exitCode}`)}`, 1);
   return `crontab: ${ours.length ? "updated" : "added"}: ${line}`;
 }
 

@@ -4,7 +4,7 @@ import { TendError } from "../core/errors.ts";
 import { pingHeartbeat, sendEvents } from "../notify/alert.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { tryLock } from "../os/lock.ts";
-import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { freshState } from "../state/service.ts";
 import { findGap, writeHeartbeat } from "./heartbeat.ts";
@@ -37,7 +37,13 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   const { config, dryRun = false, echo = () => {}, now = Date.now } = options;
   const { stateDir } = config.watchdog;
   const paths = statePaths(stateDir);
-  if (!dryRun) ensureStateDir(stateDir);
+  if (!dryRun) {
+    ensureStateDir(stateDir);
+    moveLegacyFiles(
+      stateDir,
+      config.services.map((service) => service.name),
+    );
+  }
   const logger = new Logger(dryRun ? null : config.watchdog.log, echo, now);
 
   const lock = dryRun

@@ -64,6 +64,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
       startedAt: main.startedAt,
       detail: main.detail,
       supervised: main.supervised,
+      unreadable: main.unreadable,
     },
     waitReason: null,
     unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,

@@ -1,0 +1,76 @@
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync, type Stats } from "node:fs";
+
+const WORDS: Record<string, string> = {
+  ENOENT: "no such file",
+  EISDIR: "is a directory",
+  ENOTDIR: "a part of the path is not a directory",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  ELOOP: "is a symlink (not followed)",
+  ENOSPC: "no space left on the device",
+  EROFS: "read-only file system",
+  EEXIST: "already exists",
+  ENXIO: "no such device",
+};
+
+/** A file error in words ("no such file"), never an errno code alone. */
+export function inWords(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  return (code && WORDS[code]) ?? (error as Error)?.message ?? String(error);
+}
+
+const kindOf = (stats: Stats) =>
+  stats.isFIFO()
+    ? "a FIFO"
+    : stats.isCharacterDevice() || stats.isBlockDevice()
+      ? "a device"
+      : stats.isDirectory()
+        ? "a directory"
+        : stats.isSocket()
+          ? "a socket"
+          : "not a regular file";
+
+/** A file that is not what it should be: the message says what is wrong, in words. */
+export class FileProblem extends Error {}
+
+/**
+ * Read a regular file, at most `limit` bytes. A FIFO, device or directory is an error, never a
+ * hang or an endless read; with `noFollow` a symlink is refused too (files in the state dir).
+ */
+export function readRegularFile(path: string, limit: number, { noFollow = false } = {}): string {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (noFollow ? constants.O_NOFOLLOW : 0));
+  } catch (error) {
+    throw Object.assign(new FileProblem(inWords(error)), { code: (error as NodeJS.ErrnoException).code });
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new FileProblem(`is ${kindOf(stats)}, not a regular file`);
+    const buffer = Buffer.alloc(Math.min(limit, Math.max(stats.size, 1)));
+    let size = 0;
+    while (size < buffer.length) {
+      const read = readSync(fd, buffer, size, buffer.length - size, null);
+      if (read === 0) break;
+      size += read;
+    }
+    return buffer.subarray(0, size).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+
+/** Open for appending, never through a symlink (logs, .out files): ELOOP when PATH is one. */
+export const openAppend = (path: string, mode = 0o600) => openSync(path, APPEND, mode);
+
+/** Append text to a file, never through a symlink. */
+export function appendNoFollow(path: string, text: string, mode = 0o600): void {
+  const fd = openAppend(path, mode);
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
