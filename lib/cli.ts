@@ -1,6 +1,6 @@
 import { Chalk } from "chalk";
 import minimist from "minimist";
-import { parseDuration } from "./core/duration.ts";
+import { DURATION_MAX_MS, parseDuration } from "./core/duration.ts";
 import { errorMessage, EXIT, TendError, usageError } from "./core/errors.ts";
 import { escapeLines } from "./core/sanitize.ts";
 import type { Paint } from "./watchdog/status.ts";
@@ -88,8 +88,10 @@ export async function runCli(
 export function durationFlag(flag: string, value: string | undefined): number | null {
   if (value === undefined) return null;
   const ms = parseDuration(value);
-  if (ms === null || ms === 0)
+  if (ms === null || ms === 0) {
     throw usageError(`--${flag}: ${JSON.stringify(value)} is not a duration (e.g. 2s, 30s, 5m, 2h)`);
+  }
+  if (ms > DURATION_MAX_MS) throw usageError(`--${flag}: ${JSON.stringify(value)} is longer than 365d`);
   return ms;
 }
 

@@ -70,7 +70,10 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
     const report = await deliver([message], options);
     const outcome = report.outcomes[0];
     if (outcome.result === "suppressed") return (io.out(`notify: suppressed: ${outcome.detail}`), 0);
-    if (outcome.result === "sent") return 0;
+    if (outcome.result === "sent")
+      return (report.spoolError && io.err(`notify: delivered; but ${report.spoolError}`), 0);
+    if (outcome.result === "lost")
+      return (io.err(`notify: delivery to ${redactUrl(url)} failed: ${outcome.detail}`), 1);
     const why = outcome.attempts
       ? `failed after ${outcome.attempts} attempt(s): ${outcome.detail}`
       : `not sent: ${outcome.detail} that could not be delivered (${report.failure})`;

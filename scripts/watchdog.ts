@@ -1,9 +1,11 @@
 import { durationFlag, paintFor, runCli, type Io } from "../lib/cli.ts";
 import { loadConfig } from "../lib/config/load.ts";
 import { usageError } from "../lib/core/errors.ts";
+import { killRunningChecks } from "../lib/os/run.ts";
 import { maintain } from "../lib/watchdog/maintenance.ts";
 import { runPass } from "../lib/watchdog/pass.ts";
 import { renderPlan } from "../lib/core/plan.ts";
+import { HIDDEN, REVEALED } from "../lib/core/redact.ts";
 import { runLoop } from "../lib/watchdog/loop.ts";
 import { becomeLean } from "../lib/os/lean.ts";
 import { allHealthy, collectStatus, renderStatus } from "../lib/watchdog/status.ts";
@@ -17,7 +19,7 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
        watchdog status [NAME...] [--json] [--cached]
        watchdog stats [NAME...] [--json]      probe latency percentiles, timeouts, histogram
        watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
-       watchdog validate | plan
+       watchdog validate | plan [--show-secrets]
        watchdog pause NAME [--for D] | resume NAME | reset NAME
        watchdog install cron|termux-boot|systemd|launchd [--write]   print (or write) the scheduler entry
 options: --config PATH, --help, --version
@@ -31,7 +33,7 @@ export function main(argv: string[], io: Io): Promise<number> {
     name: "watchdog",
     usage: USAGE,
     string: ["interval", "for", "since"],
-    boolean: ["dry-run", "json", "cached", "write"],
+    boolean: ["dry-run", "json", "cached", "write", "show-secrets"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [command = "pass", ...names] = args._.map(String);
@@ -44,6 +46,13 @@ export function main(argv: string[], io: Io): Promise<number> {
       throw usageError(`watchdog ${command}: unexpected ${names.join(" ")}`);
     switch (command) {
       case "pass":
+        // Stopped by a signal: the check commands this pass started go with it.
+        for (const [signal, code] of [
+          ["SIGTERM", 143],
+          ["SIGINT", 130],
+        ] as const) {
+          process.once(signal, () => (killRunningChecks(), process.exit(code)));
+        }
         return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env }), 0);
       case "run":
         await becomeLean(io.env);
@@ -90,7 +99,7 @@ export function main(argv: string[], io: Io): Promise<number> {
       case "validate":
         return (io.out(`${config.path}: ok (${config.services.length} services)`), 0);
       case "plan":
-        return (io.out(renderPlan(config)), 0);
+        return (io.out(renderPlan(config, args["show-secrets"] ? REVEALED : HIDDEN)), 0);
       case "pause":
       case "resume":
       case "reset": {

@@ -18,7 +18,7 @@ export const command = defineCheck<CommandCheck>({
   },
   async probe(check) {
     const finish = stopwatch();
-    const result = await runCommand(check.argv, { timeoutMs: check.timeoutMs });
+    const result = await runCommand(check.argv, { timeoutMs: check.timeoutMs, check: true });
     if (result.error) return finish(false, `cannot run ${check.argv[0]}: ${result.error}`);
     if (result.timedOut) {
       return finish(false, `command did not finish within ${humanDuration(check.timeoutMs)}`, { timedOut: true });
@@ -29,5 +29,5 @@ export const command = defineCheck<CommandCheck>({
     return finish(false, `${how}${said ? `: ${said}` : ""}`);
   },
   describe: (check) => `command ${check.argv[0]}, timeout ${humanDuration(check.timeoutMs)}`,
-  plan: (check) => ({ "check.command": check.argv }),
+  plan: (check, shown) => ({ "check.command": shown.argv(check.argv) }),
 });

@@ -1,6 +1,8 @@
 import { humanDuration } from "../core/duration.ts";
-import { isHttpUrl, redactUrl } from "../core/redact.ts";
-import { show } from "../config/reader.ts";
+import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
+
+/** An HTTP header name: a token (RFC 9110). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 import { isTimeout, networkReason, PROBE_BODY_LIMIT, readBounded } from "../os/net.ts";
 import { defineCheck, stopwatch } from "./kind.ts";
 
@@ -21,7 +23,16 @@ export const http = defineCheck<HttpCheck>({
   keys: ["http", "expect", "any_response", "fail_codes", "contains", "headers", "timeout"],
   read(table, { timeoutMs }) {
     const url = table.string("http");
-    if (url !== undefined && !isHttpUrl(url)) table.fail("http", `${show(url)} is not an http:// or https:// URL`);
+    const headers = table.stringMap("headers") ?? {};
+    const problem = url === undefined ? null : httpUrlProblem(url);
+    if (problem) table.fail("http", `${JSON.stringify(shownUrl(url!))} ${problem}`);
+    for (const [name, value] of Object.entries(headers)) {
+      if (!HEADER_NAME.test(name))
+        table.fail(`headers.${JSON.stringify(name)}`, "is not a header name (letters, digits, - and !#$%&'*+.^_`|~)");
+      else if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) {
+        table.fail(`headers.${name}`, "the value holds CR, LF or another control character, which HTTP does not allow");
+      }
+    }
     const expect = table.statusList("expect") ?? null;
     const anyResponse = table.boolean("any_response") ?? false;
     const failCodes = table.statusList("fail_codes") ?? null;
@@ -29,8 +40,10 @@ export const http = defineCheck<HttpCheck>({
       table.fail("expect", "expect, any_response and fail_codes exclude each other: choose one");
     }
     const contains = table.string("contains") ?? null;
-    const headers = table.stringMap("headers") ?? {};
-    return url ? { kind: "http", url, expect, anyResponse, failCodes, contains, headers, timeoutMs } : undefined;
+
+    return url && !problem
+      ? { kind: "http", url, expect, anyResponse, failCodes, contains, headers, timeoutMs }
+      : undefined;
   },
   async probe(check, context) {
     const finish = stopwatch();
@@ -64,8 +77,11 @@ export const http = defineCheck<HttpCheck>({
     return answer(true);
   },
   describe: (check) => `http ${redactUrl(check.url)}, timeout ${humanDuration(check.timeoutMs)}`,
-  plan(check) {
-    const plan: Record<string, unknown> = { "check.http": check.url, "check.headers": check.headers };
+  plan(check, shown) {
+    const headers = Object.fromEntries(
+      Object.entries(check.headers).map(([name, value]) => [name, shown.value(value)]),
+    );
+    const plan: Record<string, unknown> = { "check.http": shown.url(check.url), "check.headers": headers };
     if (check.anyResponse) plan["check.any_response"] = true;
     else if (check.failCodes) plan["check.fail_codes"] = check.failCodes;
     else plan["check.expect"] = check.expect ?? "2xx/3xx";

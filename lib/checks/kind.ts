@@ -1,5 +1,6 @@
 import type { ReadContext, ServiceConfig } from "../config/types.ts";
 import type { Reader } from "../config/reader.ts";
+import type { Shown } from "../core/redact.ts";
 import type { ProcInfo } from "../os/proc.ts";
 
 /** What a check's config holds at the least; each kind adds its own fields. */
@@ -42,7 +43,7 @@ export interface CheckKind<C extends CheckConfig = CheckConfig> {
   /** For `[START] watching NAME (...)`: "http http://host/…, timeout 2.0s". */
   describe(check: C, service: ServiceConfig): string;
   /** Its `check.*` lines of `watchdog plan`. */
-  plan(check: C): Record<string, unknown>;
+  plan(check: C, shown: Shown): Record<string, unknown>;
 }
 
 /** A kind typed for its own config, stored in the registry under the common type. */

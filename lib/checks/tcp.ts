@@ -2,6 +2,7 @@ import { connect } from "node:net";
 import { humanDuration } from "../core/duration.ts";
 import { show, type Reader } from "../config/reader.ts";
 import { networkReason } from "../os/net.ts";
+import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 
 export type TcpCheck = {
@@ -38,19 +39,16 @@ export const tcp = defineCheck<TcpCheck>({
     const finish = stopwatch();
     return new Promise<ProbeResult>((resolve) => {
       const socket = connect({ host: check.host, port: check.port });
-      const timer = setTimeout(() => {
+      const done = (result: ProbeResult) => {
+        cancel();
         socket.destroy();
-        resolve(finish(false, `no answer within ${humanDuration(check.timeoutMs)}`, { timedOut: true }));
-      }, check.timeoutMs);
-      socket.once("connect", () => {
-        clearTimeout(timer);
-        socket.destroy();
-        resolve(finish(true, `connected to ${address(check)}`));
-      });
-      socket.once("error", (error) => {
-        clearTimeout(timer);
-        resolve(finish(false, `no connection: ${networkReason(error)}`));
-      });
+        resolve(result);
+      };
+      const cancel = after(check.timeoutMs, () =>
+        done(finish(false, `no answer within ${humanDuration(check.timeoutMs)}`, { timedOut: true })),
+      );
+      socket.once("connect", () => done(finish(true, `connected to ${address(check)}`)));
+      socket.once("error", (error) => done(finish(false, `no connection: ${networkReason(error)}`)));
     });
   },
   describe: (check) => `tcp ${address(check)}, timeout ${humanDuration(check.timeoutMs)}`,

@@ -3,6 +3,7 @@ import { connect, type TLSSocket } from "node:tls";
 import { humanDuration } from "../core/duration.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { networkReason } from "../os/net.ts";
+import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 import { address, readHostPort } from "./tcp.ts";
 
@@ -71,13 +72,12 @@ export const tls = defineCheck<TlsCheck>({
         return resolve(finish(false, `TLS handshake failed: ${oneLine((error as Error).message)}`));
       }
       const done = (result: ProbeResult) => {
-        clearTimeout(timer);
+        cancel();
         socket.destroy();
         resolve(result);
       };
-      const timer = setTimeout(
-        () => done(finish(false, `no TLS handshake within ${humanDuration(check.timeoutMs)}`, { timedOut: true })),
-        check.timeoutMs,
+      const cancel = after(check.timeoutMs, () =>
+        done(finish(false, `no TLS handshake within ${humanDuration(check.timeoutMs)}`, { timedOut: true })),
       );
       socket.once("secureConnect", () => {
         const notAfter = Date.parse(socket.getPeerCertificate()?.valid_to ?? "");

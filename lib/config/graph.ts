@@ -3,11 +3,16 @@ import type { ServiceConfig } from "./types.ts";
 /** Duplicate names, unknown or self dependencies, and cycles. */
 export function checkServiceGraph(services: ServiceConfig[], errors: string[]) {
   const byName = new Map<string, number>();
+  const byKey = new Map<string, number>(); // unique ignoring case: Web and web would share files on macOS
   services.forEach((service, index) => {
-    const first = byName.get(service.name);
-    if (first !== undefined)
-      errors.push(`service[${index}].name: "${service.name}" is already used by service[${first}]`);
-    else byName.set(service.name, index);
+    const first = byKey.get(service.name.toLowerCase());
+    if (first === undefined) byKey.set(service.name.toLowerCase(), index);
+    else {
+      const other = services[first].name;
+      const how = other === service.name ? "" : ` (as "${other}": names are compared ignoring case)`;
+      errors.push(`service[${index}].name: "${service.name}" is already used by service[${first}]${how}`);
+    }
+    byName.set(service.name, index);
   });
   services.forEach((service, index) => {
     for (const dependency of service.dependsOn) {

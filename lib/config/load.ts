@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
-import { isHttpUrl } from "../core/redact.ts";
+import { httpUrlProblem, shownUrl } from "../core/redact.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
 
@@ -153,8 +153,10 @@ function readNotify(table: Reader, env: Env): NotifyConfig {
 function httpUrl(table: Reader, key: string): string | null {
   const value = table.string(key, { nonEmpty: false });
   if (!value) return null;
-  if (!isHttpUrl(value)) {
-    table.fail(key, `${show(value.replace(/^(\w+:\/\/[^/]*).*/, "$1/…"))} is not an http:// or https:// URL`);
+  const problem = httpUrlProblem(value);
+  if (problem) {
+    // Never the whole URL: its path or query may be a secret.
+    table.fail(key, `${JSON.stringify(shownUrl(value))} ${problem}`);
     return null;
   }
   return value;

@@ -1,4 +1,4 @@
-import { DURATION_HINT, parseDuration } from "../core/duration.ts";
+import { DURATION_HINT, DURATION_MAX_MS, parseDuration } from "../core/duration.ts";
 
 export type Table = Record<string, unknown>;
 export const isTable = (value: unknown): value is Table =>
@@ -56,6 +56,8 @@ export class Reader {
     if (value === undefined) return undefined;
     const ms = parseDuration(value);
     if (ms === null) return void this.fail(key, `${show(value)} is not a duration (${DURATION_HINT})`);
+    if (ms > DURATION_MAX_MS)
+      return void this.fail(key, `${show(value)} is longer than 365d, the longest duration allowed`);
     return ms;
   }
   integer(key: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {

@@ -8,7 +8,8 @@ import type { RestartConfig } from "../restarts/kind.ts";
 import { Reader, show } from "./reader.ts";
 import type { BusyConfig, MemoryConfig, ReadContext, ServiceConfig, Tunables } from "./types.ts";
 
-export const SERVICE_NAME = /^[A-Za-z0-9_.@-]+$/;
+/** 1-64 of [A-Za-z0-9_.@-], not starting with - or . (never an option, never a hidden file). */
+export const SERVICE_NAME = /^[A-Za-z0-9_@][A-Za-z0-9_.@-]{0,63}$/;
 
 /** Built-in defaults, overridden by [defaults], then by the service, then (timeout) by the check. */
 export const BUILTIN_TUNABLES: Tunables = {
@@ -68,7 +69,7 @@ export function readService(
   const name = table.string("name");
   if (name === undefined && !table.has("name")) table.fail("name", "is required");
   else if (name !== undefined && !SERVICE_NAME.test(name)) {
-    table.fail("name", `${show(name)} may only hold letters, digits and _ . @ -`);
+    table.fail("name", `${show(name)} may only hold 1 to 64 letters, digits and _ . @ -, not starting with - or .`);
   }
 
   const tunables = { ...defaults };

@@ -373,6 +373,8 @@ export interface RestartOutcome {
   /** ms from the restart to the first healthy probe, or to giving up verifying */
   elapsedMs: number;
   detail: string;
+  /** The log's version of `detail` (a command's whole argv, secrets redacted). */
+  full?: string;
   lastProbe: ProbeResult | null;
 }
 
@@ -423,8 +425,10 @@ export function recordRestart(
   const what = outcome.issued
     ? `did not recover within ${humanDuration(service.verifyTimeoutMs)} after restart`
     : `could not be restarted`;
-  const message = `${service.name} ${what} (${outcome.detail}); backoff ${humanDuration(backoffMs)}`;
-  return { recovered: false, next: failed, log: [{ tag: "FAILED", event: "failed", message }] };
+  const say = (detail: string) => `${service.name} ${what} (${detail}); backoff ${humanDuration(backoffMs)}`;
+  const line: LogLine = { tag: "FAILED", event: "failed", message: say(outcome.detail) };
+  if (outcome.full) line.full = say(outcome.full);
+  return { recovered: false, next: failed, log: [line] };
 }
 
 function recordProbe(state: ServiceState, probe: ProbeResult, now: number): ServiceState {

@@ -2,6 +2,8 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as co
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
 export const DURATION_HINT = 'use e.g. "250ms", "20s", "5m", "1h", "1d" or a number of seconds';
+/** The longest duration tend takes: every one up to this works as written. */
+export const DURATION_MAX_MS = 365 * 86_400_000;
 
 /** "250ms" | "20s" | "5m" | "1h" | "1d" | seconds as a number -> milliseconds; null if not a duration. */
 export function parseDuration(value: unknown): number | null {

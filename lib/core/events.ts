@@ -31,6 +31,11 @@ export interface LogLine {
   event?: NotifyEvent;
   /** Goes to downtime.log, rendered from this record. */
   downtime?: Downtime;
+  /**
+   * The log file's fuller version (a command's whole argv, secrets redacted); stdout and
+   * notifications get `message`.
+   */
+  full?: string;
 }
 
 const WHAT: Record<string, string> = { watchdog: "watchdog did not run", host: "host was unavailable" };

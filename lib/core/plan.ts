@@ -1,6 +1,6 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { formatDuration } from "./duration.ts";
-import { redactUrl } from "./redact.ts";
+import { HIDDEN, type Shown } from "./redact.ts";
 import { checkKind } from "../checks/index.ts";
 import { restartKind } from "../restarts/index.ts";
 
@@ -10,13 +10,13 @@ type Flat = Record<string, unknown>;
  * The effective configuration, every default filled in, one block per service with sorted keys:
  * a stable text that `self-update` can diff.
  */
-export function renderPlan(config: Config): string {
+export function renderPlan(config: Config, shown: Shown = HIDDEN): string {
   const { watchdog } = config;
   const blocks: [string, Flat][] = [
     [
       "notify",
       {
-        url: config.notify.url ? redactUrl(config.notify.url) : "",
+        url: config.notify.url ? shown.url(config.notify.url) : "",
         format: config.notify.format,
         timeout: formatDuration(config.notify.timeoutMs),
         retries: config.notify.retries,
@@ -31,13 +31,13 @@ export function renderPlan(config: Config): string {
         interval: formatDuration(watchdog.intervalMs),
         boot_delay: formatDuration(watchdog.bootDelayMs),
         concurrency: watchdog.concurrency,
-        heartbeat_url: watchdog.heartbeatUrl ? redactUrl(watchdog.heartbeatUrl) : "",
+        heartbeat_url: watchdog.heartbeatUrl ? shown.url(watchdog.heartbeatUrl) : "",
         metrics_file: watchdog.metricsFile ?? "",
       },
     ],
     ...[...config.services]
       .sort((a, b) => a.name.localeCompare(b.name))
-      .map((service) => [`service "${service.name}"`, flattenService(service)] as [string, Flat]),
+      .map((service) => [`service "${service.name}"`, flattenService(service, shown)] as [string, Flat]),
   ];
   return (
     blocks
@@ -53,7 +53,7 @@ export function renderPlan(config: Config): string {
   );
 }
 
-function flattenService(service: ServiceConfig): Flat {
+function flattenService(service: ServiceConfig, shown: Shown): Flat {
   const flat: Flat = {
     enabled: service.enabled,
     failures: service.failures,
@@ -89,8 +89,8 @@ function flattenService(service: ServiceConfig): Flat {
       "memory.restart_above": service.memory.restartAboveBytes ?? "none",
     });
   }
-  Object.assign(flat, checkKind(service.check).plan(service.check));
-  if (service.restart) Object.assign(flat, restartKind(service.restart).plan(service.restart));
+  Object.assign(flat, checkKind(service.check).plan(service.check, shown));
+  if (service.restart) Object.assign(flat, restartKind(service.restart).plan(service.restart, shown));
   else flat.restart = "none";
   return flat;
 }

@@ -1,5 +1,24 @@
-/** An http:// or https:// URL with a host. */
-export const isHttpUrl = (url: string) => /^https?:\/\/[^/\s]+/.test(url);
+import { oneLine } from "./sanitize.ts";
+
+/**
+ * What is wrong with an http(s) URL, checked as the HTTP client parses it (scheme, host, port
+ * 1-65535, no spaces or control characters), or null when it is fine.
+ */
+export function httpUrlProblem(url: string): string | null {
+  if (/[\s\u0000-\u001f\u007f]/.test(url)) return "holds a space or a control character";
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "is not a URL (scheme://host[:port]/path)";
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return "is not an http:// or https:// URL";
+  if (!parsed.hostname) return "has no host";
+  if (parsed.port === "0") return "has port 0 (ports go from 1 to 65535)";
+  return null;
+}
+
+export const isHttpUrl = (url: string) => httpUrlProblem(url) === null;
 
 /** scheme://host[:port]/… : paths, queries and user info can hold tokens, so they are never shown. */
 export function redactUrl(url: string): string {
@@ -12,19 +31,65 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** Remove every occurrence of a URL's secret parts from a text (error messages can quote URLs). */
+/**
+ * Remove every occurrence of a URL's secret parts from a text (an answer or an error can quote
+ * them): the URL, its path and query, its user info and the Basic-auth value built from it, the
+ * last path segment and each query value (tokens sit there: 3 characters are enough), and any
+ * other path segment of 6 characters or more.
+ */
 export function scrub(text: string, url: string | null): string {
   if (!url) return text;
   let clean = text.split(url).join(redactUrl(url));
   try {
     const parsed = new URL(url);
-    // Whole parts first, then each path segment and query value (an answer may quote just the token).
-    const segments = parsed.pathname.split("/").map(decodeURIComponent);
-    const values = [...parsed.searchParams.values()];
-    const secrets = [parsed.pathname, parsed.search, parsed.password, parsed.username, ...segments, ...values].filter(
-      (part) => part.length >= 6,
-    );
+    const user = decodeURIComponent(parsed.username);
+    const password = decodeURIComponent(parsed.password);
+    const basic =
+      user || password ? [Buffer.from(`${user}:${password}`).toString("base64"), `${user}:${password}`] : [];
+    const segments = parsed.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+    const last = segments.pop() ?? "";
+    const short = [last, user, password, ...parsed.searchParams.values()].filter((part) => part.length >= 3);
+    const long = [parsed.pathname, parsed.search, ...segments].filter((part) => part.length >= 6);
+    const secrets = [...basic, ...short, ...long].sort((a, b) => b.length - a.length); // longest first
     for (const secret of secrets) clean = clean.split(secret).join("…");
   } catch {}
   return clean;
+}
+
+/** A URL in an error message: scheme://host[:port]/… when it parses, else its first characters, escaped. */
+export function shownUrl(url: string): string {
+  const shown = redactUrl(url);
+  return shown === "(invalid URL)" ? oneLine(url.replace(/^([^/]*\/\/[^/?#]*).*$/s, "$1…"), 40) : shown;
+}
+
+/** How secrets are shown: hidden everywhere, except `plan --show-secrets`. */
+export interface Shown {
+  url: (url: string) => string;
+  /** Header values, env values, tokens. */
+  value: (value: string) => string;
+  argv: (argv: string[]) => string[];
+}
+export const HIDDEN: Shown = { url: redactUrl, value: () => "…", argv: redactArgv };
+export const REVEALED: Shown = { url: (url) => url, value: (value) => value, argv: (argv) => argv };
+
+/** --password=x, token=x, api_key: x … : the value of an argument whose name says it is a secret. */
+const SECRET_ASSIGNMENT =
+  /^(-{0,2}[\w.-]*(?:pass(?:word)?|passwd|token|secret|api[_-]?key|auth|credentials?)[\w.-]*[=:])(.+)$/i;
+const SECRET_FLAG = /^-{1,2}[\w.-]*(?:pass(?:word)?|passwd|token|secret|api[_-]?key|auth)[\w.-]*$/i;
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi;
+
+/** An argv with URL secrets and password/token-like values replaced by "…" (for the log). */
+export function redactArgv(argv: string[]): string[] {
+  return argv.map((arg, index) => {
+    if (index > 0 && SECRET_FLAG.test(argv[index - 1]) && !arg.startsWith("-")) return "…";
+    const assignment = SECRET_ASSIGNMENT.exec(arg);
+    if (assignment) return `${assignment[1]}…`;
+    return arg.replace(URL_IN_TEXT, (url) => redactUrl(url));
+  });
+}
+
+/** A command as stdout and notifications show it: its program and how many arguments it has. */
+export function shortArgv(argv: string[]): string {
+  const count = argv.length - 1;
+  return count ? `${argv[0]} … (${count} arg${count === 1 ? "" : "s"})` : argv[0];
 }

@@ -36,12 +36,15 @@ export async function sendEvents(config: Config, events: Message[], logger: Logg
     });
     if (report.flushed) logger.write("NOTIFY", `delivered ${report.flushed} spooled notification(s)`);
     for (const outcome of report.outcomes) {
-      if (outcome.result !== "spooled") continue;
+      if (outcome.result !== "spooled" && outcome.result !== "lost") continue;
+      const fate = outcome.result === "lost" ? "not spooled" : `spooled (${report.waiting} waiting)`;
       logger.write(
         "NOTIFY",
-        `could not send "${outcome.message.message}" to ${redactUrl(url)}: ${outcome.detail}; ` +
-          `spooled (${report.waiting} waiting)`,
+        `could not send "${outcome.message.message}" to ${redactUrl(url)}: ${outcome.detail}; ${fate}`,
       );
+    }
+    if (report.spoolError && !report.outcomes.some((outcome) => outcome.result === "lost")) {
+      logger.write("NOTIFY", report.spoolError);
     }
     if (!events.length && report.waiting && report.failure) {
       logger.write(

@@ -1,10 +1,11 @@
-import { readFileSync } from "node:fs";
+import { lstatSync, readFileSync, truncateSync } from "node:fs";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { humanDuration } from "../core/duration.ts";
 import { TendError } from "../core/errors.ts";
 import { waitLock } from "../os/lock.ts";
 import { buildRequest, send, type Channel, type Message, type SendOptions } from "./send.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { inWords } from "../os/files.ts";
 
 export const SPOOL_LIMIT = 1000;
 export const spoolFile = (stateDir: string) => statePaths(stateDir).spool;
@@ -31,7 +32,8 @@ export interface DeliverOptions extends SendOptions {
 
 export interface Outcome {
   message: Message;
-  result: "sent" | "spooled" | "suppressed";
+  /** lost: it failed and the spool could not take it (its `detail` says both). */
+  result: "sent" | "spooled" | "suppressed" | "lost";
   detail: string;
   attempts: number;
 }
@@ -44,6 +46,8 @@ export interface DeliverReport {
   waiting: number;
   /** Why the first failure failed */
   failure: string | null;
+  /** The spool could not be used or saved (state dir unwritable, disk full): what was sent still counts. */
+  spoolError: string | null;
 }
 
 const dedupKey = (message: Message) => (message.event ? `${message.service ?? ""}\u0000${message.event}` : null);
@@ -84,8 +88,14 @@ export function readSpool(stateDir: string): { messages: Message[]; unreadable: 
  */
 export async function deliver(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
   const { stateDir, channel, minIntervalMs, now = Date.now, lockWaitMs = 120_000 } = options;
-  ensureStateDir(stateDir);
-  const lock = await waitLock(lockFile(stateDir), lockWaitMs, options.sleep);
+  let lock;
+  try {
+    ensureStateDir(stateDir);
+    lock = await waitLock(lockFile(stateDir), lockWaitMs, options.sleep);
+  } catch (error) {
+    // A state dir that cannot be used does not stop a delivery: send without the spool, and say so.
+    return deliverUnspooled(messages, options, `the spool in ${stateDir} cannot be used: ${inWords(error)}`);
+  }
   if (!lock)
     throw new TendError(
       `${lockFile(stateDir)} stayed locked for ${humanDuration(lockWaitMs)}: another notify is stuck`,
@@ -96,7 +106,7 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
     const spool = readSpool(stateDir);
     state.dropped += spool.unreadable;
     const queue = spool.messages;
-    const report: DeliverReport = { outcomes: [], flushed: 0, waiting: 0, failure: null };
+    const report: DeliverReport = { outcomes: [], flushed: 0, waiting: 0, failure: null, spoolError: null };
 
     const attempt = async (message: Message) => {
       const note = state.dropped
@@ -166,8 +176,17 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
     for (const [key, entry] of Object.entries(state.dedup))
       if (now() - entry.lastAt > minIntervalMs && !entry.suppressed) delete state.dedup[key];
     if (!report.failure && report.waiting === 0) state.lastError = null;
-    writeFileAtomic(spoolFile(stateDir), queue.map((message) => JSON.stringify(message) + "\n").join(""));
-    writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+    try {
+      saveSpool(stateDir, queue);
+      writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+    } catch (error) {
+      // What the receiver accepted stays sent (a retry would send it twice); what was to be spooled is lost, and said.
+      report.spoolError = `cannot save the spool in ${stateDir}: ${inWords(error)}`;
+      for (const outcome of report.outcomes) {
+        if (outcome.result === "spooled")
+          Object.assign(outcome, { result: "lost", detail: `${outcome.detail}; ${report.spoolError}` });
+      }
+    }
     return report;
   } finally {
     lock.release();
@@ -177,4 +196,37 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
 /** Send once, without touching spool or dedup (--no-spool). */
 export async function sendDirect(message: Message, channel: Channel, options: SendOptions = {}) {
   return send(buildRequest(message, channel), channel, options);
+}
+
+/**
+ * Write the spool atomically. An empty spool is truncated in place instead: that needs no free
+ * block, so messages delivered from it are not sent again after a disk-full.
+ */
+function saveSpool(stateDir: string, queue: Message[]) {
+  if (queue.length === 0) {
+    try {
+      if (lstatSync(spoolFile(stateDir)).isFile()) return truncateSync(spoolFile(stateDir), 0);
+    } catch {}
+  }
+  writeFileAtomic(spoolFile(stateDir), queue.map((message) => JSON.stringify(message) + "\n").join(""));
+}
+
+/** No usable spool: send each message once (no dedup); what fails is lost, and the report says why. */
+async function deliverUnspooled(
+  messages: Message[],
+  options: DeliverOptions,
+  spoolError: string,
+): Promise<DeliverReport> {
+  const report: DeliverReport = { outcomes: [], flushed: 0, waiting: 0, failure: null, spoolError };
+  for (const message of messages) {
+    const result = await send(buildRequest(message, options.channel), options.channel, options);
+    if (!result.ok) report.failure ??= result.detail;
+    report.outcomes.push({
+      message,
+      result: result.ok ? "sent" : "lost",
+      detail: result.ok ? result.detail : `${result.detail}; ${spoolError}`,
+      attempts: result.attempts,
+    });
+  }
+  return report;
 }

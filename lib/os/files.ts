@@ -47,7 +47,8 @@ export function readRegularFile(path: string, limit: number, { noFollow = false 
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw new FileProblem(`is ${kindOf(stats)}, not a regular file`);
-    const buffer = Buffer.alloc(Math.min(limit, Math.max(stats.size, 1)));
+    // /proc files say size 0: read those up to the limit.
+    const buffer = Buffer.alloc(stats.size > 0 ? Math.min(limit, stats.size) : limit);
     let size = 0;
     while (size < buffer.length) {
       const read = readSync(fd, buffer, size, buffer.length - size, null);

@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs";
+import { oneLine } from "../core/sanitize.ts";
+import { readRegularFile } from "./files.ts";
 
 /** What /proc (or ps on macOS) says about one process. */
 export interface ProcInfo {
@@ -58,13 +60,13 @@ export const isZombie = (info: ProcInfo) => "ZXx".includes(info.state);
 /** Stopped by a signal (SIGSTOP) or a tracer. */
 export const isStopped = (info: ProcInfo) => info.state === "T" || info.state === "t";
 
+/** A process's command line as one escaped line of at most 200 characters (its argv is outside text). */
 export function commandLine(pid: number): string {
+  let raw = "";
   try {
-    const raw = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    return raw.split("\0").filter(Boolean).join(" ") || readProc(pid)?.comm || "?";
-  } catch {
-    return readProc(pid)?.comm ?? "?";
-  }
+    raw = readRegularFile(`/proc/${pid}/cmdline`, 4096).split("\0").filter(Boolean).join(" ");
+  } catch {}
+  return oneLine(raw || readProc(pid)?.comm || "?");
 }
 
 function bootTimeMs(): number {

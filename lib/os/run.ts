@@ -1,10 +1,13 @@
 import { oneLine } from "../core/sanitize.ts";
+import { after } from "./timer.ts";
 export interface RunOptions {
   timeoutMs: number;
   cwd?: string;
   env?: Record<string, string | undefined>;
   /** Written to the command's stdin (default: none). */
   input?: string;
+  /** A check command: killed when the pass is stopped by a signal. */
+  check?: boolean;
 }
 
 export interface RunResult {
@@ -17,11 +20,30 @@ export interface RunResult {
   error: string | null;
 }
 
+/** Process groups of the check commands running now: a pass stopped by a signal kills them first. */
+const running = new Set<number>();
+
+/** Kill every check command still running (its whole group); returns how many there were. */
+export function killRunningChecks(): number {
+  const count = running.size;
+  for (const pgid of running) killGroup(pgid, "SIGKILL");
+  running.clear();
+  return count;
+}
+
+/** Output a command writes after it exited (a background child holding the pipe) is waited for this long. */
+const AFTER_EXIT_MS = 100;
+
 /**
  * Run argv (no shell) in its own process group; on timeout the whole group is killed, so a
  * command's grandchildren cannot outlive it (Bun.spawn's own timeout kills only the child).
+ * The command is judged by its exit, not by its output closing: a background child that keeps
+ * the pipe open does not hold the result. `check`: killed by killRunningChecks().
  */
-export async function runCommand(argv: string[], { timeoutMs, cwd, env, input }: RunOptions): Promise<RunResult> {
+export async function runCommand(
+  argv: string[],
+  { timeoutMs, cwd, env, input, check = false }: RunOptions,
+): Promise<RunResult> {
   let child;
   try {
     const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
@@ -43,19 +65,27 @@ export async function runCommand(argv: string[], { timeoutMs, cwd, env, input }:
       error: oneLine((error as Error).message),
     };
   }
+  if (check) running.add(child.pid);
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const cancel = after(timeoutMs, () => {
     timedOut = true;
     killGroup(child.pid, "SIGKILL");
-  }, timeoutMs);
-  const [stdout, stderr] = await Promise.all([readCapped(child.stdout), readCapped(child.stderr), child.exited]);
-  clearTimeout(timer);
+  });
+  const stdout = collect(child.stdout);
+  const stderr = collect(child.stderr);
+  await child.exited;
+  cancel();
+  if (check) {
+    running.delete(child.pid);
+    killGroup(child.pid, "SIGKILL"); // what the check left behind in its group is not the service
+  }
+  await Promise.race([Promise.all([stdout.done, stderr.done]), Bun.sleep(AFTER_EXIT_MS)]);
   return {
     exitCode: timedOut ? null : child.exitCode,
     signal: child.signalCode === null ? null : String(child.signalCode),
     timedOut,
-    stdout,
-    stderr,
+    stdout: stdout.stop(),
+    stderr: stderr.stop(),
     error: null,
   };
 }
@@ -71,12 +101,27 @@ export function killGroup(pgid: number, signal: NodeJS.Signals | number): boolea
   }
 }
 
-/** Keep at most 64 KiB of a stream: a chatty command must not grow the watchdog. */
-async function readCapped(stream: ReadableStream<Uint8Array>, limit = 65_536): Promise<string> {
+/** Keep at most 64 KiB of a stream: a chatty command must not grow the watchdog. `stop` ends the reading. */
+function collect(stream: ReadableStream<Uint8Array>, limit = 65_536) {
   const decoder = new TextDecoder();
+  const reader = stream.getReader();
   let text = "";
-  for await (const chunk of stream) if (text.length < limit) text += decoder.decode(chunk, { stream: true });
-  return text.slice(0, limit);
+  const done = (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        if (text.length < limit) text += decoder.decode(value, { stream: true });
+      }
+    } catch {}
+  })();
+  return {
+    done,
+    stop: () => {
+      reader.cancel().catch(() => {});
+      return text.slice(0, limit);
+    },
+  };
 }
 
 /**

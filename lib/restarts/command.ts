@@ -1,3 +1,4 @@
+import { redactArgv, shortArgv } from "../core/redact.ts";
 import { defineRestart } from "./kind.ts";
 import { runAction } from "./run-action.ts";
 
@@ -14,7 +15,13 @@ export const command = defineRestart<CommandRestart>({
     const argv = table.argv("command");
     return argv && { kind: "command", argv };
   },
-  restart: (service, action) => runAction(action.argv, `command ${action.argv.join(" ")}`, service),
-  describe: (action) => `command ${action.argv.join(" ")}`,
-  plan: (action) => ({ "restart.command": action.argv }),
+  restart: (service, action) =>
+    runAction(
+      action.argv,
+      `command ${shortArgv(action.argv)}`,
+      service,
+      `command ${redactArgv(action.argv).join(" ")}`,
+    ),
+  describe: (action) => `command ${shortArgv(action.argv)}`,
+  plan: (action, shown) => ({ "restart.command": shown.argv(action.argv) }),
 });

@@ -1,5 +1,6 @@
 import type { Reader } from "../config/reader.ts";
 import type { ReadContext, ServiceConfig } from "../config/types.ts";
+import type { Shown } from "../core/redact.ts";
 import type { MainProcess } from "../os/pidsource.ts";
 
 /** What a restart's config holds at the least; each kind adds its own fields. */
@@ -10,7 +11,10 @@ export interface RestartConfig {
 
 export interface RestartResult {
   issued: boolean;
+  /** For stdout and notifications: a command as its program and argument count. */
   detail: string;
+  /** For the log: the whole argv, secrets redacted (when it differs from `detail`). */
+  full?: string;
   /** For spawn: the identity of the new process, kept in state. */
   pid?: number;
   pidStartTicks?: string;
@@ -36,7 +40,7 @@ export interface RestartKind<A extends RestartConfig = RestartConfig> {
   restart(service: ServiceConfig, action: A, context: RestartContext): Promise<RestartResult>;
   /** In words, for logs and dry runs: "systemctl restart blog.service". */
   describe(action: A): string;
-  plan(action: A): Record<string, unknown>;
+  plan(action: A, shown: Shown): Record<string, unknown>;
   /** tend writes the service's pidfile, so the service must name one. */
   needsPidfile?: boolean;
   /** The systemd unit whose state (inactive, failed) a pass reads before restarting. */

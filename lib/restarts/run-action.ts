@@ -3,15 +3,24 @@ import { humanDuration } from "../core/duration.ts";
 import { runCommand, saidBy } from "../os/run.ts";
 import { defineRestart, type RestartResult } from "./kind.ts";
 
-/** Run a restart's argv (command, systemctl, launchctl): exit 0 means the restart was issued. */
-export async function runAction(argv: string[], what: string, service: ServiceConfig): Promise<RestartResult> {
+/**
+ * Run a restart's argv (command, systemctl, launchctl): exit 0 means the restart was issued.
+ * `full` says it for the log when `what` (stdout, notifications) says less.
+ */
+export async function runAction(
+  argv: string[],
+  what: string,
+  service: ServiceConfig,
+  full = what,
+): Promise<RestartResult> {
   const result = await runCommand(argv, { timeoutMs: service.verifyTimeoutMs });
-  if (result.exitCode === 0) return { issued: true, detail: what };
+  if (result.exitCode === 0) return { issued: true, detail: what, ...(full !== what ? { full } : {}) };
   const why =
     result.error ??
     (result.timedOut ? `did not finish within ${humanDuration(service.verifyTimeoutMs)}` : `exit ${result.exitCode}`);
   const said = saidBy(result, { stdout: false });
-  return { issued: false, detail: `${what}: ${why}${said ? `: ${said}` : ""}` };
+  const failure = `: ${why}${said ? `: ${said}` : ""}`;
+  return { issued: false, detail: what + failure, ...(full !== what ? { full: full + failure } : {}) };
 }
 
 /**

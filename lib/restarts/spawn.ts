@@ -5,6 +5,8 @@ import { readPidfile } from "../os/pidsource.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readProc } from "../os/proc.ts";
 import { stopProcess } from "../os/signal.ts";
+import { redactArgv, shortArgv } from "../core/redact.ts";
+import { oneLine } from "../core/sanitize.ts";
 import { defineRestart } from "./kind.ts";
 
 export type SpawnRestart = {
@@ -81,14 +83,19 @@ export const spawn = defineRestart<SpawnRestart>({
         pidStartTicks: info?.startTicks,
       };
     } catch (error) {
-      return { issued: false, detail: `spawn ${action.argv.join(" ")}: ${(error as Error).message}` };
+      const why = oneLine((error as Error).message);
+      return {
+        issued: false,
+        detail: `spawn ${shortArgv(action.argv)}: ${why}`,
+        full: `spawn ${redactArgv(action.argv).join(" ")}: ${why}`,
+      };
     }
   },
-  describe: (action) => `spawn ${action.argv.join(" ")}`,
-  plan: (action) => ({
-    "restart.spawn": action.argv,
+  describe: (action) => `spawn ${shortArgv(action.argv)}`,
+  plan: (action, shown) => ({
+    "restart.spawn": shown.argv(action.argv),
     "restart.cwd": action.cwd,
-    "restart.env": action.env,
+    "restart.env": Object.fromEntries(Object.entries(action.env).map(([name, value]) => [name, shown.value(value)])),
     "restart.output": action.output,
   }),
 });

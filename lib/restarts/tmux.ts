@@ -30,5 +30,8 @@ export const tmux = defineRestart<TmuxRestart>({
     }
   },
   describe: (action) => `tmux respawn-pane ${action.target}`,
-  plan: (action) => ({ "restart.tmux": action.target, "restart.run": action.run }),
+  plan: (action, shown) => ({
+    "restart.tmux": action.target,
+    "restart.run": shown.argv(action.run.split(" ")).join(" "),
+  }),
 });

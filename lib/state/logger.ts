@@ -17,13 +17,17 @@ export class Logger {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  write(tag: Tag, message: string, file = this.file): string {
+  /**
+   * `full`: the log file's version of the message when it says more than stdout may (a
+   * command's whole argv, secrets redacted, where stdout shows its program and argument count).
+   */
+  write(tag: Tag, message: string, { file = this.file, full }: { file?: string | null; full?: string } = {}): string {
     const at = new Date(this.clock());
     // One line whatever the message holds: outside text cannot start a line of its own.
     const safe = escapeControls(message);
     const line = formatLine(tag, safe, at);
     this.entries.push({ tag, message: safe, at });
-    if (file) appendNoFollow(file, line + "\n");
+    if (file) appendNoFollow(file, (full === undefined ? line : formatLine(tag, escapeControls(full), at)) + "\n");
     this.echo(line);
     return line;
   }

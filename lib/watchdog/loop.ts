@@ -2,6 +2,7 @@ import type { Config } from "../config/types.ts";
 import { formatLine } from "../core/time.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir } from "../state/dir.ts";
+import { after } from "../os/timer.ts";
 import { runPass } from "./pass.ts";
 
 export interface LoopOptions {
@@ -48,7 +49,7 @@ export async function runLoop({
       Bun.gc(true);
       const wait = Math.max(0, started + intervalMs - Date.now());
       if (!stopping && passes + 1 < maxPasses)
-        await new Promise<void>((resolve) => ((wake = resolve), setTimeout(resolve, wait)));
+        await new Promise<void>((resolve) => ((wake = resolve), after(wait, resolve)));
     }
   } finally {
     process.off("SIGTERM", stop);

@@ -59,7 +59,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const gap = dryRun ? null : findGap(stateDir, config.watchdog.intervalMs, now());
     if (gap) {
       const line = downtimeLine(gap);
-      logger.write(line.tag, line.message, paths.downtime);
+      logger.write(line.tag, line.message, { file: paths.downtime });
     }
     const services = await judgeAll(config, { ...options, dryRun, echo, now, gap, logger });
     if (!dryRun) {

@@ -3,6 +3,7 @@ import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { readHeartbeat } from "./heartbeat.ts";
+import { limiter } from "./limiter.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
 import { freshState, readState, type ServiceState } from "../state/service.ts";
@@ -45,22 +46,25 @@ export async function collectStatus(
       `no such service: ${unknown.join(", ")} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`,
     );
   const chosen = config.services.filter((service) => names.length === 0 || names.includes(service.name));
+  const limit = limiter(config.watchdog.concurrency); // the same bound as a pass
   const rows = await Promise.all(
-    chosen.map(async (service) => {
-      const loaded = readState(config.watchdog.stateDir, service.name, { repair: false });
-      const state = loaded.problem && loaded.problem !== "missing" ? freshState() : loaded.state;
-      let result: ProbeResult | null = null;
-      let at: number | null = null;
-      if (cached) {
-        if (state.lastProbe) result = { ...state.lastProbe, timedOut: false };
-        at = state.lastProbe?.at ?? null;
-      } else if (service.enabled) {
-        const main = await mainProcess(service, state);
-        result = await probe(service.check, { process: main?.info });
-        at = now();
-      }
-      return describe(service, state, result, at, now());
-    }),
+    chosen.map((service) =>
+      limit(async () => {
+        const loaded = readState(config.watchdog.stateDir, service.name, { repair: false });
+        const state = loaded.problem && loaded.problem !== "missing" ? freshState() : loaded.state;
+        let result: ProbeResult | null = null;
+        let at: number | null = null;
+        if (cached) {
+          if (state.lastProbe) result = { ...state.lastProbe, timedOut: false };
+          at = state.lastProbe?.at ?? null;
+        } else if (service.enabled) {
+          const main = await mainProcess(service, state);
+          result = await probe(service.check, { process: main?.info });
+          at = now();
+        }
+        return describe(service, state, result, at, now());
+      }),
+    ),
   );
   const spooled = readSpool(config.watchdog.stateDir).messages.length;
   return {

@@ -27,16 +27,18 @@ export async function restartAndVerify(
   const restart = await restartService(service, main, { sleep, env });
   let next = state;
   if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
-  const outcome = (issued: boolean, recovered: boolean, detail: string, lastProbe: ProbeResult | null) =>
+  const outcome = (issued: boolean, recovered: boolean, detail: string, lastProbe: ProbeResult | null, full?: string) =>
     recordRestart(
       service,
       next,
-      { issued, recovered, elapsedMs: now() - startedAt, detail, lastProbe },
+      { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe },
       startedAt,
       now(),
     );
-  if (!restart.issued) return outcome(false, false, restart.detail, null);
-  logger.write("RESTART", `${service.name}: ${restart.detail}`);
+  if (!restart.issued) return outcome(false, false, restart.detail, null, restart.full);
+  logger.write("RESTART", `${service.name}: ${restart.detail}`, {
+    full: restart.full && `${service.name}: ${restart.full}`,
+  });
 
   const deadline = startedAt + service.verifyTimeoutMs;
   let last: ProbeResult | null = null;
