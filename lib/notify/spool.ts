@@ -1,13 +1,16 @@
-import { lstatSync, readFileSync, truncateSync } from "node:fs";
+import { lstatSync, truncateSync } from "node:fs";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { humanDuration } from "../core/duration.ts";
 import { TendError } from "../core/errors.ts";
 import { waitLock } from "../os/lock.ts";
 import { buildRequest, send, type Channel, type Message, type SendOptions } from "./send.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { inWords } from "../os/files.ts";
+import { inWords, readRegularFile } from "../os/files.ts";
 
 export const SPOOL_LIMIT = 1000;
+/** 1000 messages of up to 64 KiB each, with room: a larger spool file is not tend's. */
+const SPOOL_BYTES_LIMIT = 128 * 1024 * 1024;
+const STATE_LIMIT = 4 * 1024 * 1024;
 export const spoolFile = (stateDir: string) => statePaths(stateDir).spool;
 const stateFile = (stateDir: string) => statePaths(stateDir).notifyState;
 const lockFile = (stateDir: string) => statePaths(stateDir).notifyLock;
@@ -54,7 +57,8 @@ const dedupKey = (message: Message) => (message.event ? `${message.service ?? ""
 
 export function readNotifyState(stateDir: string): NotifyState {
   try {
-    return { dropped: 0, dedup: {}, lastError: null, ...JSON.parse(readFileSync(stateFile(stateDir), "utf8")) };
+    const text = readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true });
+    return { dropped: 0, dedup: {}, lastError: null, ...JSON.parse(text) };
   } catch {
     return { dropped: 0, dedup: {}, lastError: null };
   }
@@ -63,7 +67,7 @@ export function readNotifyState(stateDir: string): NotifyState {
 export function readSpool(stateDir: string): { messages: Message[]; unreadable: number } {
   let text = "";
   try {
-    text = readFileSync(spoolFile(stateDir), "utf8");
+    text = readRegularFile(spoolFile(stateDir), SPOOL_BYTES_LIMIT, { noFollow: true });
   } catch {}
   const messages: Message[] = [];
   let unreadable = 0;

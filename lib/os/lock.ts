@@ -1,5 +1,5 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { openAppend } from "./files.ts";
+import { closeSync, openSync, rmSync, writeSync } from "node:fs";
+import { openAppend, readRegularFile } from "./files.ts";
 import { isRunning, readProc } from "./proc.ts";
 
 export interface Lock {
@@ -79,7 +79,7 @@ function tryLockFile(path: string): Lock | null {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       let holder = "";
       try {
-        holder = readFileSync(path, "utf8");
+        holder = readRegularFile(path, 256, { noFollow: true });
       } catch {}
       const [pid, startTicks] = holder.trim().split(" ");
       const info = readProc(Number(pid));

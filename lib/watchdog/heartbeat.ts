@@ -1,4 +1,5 @@
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { readRegularFile } from "../os/files.ts";
 import type { Downtime } from "../core/events.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { statePaths } from "../state/dir.ts";
@@ -6,7 +7,7 @@ import { statePaths } from "../state/dir.ts";
 /** The time of the last completed pass (ISO-8601), or null before the first. */
 export function readHeartbeat(stateDir: string): string | null {
   try {
-    return readFileSync(statePaths(stateDir).heartbeat, "utf8").trim() || null;
+    return readRegularFile(statePaths(stateDir).heartbeat, 1024, { noFollow: true }).trim() || null;
   } catch {
     return null;
   }
