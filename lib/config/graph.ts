@@ -1,10 +1,15 @@
 import type { ServiceConfig } from "./types.ts";
 
-/** Duplicate names, unknown or self dependencies, and cycles. */
-export function checkServiceGraph(services: ServiceConfig[], errors: string[]) {
+/**
+ * Duplicate names, unknown or self dependencies, and cycles. `slots` holds one entry per
+ * [[service]] block (undefined where the block is invalid), so errors name the block's index.
+ */
+export function checkServiceGraph(slots: (ServiceConfig | undefined)[], errors: string[]) {
+  const services = slots as ServiceConfig[]; // indexed like the blocks; undefined slots are skipped below
   const byName = new Map<string, number>();
   const byKey = new Map<string, number>(); // unique ignoring case: Web and web would share files on macOS
-  services.forEach((service, index) => {
+  slots.forEach((service, index) => {
+    if (!service) return;
     const first = byKey.get(service.name.toLowerCase());
     if (first === undefined) byKey.set(service.name.toLowerCase(), index);
     else {
@@ -14,7 +19,8 @@ export function checkServiceGraph(services: ServiceConfig[], errors: string[]) {
     }
     byName.set(service.name, index);
   });
-  services.forEach((service, index) => {
+  slots.forEach((service, index) => {
+    if (!service) return;
     for (const dependency of service.dependsOn) {
       if (dependency === service.name)
         errors.push(`service[${index}].depends_on: "${dependency}" is the service itself`);
@@ -39,5 +45,5 @@ export function checkServiceGraph(services: ServiceConfig[], errors: string[]) {
     visiting.delete(name);
     done.add(name);
   };
-  for (const service of services) visit(service.name, []);
+  for (const service of slots) if (service) visit(service.name, []);
 }

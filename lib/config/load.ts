@@ -92,18 +92,19 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
     defaultsTable.finish(Object.keys(TUNABLE_KEYS));
   }
 
-  const services: ServiceConfig[] = [];
+  // One slot per [[service]] block (undefined where it is invalid): errors name the block's own index.
+  let slots: (ServiceConfig | undefined)[] = [];
   const serviceList = root.raw("service");
   if (serviceList !== undefined && (!Array.isArray(serviceList) || !serviceList.every(isTable))) {
     errors.push(`service: must be an array of tables ([[service]] blocks)`);
   } else {
-    (serviceList as Table[] | undefined)?.forEach((table, index) => {
-      const service = readService(new Reader(table, `service[${index}]`, errors), defaults, inState, watchdog.stateDir);
-      if (service) services.push(service);
-    });
+    slots = ((serviceList as Table[] | undefined) ?? []).map((table, index) =>
+      readService(new Reader(table, `service[${index}]`, errors), defaults, inState, watchdog.stateDir),
+    );
   }
   root.finish(["watchdog", "notify", "defaults", "service"]);
-  checkServiceGraph(services, errors);
+  checkServiceGraph(slots, errors);
+  const services = slots.filter((service): service is ServiceConfig => service !== undefined);
 
   if (errors.length) throw new TendError(`${path}: invalid configuration:\n  ${errors.join("\n  ")}`, 2);
   return { path: resolve(path), watchdog, notify, services };

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { closeSync } from "node:fs";
-import { openAppend } from "../os/files.ts";
+import { inWords, openAppend } from "../os/files.ts";
 import { readPidfile } from "../os/pidsource.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readProc } from "../os/proc.ts";
@@ -83,7 +83,7 @@ export const spawn = defineRestart<SpawnRestart>({
         pidStartTicks: info?.startTicks,
       };
     } catch (error) {
-      const why = oneLine((error as Error).message);
+      const why = oneLine(inWords(error));
       return {
         issued: false,
         detail: `spawn ${shortArgv(action.argv)}: ${why}`,

@@ -3,6 +3,7 @@ import { downtimeLine } from "../core/events.ts";
 import { TendError } from "../core/errors.ts";
 import { pingHeartbeat, sendEvents } from "../notify/alert.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
+import { inWords } from "../os/files.ts";
 import { tryLock } from "../os/lock.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
@@ -49,7 +50,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   const lock = dryRun
     ? null
     : await tryLock(paths.lock).catch((error) => {
-        throw new TendError(`cannot lock ${paths.lock}: ${(error as Error).message}`, 1);
+        throw new TendError(`cannot lock ${paths.lock}: ${inWords(error)}`, 1);
       });
   if (!dryRun && !lock) {
     logger.write("SKIP", "another pass is running: this one exits");
@@ -79,10 +80,9 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     return { ran: true, services };
   } catch (error) {
     // A full or read-only disk is the operator's to fix: say so plainly, exit 1, never a stack trace.
-    const code = (error as NodeJS.ErrnoException).code;
+    const { code, path } = error as NodeJS.ErrnoException;
     if (error instanceof TendError || !code) throw error;
-    const why = code === "ENOSPC" ? "no space left on the device" : code;
-    throw new TendError(`cannot write to the state dir ${stateDir}: ${why} (${(error as Error).message})`, 1);
+    throw new TendError(`cannot write to the state dir ${stateDir}: ${path ? `${path}: ` : ""}${inWords(error)}`, 1);
   } finally {
     lock?.release();
   }

@@ -1,0 +1,403 @@
+// The state dir is tend's own, inputs are strict and bounded, secrets stay in, and what tend
+// starts goes with it: each against the real thing (a second user, FIFOs, devices, endless
+// bodies, a full tmpfs, real processes).
+import { afterEach, expect, test } from "bun:test";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { alive, BUN, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+afterEach(() => box?.cleanup());
+
+const NOBODY = 65534;
+
+/** Run the binary as the user `nobody` (runuser, as root), in `dir`. */
+async function asNobody(args: string[], dir: string) {
+  const child = Bun.spawn(["runuser", "-u", "nobody", "--", TEND, ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+test("a state dir of another user, or writable by group or others, is refused with the fix (as a second user)", async () => {
+  box = new Sandbox();
+  chmodSync(box.dir, 0o755); // nobody may enter the sandbox, not write in it
+  const home = join(box.dir, "nobody");
+  mkdirSync(home);
+  chownSync(home, NOBODY, NOBODY);
+  const rootsState = join(box.dir, "roots-state");
+  mkdirSync(rootsState, { mode: 0o755 });
+  const config = (stateDir: string) => {
+    const path = join(home, `tend-${stateDir.split("/").pop()}.toml`);
+    writeFileSync(path, `[watchdog]\nstate_dir = "${stateDir}"\n`);
+    chownSync(path, NOBODY, NOBODY);
+    return path;
+  };
+  const foreign = await asNobody(["watchdog", "--config", config(rootsState)], home);
+  expect(foreign.code).toBe(1);
+  expect(foreign.stderr).toContain(`state dir ${rootsState} belongs to uid 0, not to this user (uid ${NOBODY})`);
+  expect(foreign.stderr).toContain(`chown ${NOBODY} ${rootsState}`);
+
+  const open = join(home, "open-state");
+  mkdirSync(open);
+  chownSync(open, NOBODY, NOBODY);
+  chmodSync(open, 0o777);
+  const writable = await asNobody(["watchdog", "--config", config(open)], home);
+  expect(writable.code).toBe(1);
+  expect(writable.stderr).toContain(`state dir ${open} is writable by group or others (mode 0777)`);
+  expect(writable.stderr).toContain(`chmod go-w ${open}`);
+  expect(existsSync(join(open, "heartbeat"))).toBe(false);
+
+  const own = join(home, "own-state");
+  const fine = await asNobody(["watchdog", "--config", config(own)], home);
+  expect(fine.code).toBe(0);
+  expect(readFileSync(join(own, "heartbeat"), "utf8")).toMatch(/^\d{4}-/);
+});
+
+test("planted symlinks in the state dir are never written through (log, lock, spool, .out, state file)", async () => {
+  box = new Sandbox();
+  const precious = join(box.dir, "precious");
+  writeFileSync(precious, "keep me\n");
+  mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
+  chmodSync(box.state, 0o700);
+  const port = await freePort();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+grace = "0s"
+verify_timeout = "2s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "500ms"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+`);
+  for (const name of ["watchdog.log", "watchdog.lock"]) {
+    Bun.spawnSync(["rm", "-f", join(box.state, "watchdog.log"), join(box.state, "watchdog.lock")]);
+    symlinkSync(precious, join(box.state, name));
+    const pass = await box.tend(["watchdog"]);
+    expect(pass.code).toBe(1);
+    expect(pass.stderr).toContain("is a symlink (not followed)");
+    Bun.spawnSync(["rm", join(box.state, name)]);
+  }
+  symlinkSync(precious, join(box.state, "services", "web.out"));
+  const pass = await box.tend(["watchdog"]);
+  expect(pass.stdout).toContain("[FAILED] web could not be restarted (spawn");
+  expect(pass.stdout).toContain("is a symlink (not followed)");
+  symlinkSync(precious, join(box.state, "notify-spool.jsonl"));
+  const notify = await box.tend(["notify", "--url", `http://127.0.0.1:${await freePort()}/x`, "hello"]);
+  expect(notify.code).toBe(1);
+  expect(readFileSync(precious, "utf8")).toBe("keep me\n");
+});
+
+test("a FIFO or a device is an error, never a hang or an endless read (config, pidfile, counter)", async () => {
+  box = new Sandbox();
+  const fifo = join(box.dir, "fifo");
+  Bun.spawnSync(["mkfifo", fifo]);
+  const config = await box.tend(["watchdog", "validate", "--config", fifo], { timeoutMs: 10_000 });
+  expect(config.code).toBe(2);
+  expect(config.stderr).toContain(`cannot read configuration ${fifo}: is a FIFO, not a regular file`);
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  const zero = await box.tend(["safe-kill", "pidfile:/dev/zero"], { timeoutMs: 10_000 });
+  expect(zero.code).toBe(1);
+  expect(zero.stderr).toContain("/dev/zero: is a device, not a regular file");
+  const counter = await box.tend(["blogtunnel", "--url", "http://127.0.0.1:1/", "--counter", fifo, "--timeout", "1s"], {
+    timeoutMs: 10_000,
+  });
+  expect(counter.stdout).toContain(`cannot read ${fifo}: is a FIFO, not a regular file`);
+  const missing = await box.tend(["watchdog", "validate", "--config", join(box.dir, "none.toml")]);
+  expect(missing.stderr).toContain("no such file");
+  expect(missing.stderr).not.toContain("ENOENT");
+});
+
+test("a pidfile is one line of decimal digits: 0x1d1f, +N, N.0, 'N garbage' are not PIDs", async () => {
+  box = new Sandbox();
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  const target = Bun.spawn(["sleep", "300"], { detached: true });
+  box.track(target.pid);
+  await waitFor(() => alive(target.pid), 5000, "target");
+  await Bun.sleep(1100); // written after the process started
+  for (const text of [`0x${target.pid.toString(16)}`, `+${target.pid}`, `${target.pid}.0`, `${target.pid} garbage`]) {
+    const pidfile = join(box.dir, "x.pid");
+    writeFileSync(pidfile, text + "\n");
+    const run = await box.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile}`]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("not a PID (one line of digits)");
+  }
+  expect(alive(target.pid)).toBe(true);
+});
+
+test("safe-kill pidfile:PATH of a configured service checks tend's recorded start time, however PATH is written", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "tour"
+pidfile = "tour.pid"
+grace = "0s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+`);
+  await box.tend(["watchdog"]);
+  const pidfile = join(box.state, "tour.pid");
+  const started = Number(readFileSync(pidfile, "utf8"));
+  box.track(started);
+  // Another process, older than the rewritten pidfile: the mtime rule alone would accept it.
+  const stranger = Bun.spawn(["sleep", "300"], { detached: true });
+  box.track(stranger.pid);
+  await Bun.sleep(1100);
+  writeFileSync(pidfile, `${stranger.pid}\n`);
+  const link = join(box.dir, "alias.pid");
+  symlinkSync(pidfile, link);
+  for (const path of [pidfile, join(box.state, ".", "tour.pid"), link]) {
+    const run = await box.tend(["safe-kill", "-s", "KILL", `pidfile:${path}`]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `names pid ${stranger.pid}, but tend started pid ${started}: not the process it started`,
+    );
+  }
+  expect(alive(stranger.pid)).toBe(true);
+});
+
+test("durations up to 365d work as written; longer ones and out-of-range flags are exit 2", async () => {
+  box = new Sandbox();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+interval = "30d"
+[[service]]
+name = "slowcheck"
+[service.check]
+command = ["sleep", "1"]
+timeout = "25d"
+`);
+  // A 25-day timeout does not fire after a few ms (32-bit timer overflow): the 1 s check passes.
+  const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
+  expect(status.services[0].probe).toMatchObject({ ok: true, detail: "exit 0" });
+  // A 30-day interval: the loop runs one pass, then waits (no busy loop).
+  const loop = Bun.spawn([TEND, "watchdog", "run"], { env: box.env(), stdout: "pipe", stderr: "pipe" });
+  box.track(loop.pid);
+  await waitFor(() => existsSync(join(box.state, "heartbeat")), 10_000, "the first pass");
+  const first = readFileSync(join(box.state, "heartbeat"), "utf8");
+  await Bun.sleep(1500);
+  expect(readFileSync(join(box.state, "heartbeat"), "utf8")).toBe(first);
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+  expect(await new Response(loop.stderr).text()).not.toContain("TimeoutOverflowWarning");
+
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "400d"\n`);
+  const long = await box.tend(["watchdog", "validate"]);
+  expect(long.code).toBe(2);
+  expect(long.stderr).toContain('watchdog.interval: "400d" is longer than 365d, the longest duration allowed');
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  const since = await box.tend(["watchdog", "report", "--since", "100000d"]);
+  expect(since.code).toBe(2);
+  expect(since.stderr).toContain('--since: "100000d" is longer than 365d');
+  expect(since.stderr).not.toContain("internal error");
+});
+
+test("URLs, header names and values, service names are checked at validate as HTTP and tend use them", async () => {
+  box = new Sandbox();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+heartbeat_url = "https://hc.example:0/ping/SECRET-UUID"
+[notify]
+url = "https://ntfy.example:70000/secret-topic"
+[[service]]
+name = "a"
+[service.check]
+http = "http://exa mple.org/"
+headers = { "X-Token" = "s3cret\\r\\nX-Injected: 1", "Bad Name" = "v" }
+[[service]]
+name = "${"x".repeat(65)}"
+[service.check]
+tcp = "h:1"
+[[service]]
+name = "-x"
+[service.check]
+tcp = "h:1"
+[[service]]
+name = "Web"
+[service.check]
+tcp = "h:1"
+[[service]]
+name = "web"
+[service.check]
+tcp = "h:1"
+`);
+  const run = await box.tend(["watchdog", "validate"]);
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain(
+    'watchdog.heartbeat_url: "https://hc.example:0/…" has port 0 (ports go from 1 to 65535)',
+  );
+  expect(run.stderr).toContain("notify.url: ");
+  expect(run.stderr).toContain("is not a URL");
+  expect(run.stderr).toContain('service[0].check.http: "http://exa mple.org…" holds a space or a control character');
+  expect(run.stderr).toContain("service[0].check.headers.X-Token: the value holds CR, LF or another control character");
+  expect(run.stderr).toContain('service[0].check.headers."Bad Name": is not a header name');
+  expect(run.stderr).toContain("service[1].name:");
+  expect(run.stderr).toContain("1 to 64 letters");
+  expect(run.stderr).toContain('service[2].name: "-x" may only hold');
+  expect(run.stderr).toContain(
+    'service[4].name: "web" is already used by service[3] (as "Web": names are compared ignoring case)',
+  );
+  // A configuration error never quotes a secret.
+  for (const secret of ["SECRET-UUID", "secret-topic", "s3cret"]) expect(run.stderr).not.toContain(secret);
+});
+
+test("bodies are read up to a bound: an endless probe answer or notify answer ends at 1 MiB / 64 KiB", async () => {
+  box = new Sandbox();
+  let served = 0;
+  const endless = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) =>
+      new Response(
+        new ReadableStream({
+          pull(controller) {
+            served += 65536;
+            controller.enqueue(new Uint8Array(65536).fill(0x61));
+          },
+        }),
+        { status: new URL(request.url).pathname === "/hook" ? 500 : 200 },
+      ),
+  });
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "endless"
+[service.check]
+http = "http://127.0.0.1:${endless.port}/"
+contains = "needle"
+timeout = "20s"
+`);
+  const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
+  expect(status.services[0].probe).toMatchObject({ ok: false, detail: 'HTTP 200 but the body lacks "needle"' });
+  expect(status.services[0].probe.latency_ms).toBeLessThan(15_000); // ended by the bound, not the timeout
+  served = 0;
+  const notify = await box.tend(["notify", "--url", `http://127.0.0.1:${endless.port}/hook`, "--no-spool", "x"]);
+  endless.stop(true);
+  expect(notify.code).toBe(1);
+  expect(notify.stderr).toContain("HTTP 500: aaaa");
+  expect(served).toBeLessThan(64 * 1024 * 1024); // 3 attempts, each stopped after 64 KiB (plus what was in flight)
+});
+
+test("plan hides URL paths, header and env values unless --show-secrets; a restart command's argv stays in the log", async () => {
+  box = new Sandbox();
+  const hook = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[notify]
+url = "http://127.0.0.1:${hook.port}/topic-abc"
+[[service]]
+name = "db"
+failures = 1
+grace = "0s"
+[service.check]
+http = "http://127.0.0.1:1/health?token=tok123"
+headers = { Authorization = "Bearer abc.def" }
+[service.restart]
+command = ["sh", "-c", "exit 7", "--password=hunter2", "https://user:pw@example.org/hook/KEY"]
+`);
+  const plan = (await box.tend(["watchdog", "plan"])).stdout;
+  expect(plan).toContain('"check.http" = "http://127.0.0.1:1/…"'.replace('"check.http" = ', "check.http = "));
+  expect(plan).toContain('check.headers = {"Authorization":"…"}');
+  expect(plan).toContain('"--password=…"');
+  for (const secret of ["tok123", "abc.def", "hunter2", "pw@", "KEY", "topic-abc"]) expect(plan).not.toContain(secret);
+  const shown = (await box.tend(["watchdog", "plan", "--show-secrets"])).stdout;
+  expect(shown).toContain("tok123");
+  expect(shown).toContain("Bearer abc.def");
+
+  const pass = await box.tend(["watchdog"]);
+  expect(pass.stdout).toContain("[FAILED] db could not be restarted (command sh … (4 args): exit 7)");
+  const log = box.read("watchdog.log");
+  expect(log).toContain("could not be restarted (command sh -c exit 7 --password=… https://example.org/…: exit 7)");
+  for (const secret of ["hunter2", "pw@", "KEY"]) expect(log + pass.stdout).not.toContain(secret);
+  hook.stop(true);
+});
+
+test("a pass stopped by SIGTERM kills the check commands it started; a check is judged by its exit, not its output", async () => {
+  box = new Sandbox();
+  const marker = join(box.dir, "check.pid");
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "hangs"
+[service.check]
+command = ["sh", "-c", "echo $$ > ${marker}; exec sleep 300"]
+timeout = "5m"
+[[service]]
+name = "forks"
+[service.check]
+command = ["sh", "-c", "sleep 300 & echo started; exit 0"]
+timeout = "5m"
+`);
+  const pass = Bun.spawn([TEND, "watchdog"], { env: box.env(), stdout: "pipe" });
+  box.track(pass.pid);
+  await waitFor(() => existsSync(marker) && readFileSync(marker, "utf8").trim() !== "", 10_000, "the check to start");
+  const check = Number(readFileSync(marker, "utf8"));
+  box.track(check);
+  expect(alive(check)).toBe(true);
+  pass.kill("SIGTERM");
+  expect(await pass.exited).toBe(143);
+  await waitFor(() => !alive(check), 5000, "the check process to be killed with the pass");
+
+  // The forking check: healthy at once, although its background child keeps the pipe open.
+  const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "forks"], { timeoutMs: 20_000 })).stdout);
+  expect(status.services[0].probe).toMatchObject({ ok: true, detail: "exit 0" });
+  expect(status.services[0].probe.latency_ms).toBeLessThan(10_000);
+});
+
+test("notify: a message the receiver accepted is not failed by a full disk; an unusable state dir does not stop it", async () => {
+  box = new Sandbox();
+  const received: string[] = [];
+  const hook = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      received.push(await request.text());
+      return new Response("ok");
+    },
+  });
+  const small = join(box.dir, "small");
+  mkdirSync(small, { mode: 0o700 });
+  const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", small]);
+  expect(mounted.exitCode).toBe(0);
+  try {
+    box.writeConfig(`[watchdog]\nstate_dir = "${small}"\n`);
+    expect((await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "first"])).code).toBe(0);
+    Bun.spawnSync(["sh", "-c", `cat /dev/zero > ${small}/filler 2>/dev/null; true`]);
+    const full = await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "second"]);
+    expect(full.code).toBe(0);
+    expect(full.stderr).toContain("notify: delivered; but cannot save the spool");
+    expect(full.stderr).toContain("no space left on the device");
+    expect(received).toEqual(["first", "second"]);
+  } finally {
+    Bun.spawnSync(["umount", small]);
+  }
+  box.writeConfig(`[watchdog]\nstate_dir = "${join(box.config, "state")}"\n`); // under a file: never a directory
+  const unusable = await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "third"]);
+  hook.stop(true);
+  expect(unusable.code).toBe(0);
+  expect(unusable.stderr).toContain("the spool in");
+  expect(received).toEqual(["first", "second", "third"]);
+});
