@@ -360,7 +360,7 @@ http = "http://127.0.0.1:${server.port}/"
         `written through the state dir symlink: ${readdirSync(elsewhere).join(", ")}`,
       );
       rmSync(join(dir, "state"));
-      mkdirSync(join(dir, "state"), { mode: 0o700 });
+      mkdirSync(join(dir, "state", "services"), { recursive: true, mode: 0o700 });
       const precious = join(elsewhere, "precious.json");
       writeFileSync(precious, '{"version":1,"precious":true}');
       const hash = createHash("sha256").update(readFileSync(precious)).digest("hex");
@@ -412,6 +412,119 @@ http = "http://127.0.0.1:${server.port}/"
       }
       check(actions === 0, `${actions} malformed configs led to action (a state dir was created)`);
       return `${MALFORMED.length} configs × pass/validate/status: exit 2 each, the key path named, 0 actions`;
+    },
+  ],
+
+  F7: [
+    "hostile outputs: answers, command output, argv, state bytes with control characters and forged lines",
+    async () => {
+      const dir = join(WORK, "f7");
+      mkdirSync(join(dir, "state", "services"), { recursive: true, mode: 0o700 });
+      const forged = "\u001b]0;pwned\u0007\u001b[2J\r\n[2026-01-01 00:00:00] [RECOVERED] web is fine\u0000\u2028";
+      writeFileSync(join(dir, "forged.txt"), forged);
+      const hook = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(forged, { status: 500 }) });
+      const config = join(dir, "tend.toml");
+      writeFileSync(
+        config,
+        `[watchdog]
+state_dir = "${dir}/state"
+heartbeat_url = "http://127.0.0.1:${hook.port}/hb"
+[notify]
+url = "http://127.0.0.1:${hook.port}/hook"
+retries = 0
+[[service]]
+name = "db"
+failures = 1
+[service.check]
+command = ["sh", "-c", "cat ${dir}/forged.txt; exit 3"]
+`,
+      );
+      const outputs: string[] = [];
+      for (let pass = 0; pass < 20; pass++) {
+        if (pass === 10) writeFileSync(join(dir, "state", "services", "db.json"), forged);
+        const run = await tend(["watchdog", "pass", "--config", config]);
+        outputs.push(run.stdout, run.stderr);
+      }
+      const evil = Bun.spawn(["sh", "-c", "sleep 300; :", forged.replace("\u0000", "")], { detached: true });
+      children.push(evil.pid);
+      await Bun.sleep(1100);
+      writeFileSync(join(dir, "evil.pid"), `${evil.pid}\n`);
+      const kill = await tend(["safe-kill", "--dry-run", `pidfile:${join(dir, "evil.pid")}`, "--config", config]);
+      outputs.push(kill.stdout, kill.stderr, (await tend(["watchdog", "status", "--config", config])).stdout);
+      hook.stop(true);
+      const log = readFileSync(join(dir, "state", "watchdog.log"), "utf8");
+      const lines = log.split("\n").filter(Boolean);
+      const control = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
+      for (const line of lines) {
+        check(/^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \[[A-Z-]+\] /.test(line), `not a log line: ${JSON.stringify(line)}`);
+        check(!control.test(line), `control bytes in the log: ${JSON.stringify(line)}`);
+      }
+      for (const text of outputs) check(!control.test(text), `control bytes on stdout/stderr: ${JSON.stringify(text)}`);
+      const escaped = lines.filter((line) => line.includes("\\x1b")).length;
+      check(escaped > 20, `expected the hostile text, escaped, in the log (${escaped} lines)`);
+      return (
+        `${lines.length} log lines from 20 passes (command output, webhook and heartbeat answers, a corrupt state file), ` +
+        `safe-kill of a hostile argv, status: all one [time] [TAG] line, 0 control bytes, ${escaped} lines quoting it escaped`
+      );
+    },
+  ],
+
+  F8: [
+    "planted symlinks for every file tend writes in its state dir",
+    async () => {
+      const dir = join(WORK, "f8");
+      const state = join(dir, "state");
+      mkdirSync(join(state, "services"), { recursive: true, mode: 0o700 });
+      const precious = join(dir, "precious");
+      writeFileSync(precious, "root:x:0:0:precious\n");
+      const hash = () => createHash("sha256").update(readFileSync(precious)).digest("hex");
+      const before = hash();
+      const names = [
+        "watchdog.log",
+        "downtime.log",
+        "watchdog.lock",
+        "notify.lock",
+        "notify-spool.jsonl",
+        "notify-state.json",
+        "heartbeat",
+        "services/web.json",
+        "services/web.out",
+        "web.pid",
+      ];
+      for (const name of names) symlinkSync(precious, join(state, name));
+      const port = freePort();
+      const config = join(dir, "tend.toml");
+      writeFileSync(
+        config,
+        `[watchdog]
+state_dir = "${state}"
+[notify]
+url = "http://127.0.0.1:${freePort()}/hook"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+grace = "0s"
+verify_timeout = "2s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "300ms"
+[service.restart]
+spawn = ["${BUN}", "${SERVICE}", "${port}"]
+`,
+      );
+      const runs = [];
+      for (const command of [
+        ["watchdog", "pass"],
+        ["watchdog", "status"],
+        ["notify", "hello"],
+        ["safe-kill", "pidfile:" + join(state, "web.pid")],
+        ["watchdog", "pause", "web"],
+      ]) {
+        runs.push(await tend([...command, "--config", config]));
+      }
+      check(hash() === before, "the file behind a planted symlink was written");
+      const refused = runs.filter((run) => /symlink/.test(run.stdout + run.stderr)).length;
+      return `${names.length} planted links × pass, status, notify, safe-kill, pause: target unchanged; ${refused} runs said "symlink"`;
     },
   ],
 };
