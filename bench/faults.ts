@@ -463,8 +463,9 @@ command = ["sh", "-c", "cat ${dir}/forged.txt; exit 3"]
       const escaped = lines.filter((line) => line.includes("\\x1b")).length;
       check(escaped > 20, `expected the hostile text, escaped, in the log (${escaped} lines)`);
       return (
-        `${lines.length} log lines from 20 passes (command output, webhook and heartbeat answers, a corrupt state file), ` +
-        `safe-kill of a hostile argv, status: all one [time] [TAG] line, 0 control bytes, ${escaped} lines quoting it escaped`
+        `${lines.length} log lines from 20 passes (command output, webhook and heartbeat answers, ` +
+        `a corrupt state file), safe-kill of a hostile argv, status: all one [time] [TAG] line, ` +
+        `0 control bytes, ${escaped} lines quoting it escaped`
       );
     },
   ],
@@ -524,7 +525,10 @@ spawn = ["${BUN}", "${SERVICE}", "${port}"]
       }
       check(hash() === before, "the file behind a planted symlink was written");
       const refused = runs.filter((run) => /symlink/.test(run.stdout + run.stderr)).length;
-      return `${names.length} planted links × pass, status, notify, safe-kill, pause: target unchanged; ${refused} runs said "symlink"`;
+      return (
+        `${names.length} planted links × pass, status, notify, safe-kill, pause: ` +
+        `target unchanged; ${refused} runs said "symlink"`
+      );
     },
   ],
 };

@@ -27,7 +27,7 @@ async function asNobody(args: string[], dir: string) {
   return { code, stdout, stderr };
 }
 
-test("a state dir of another user, or writable by group or others, is refused with the fix (as a second user)", async () => {
+test("a state dir of another user or writable by group/others is refused, with the fix (as a second user)", async () => {
   box = new Sandbox();
   chmodSync(box.dir, 0o755); // nobody may enter the sandbox, not write in it
   const home = join(box.dir, "nobody");
@@ -138,7 +138,7 @@ test("a pidfile is one line of decimal digits: 0x1d1f, +N, N.0, 'N garbage' are 
   expect(alive(target.pid)).toBe(true);
 });
 
-test("safe-kill pidfile:PATH of a configured service checks tend's recorded start time, however PATH is written", async () => {
+test("safe-kill pidfile:PATH of a configured service: tend's recorded start time, however PATH is written", async () => {
   box = new Sandbox();
   const port = await freePort();
   box.writeConfig(`
@@ -299,7 +299,7 @@ timeout = "20s"
   expect(served).toBeLessThan(64 * 1024 * 1024); // 3 attempts, each stopped after 64 KiB (plus what was in flight)
 });
 
-test("plan hides URL paths, header and env values unless --show-secrets; a restart command's argv stays in the log", async () => {
+test("plan hides URLs, header and env values but with --show-secrets; a restart argv stays in the log", async () => {
   box = new Sandbox();
   const hook = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
   box.writeConfig(`
@@ -334,7 +334,7 @@ command = ["sh", "-c", "exit 7", "--password=hunter2", "https://user:pw@example.
   hook.stop(true);
 });
 
-test("a pass stopped by SIGTERM kills the check commands it started; a check is judged by its exit, not its output", async () => {
+test("SIGTERM kills the pass's check commands; a check is judged by its exit, not by its output", async () => {
   box = new Sandbox();
   const marker = join(box.dir, "check.pid");
   box.writeConfig(`
@@ -367,7 +367,7 @@ timeout = "5m"
   expect(status.services[0].probe.latency_ms).toBeLessThan(10_000);
 });
 
-test("notify: a message the receiver accepted is not failed by a full disk; an unusable state dir does not stop it", async () => {
+test("notify: an accepted message is not failed by a full disk; an unusable state dir does not stop it", async () => {
   box = new Sandbox();
   const received: string[] = [];
   const hook = Bun.serve({

@@ -11,7 +11,7 @@ afterEach(() => box?.cleanup());
 /** A control byte, a line separator or a raw newline: what must never reach a line tend writes. */
 const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
 const LOG_LINE = /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \[[A-Z-]+\] [^\n]*$/;
-/** Bytes an attacker would like on an operator's terminal or in a log: OSC title, bell, colour, clear, a forged line. */
+/** What an attacker would like on a terminal or in a log: OSC title, bell, colour, clear, a forged line. */
 const FORGED =
   "\u001b]0;pwned\u0007\u001b[31mred\u001b[2J\r\n[2026-01-01 00:00:00] [RECOVERED] web is fine\u0000\u2028x";
 
@@ -182,7 +182,7 @@ tcp = "127.0.0.1:1"
   expectCleanLog(box.read("watchdog.log"));
 });
 
-test("a pidfile or counter file holding escapes is quoted escaped, and nothing is started beside what may run", async () => {
+test("a pidfile or counter holding escapes is quoted escaped; nothing is started beside what may run", async () => {
   box = new Sandbox();
   const pidfile = join(box.state, "web.pid");
   Bun.spawnSync(["mkdir", "-p", box.state]);
