@@ -401,3 +401,64 @@ test("notify: an accepted message is not failed by a full disk; an unusable stat
   expect(unusable.stderr).toContain("the spool in");
   expect(received).toEqual(["first", "second", "third"]);
 });
+
+test("a service named notify-state (or heartbeat) keeps its state in services/, apart from tend's own files", async () => {
+  box = new Sandbox();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "notify-state"
+[service.check]
+tcp = "127.0.0.1:1"
+[[service]]
+name = "heartbeat"
+[service.check]
+tcp = "127.0.0.1:1"
+`);
+  await box.tend(["watchdog"]);
+  expect(box.stateOf("notify-state").strikes).toBe(1);
+  expect(box.stateOf("heartbeat").strikes).toBe(1);
+  expect(box.read("heartbeat")).toMatch(/^\d{4}-\d\d-\d\dT/); // still tend's heartbeat
+  expect(existsSync(join(box.state, "notify-state.json"))).toBe(false);
+});
+
+test("an answer that echoes a short token or the Basic-auth value of the URL is scrubbed", async () => {
+  box = new Sandbox();
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  const hook = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) =>
+      new Response(`denied for ${request.headers.get("authorization")} on topic x7q, key=k9z`, { status: 403 }),
+  });
+  const url = `http://alice:pw1@127.0.0.1:${hook.port}/t/x7q?key=k9z`;
+  const run = await box.tend(["notify", "--url", url, "--no-spool", "hello"]);
+  hook.stop(true);
+  expect(run.code).toBe(1);
+  expect(run.stderr).toContain("HTTP 403: denied for Basic … on topic …, key=…");
+  for (const secret of ["YWxpY2U6cHcx", "alice", "pw1", "x7q", "k9z"]) expect(run.stderr).not.toContain(secret);
+});
+
+test("status probes within concurrency, as a pass does", async () => {
+  box = new Sandbox();
+  const trace = join(box.dir, "trace");
+  const services = Array.from(
+    { length: 8 },
+    (_, index) => `
+[[service]]
+name = "s${index}"
+[service.check]
+command = ["sh", "-c", "echo + >> ${trace}; sleep 0.3; echo - >> ${trace}"]
+`,
+  ).join("");
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\nconcurrency = 2\n${services}`);
+  await box.tend(["watchdog", "status"]);
+  let running = 0;
+  let most = 0;
+  for (const step of readFileSync(trace, "utf8").trim().split("\n")) {
+    running += step === "+" ? 1 : -1;
+    most = Math.max(most, running);
+  }
+  expect(most).toBe(2);
+});
