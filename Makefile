@@ -7,7 +7,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --no-compile-autoload-dot
             --define 'TEND_VERSION="$(VERSION)"'
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 
-.PHONY: all cross demo test typecheck fmt clean bench faults
+.PHONY: all cross demo test test-deps typecheck fmt clean bench faults
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -33,7 +33,18 @@ typecheck: node_modules/.installed
 fmt: node_modules/.installed
 	node_modules/.bin/prettier --write $$(git ls-files --cached --others --exclude-standard '*.ts')
 
-test: build/tend typecheck build/tools/promtool
+# What the tests run besides node/npm: installed with apt when root, else named in one line.
+TEST_TOOLS := tmux:tmux crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils
+test-deps:
+	@missing=""; for pair in $(TEST_TOOLS); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "== apt-get install$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else echo "make test needs:$$missing (as root: apt-get install$$missing)"; exit 1; fi; fi
+
+test: test-deps build/tend typecheck build/tools/promtool
 	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool $(BUN) test --timeout 120000 test/
 
 # promtool (Debian's prometheus package, unpacked, not installed) checks the metrics exposition.
