@@ -27,7 +27,7 @@ async function asNobody(args: string[], dir: string) {
   return { code, stdout, stderr };
 }
 
-test("a state dir of another user or writable by group/others is refused, with the fix (as a second user)", async () => {
+test("a state dir of another user or writable by group/others is refused, with the fix (second user)", async () => {
   box = new Sandbox();
   chmodSync(box.dir, 0o755); // nobody may enter the sandbox, not write in it
   const home = join(box.dir, "nobody");
@@ -138,7 +138,7 @@ test("a pidfile is one line of decimal digits: 0x1d1f, +N, N.0, 'N garbage' are 
   expect(alive(target.pid)).toBe(true);
 });
 
-test("safe-kill pidfile:PATH of a configured service: tend's recorded start time, however PATH is written", async () => {
+test("safe-kill pidfile:PATH of a configured service: its recorded start time, however PATH is written", async () => {
   box = new Sandbox();
   const port = await freePort();
   box.writeConfig(`
@@ -402,7 +402,7 @@ test("notify: an accepted message is not failed by a full disk; an unusable stat
   expect(received).toEqual(["first", "second", "third"]);
 });
 
-test("a service named notify-state (or heartbeat) keeps its state in services/, apart from tend's own files", async () => {
+test("a service named notify-state (or heartbeat) keeps its state in services/, apart from tend's files", async () => {
   box = new Sandbox();
   box.writeConfig(`
 [watchdog]
