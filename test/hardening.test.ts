@@ -4,7 +4,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, BUN, freePort, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 afterEach(() => box?.cleanup());
@@ -12,20 +12,11 @@ afterEach(() => box?.cleanup());
 const NOBODY = 65534;
 
 /** Run the binary as the user `nobody` (runuser, as root), in `dir`. */
-async function asNobody(args: string[], dir: string) {
-  const child = Bun.spawn(["runuser", "-u", "nobody", "--", TEND, ...args], {
+const asNobody = (args: string[], dir: string) =>
+  run(["runuser", "-u", "nobody", "--", TEND, ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { code, stdout, stderr };
-}
 
 test("a state dir of another user or writable by group/others is refused, with the fix (second user)", async () => {
   box = new Sandbox();

@@ -43,15 +43,7 @@ export class Sandbox {
     args: string[],
     { env = {}, timeoutMs = 120_000 }: { env?: Record<string, string>; timeoutMs?: number } = {},
   ): Promise<Run> {
-    const child = Bun.spawn([TEND, ...args], { env: this.env(env), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited,
-    ]);
-    clearTimeout(timer);
-    return { code, stdout, stderr };
+    return run([TEND, ...args], { env: this.env(env), timeoutMs });
   }
 
   /** Start a fixture HTTP server in its own process group; killed by cleanup(). */
@@ -100,6 +92,22 @@ export class Sandbox {
     Bun.spawnSync(["tmux", "kill-server"], { env: this.env() });
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Run argv to its end without blocking this process (its servers keep answering); killed after timeoutMs. */
+export async function run(
+  argv: string[],
+  { env, cwd, timeoutMs = 120_000 }: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): Promise<Run> {
+  const child = Bun.spawn(argv, { env, cwd, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  clearTimeout(timer);
+  return { code, stdout, stderr };
 }
 
 /** An in-process HTTP server on port 0 whose answers the test controls, counting its hits. */
