@@ -27,7 +27,7 @@ sed -e "s|@DEMO@|$DEMO|g" -e "s|@BUN@|$ROOT/node_modules/.bin/bun|g" -e "s|@ROOT
 
 step "watchdog validate"
 "$BIN/watchdog" validate
-step "first pass: nothing runs yet, so tend starts both services (reason: crash)"
+step "first pass: nothing runs yet, so tend starts both services (a first start, not a restart)"
 "$BIN/watchdog"
 step "watchdog status"
 "$BIN/watchdog" status

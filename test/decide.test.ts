@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import { decide, explain, recordRestart, type Facts } from "../lib/core/decide.ts";
+import { classifyGap, isStale } from "../lib/core/health.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
 import { freshState, type ServiceState } from "../lib/state/service.ts";
 
@@ -55,6 +56,8 @@ interface Row {
   reason?: string | RegExp;
   strikes?: number;
   tags?: string[];
+  /** Fields of the next state */
+  next?: Partial<ServiceState>;
 }
 
 const ROWS: Row[] = [
@@ -100,15 +103,33 @@ const ROWS: Row[] = [
     kind: "skip",
     reason: "grace",
   },
-  // rule 0: crash
+  // rule 0: new or crashed
   {
-    name: "a pid source whose process is gone: started at once, no strike",
+    name: "new: never started by tend nor seen healthy: its first start (START), no outage, not a restart",
+    facts: { process: GONE },
+    probe: TIMEOUT,
+    kind: "restart",
+    reason: "start",
+    tags: [],
+    next: { outage: null, strikes: 0, restartsTotal: 0 },
+  },
+  {
+    name: "a pid source whose process is gone after it was healthy: a crash, started at once, no strike",
+    state: { lastHealthyAt: NOW - 5 * MIN },
     facts: { process: GONE },
     probe: TIMEOUT,
     kind: "restart",
     reason: "crash",
     strikes: 0,
-    tags: ["RESTART"],
+    tags: ["WARN"],
+    next: { outage: { since: NOW - 5 * MIN, reason: "crash" } }, // down since last seen healthy
+  },
+  {
+    name: "tend started it before (its first start failed): gone again is a crash, not new",
+    state: { startedAt: NOW - 10 * MIN },
+    facts: { process: GONE },
+    kind: "restart",
+    reason: "crash",
   },
   {
     name: "crash inside grace is still started (grace waits for a live process only)",
@@ -119,14 +140,14 @@ const ROWS: Row[] = [
   },
   {
     name: "crash inside the cooldown is started anyway (cooldown is for hung restarts)",
-    state: { lastRestartAt: NOW - MIN },
+    state: { lastRestartAt: NOW - MIN, lastHealthyAt: NOW - MIN },
     facts: { process: GONE },
     kind: "restart",
     reason: "crash",
   },
   {
     name: "crash during backoff waits",
-    state: { backoffUntil: NOW + MIN },
+    state: { backoffUntil: NOW + MIN, startedAt: NOW - 5 * MIN },
     facts: { process: GONE },
     kind: "held",
     reason: /^backoff until/,
@@ -134,7 +155,7 @@ const ROWS: Row[] = [
   {
     name: "crash loop: max_restarts reached gives up",
     service: { maxRestarts: 2 },
-    state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN] },
+    state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN], startedAt: NOW - 2 * MIN },
     facts: { process: GONE },
     kind: "give-up",
     tags: ["GIVEN-UP"],
@@ -446,6 +467,7 @@ describe("decide: one row per rule and per origin incident", () => {
     if (row.reason instanceof RegExp) expect(explain(decision)).toMatch(row.reason);
     if (row.strikes !== undefined) expect(decision.next.strikes).toBe(row.strikes);
     if (row.tags) expect(decision.log.map((line) => line.tag as string)).toEqual(row.tags);
+    if (row.next) expect(decision.next).toMatchObject(row.next);
     // The pass asks first without a probe: a verdict the probe cannot change comes back as it is.
     const before = decide(service, state, facts(row.facts), null);
     if (before.kind !== "probe") expect(before).toEqual(decision);
@@ -512,4 +534,43 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
     expect(state.recoveriesFailed).toBe(3);
     expect(state.strikes).toBe(3); // still failing: the next restart needs no new strikes, only the backoff
   });
+});
+
+describe("the watchdog itself: a heartbeat gap is a reboot or a watchdog that did not run; stale is dead", () => {
+  const INTERVAL = 5 * MIN;
+  const GAPS: [string, number | null, number, { name: string; reason: string } | null][] = [
+    // name, last pass (ms before now), booted (ms before now), expected gap
+    ["an ordinary interval is no gap", 5 * MIN, 86_400_000, null],
+    ["2 x interval + 30 s is still no gap", 10.5 * MIN, 86_400_000, null],
+    [
+      "booted after the last heartbeat: the host was down",
+      20 * MIN,
+      10 * MIN,
+      { name: "host", reason: "unexpected_shutdown_or_reboot" },
+    ],
+    [
+      "up all along: the watchdog did not run (cron stopped, the loop died)",
+      20 * MIN,
+      2 * 86_400_000,
+      { name: "watchdog", reason: "watchdog_not_running" },
+    ],
+    [
+      "incident: three minutes of setup before the first cron pass is not a reboot",
+      3 * MIN + 11 * MIN,
+      3 * 86_400_000,
+      { name: "watchdog", reason: "watchdog_not_running" },
+    ],
+  ];
+  test.each(GAPS)("%s", (_name, lastAgo, bootedAgo, expected) => {
+    const gap = classifyGap(lastAgo === null ? null : NOW - lastAgo, INTERVAL, NOW - bootedAgo, NOW);
+    if (expected === null) expect(gap).toBeNull();
+    else expect(gap).toEqual({ ...expected, from: NOW - lastAgo!, to: NOW });
+  });
+  test.each([
+    ["interval 10s, last pass 66 s ago: stale (the watchdog is not running)", 66_000, true],
+    ["interval 10s, last pass 40 s ago: fresh", 40_000, false],
+  ] as const)("%s", (_name, ago, stale) => {
+    expect(isStale(NOW - ago, 10_000, NOW)).toBe(stale);
+  });
+  test("before the first pass there is nothing to be stale", () => expect(isStale(null, 10_000, NOW)).toBe(false));
 });

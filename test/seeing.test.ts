@@ -197,9 +197,19 @@ command = ["true"]
 name = "db"
 [service.check]
 http = "${web.url}"
+[[service]]
+name = "old"
+enabled = false
+[service.check]
+http = "${web.url}"
+[[service]]
+name = "held"
+[service.check]
+http = "${web.url}"
 `);
   web.control.status = 500;
   await box.tend(["watchdog"]);
+  await box.tend(["watchdog", "pause", "held"]);
   const before = Date.now();
   web.control.status = 200;
   await box.tend(["watchdog"]);
@@ -209,6 +219,13 @@ http = "${web.url}"
   expect(text).toContain('tend_service_recoveries_total{service="web",result="failed"} 1');
   expect(text).toContain('tend_service_recoveries_total{service="web",result="ok"} 0');
   expect(text).toContain('tend_service_strikes{service="db"} 0');
+  // `up` only for watched services: a disabled or paused one must not fire an `up == 0` alert.
+  expect(text).not.toContain('tend_service_up{service="old"}');
+  expect(text).not.toContain('tend_service_up{service="held"}');
+  expect(text).toContain('tend_service_state{service="web",state="healthy"} 1');
+  expect(text).toContain('tend_service_state{service="old",state="disabled"} 1');
+  expect(text).toContain('tend_service_state{service="held",state="paused"} 1');
+  expect(text.match(/^tend_service_state\{/gm)).toHaveLength(4); // one series per service
   expect(text).toContain('tend_service_auto_restarts_total{service="web"} 0');
   expect(text).toMatch(
     /tend_probe_duration_seconds\{service="web"\} 0\.\d+|tend_probe_duration_seconds\{service="web"\} 0/,

@@ -29,8 +29,8 @@ run = "exec '${BUN}' '${SERVER}' ${port}"
     Number(tmux("display-message", "-p", "-t", "work:blog", "#{pane_pid}").stdout.toString().trim());
 
   const first = await box.tend(["watchdog"]);
-  expect(first.stdout).toContain("[RESTART] blog: created tmux session work");
-  expect(first.stdout).toContain("[RECOVERED] blog recovered");
+  expect(first.stdout).toContain("[START] blog: created tmux session work"); // a first start, not a restart
+  expect(first.stdout).not.toContain("[RECOVERED]");
   const frozen = panePid();
   expect(alive(frozen)).toBe(true);
 
@@ -60,7 +60,7 @@ run = "exec '${BUN}' '${SERVER}' ${port}"
   tmux("kill-window", "-t", "work:blog");
   await waitFor(() => !alive(revived), 5000, "window killed");
   const again = await box.tend(["watchdog"]);
-  expect(again.stdout).toContain("[RESTART] blog is not running (tmux pane work:blog:");
+  expect(again.stdout).toContain("[WARN] blog is not running (tmux pane work:blog:");
   expect(again.stdout).toContain("[RESTART] blog: created tmux window work:blog");
   expect(again.stdout).toContain("[RECOVERED] blog recovered");
 }, 60_000);

@@ -239,33 +239,81 @@ launchd = "org.example.web"
   expect(readFileSync(calls, "utf8")).toBe("kickstart -k system/org.example.web\n"); // as root: the system domain
 }, 30_000);
 
-test("a heartbeat older than 2 x interval records the gap as host downtime", async () => {
+test("a heartbeat gap: booted since, the host was down; up all along, the watchdog did not run (💤)", async () => {
   box = new Sandbox();
-  const { server, url } = (() => {
-    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
-    return { server, url: `http://127.0.0.1:${server.port}/` };
-  })();
+  const bootedAt = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))![1]) * 1000;
+  const received: string[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      if (request.method === "POST") received.push(await request.text());
+      return new Response("ok");
+    },
+  });
   box.writeConfig(
     `[watchdog]
 state_dir = "${box.state}"
-interval = "5m"
+interval = "1s"
+[notify]
+url = "http://127.0.0.1:${server.port}/topic"
 [[service]]
 name = "api"
 [service.check]
-http = "${url}"
+http = "http://127.0.0.1:${server.port}/"
 `,
   );
   await box.tend(["watchdog"]);
   const heartbeat = join(box.state, "heartbeat");
-  const hourAgo = new Date(Date.now() - 3_600_000);
-  utimesSync(heartbeat, hourAgo, hourAgo);
-  const pass = await box.tend(["watchdog"]);
-  expect(pass.stdout).toMatch(
-    /\[DOWNTIME\] host was unavailable for 36\d\ds \(unexpected_shutdown_or_reboot, from .* UTC to .* UTC\)/,
+  const age = (at: number) => utimesSync(heartbeat, new Date(at), new Date(at));
+  // The last heartbeat before the system booted: the host was down (no notification of its own).
+  age(bootedAt - 60_000);
+  const reboot = await box.tend(["watchdog"]);
+  expect(reboot.stdout).toMatch(
+    /\[DOWNTIME\] host was unavailable for \d+s \(unexpected_shutdown_or_reboot, from .* UTC to .* UTC\)/,
   );
-  expect(box.read("downtime.log")).toContain("host was unavailable");
-  // An ordinary gap (one interval) is not downtime.
-  utimesSync(heartbeat, new Date(Date.now() - 300_000), new Date(Date.now() - 300_000));
+  // After the boot, older than 2 x 1 s + 30 s: the watchdog did not run, notified 💤.
+  age(Math.max(bootedAt + 1000, Date.now() - 40_000));
+  const gap = await box.tend(["watchdog"]);
+  expect(gap.stdout).toMatch(
+    /\[DOWNTIME\] watchdog did not run for \d+s \(watchdog_not_running, from .* UTC to .* UTC\)/,
+  );
+  expect(box.read("downtime.log")).toContain("watchdog did not run");
+  expect(received.filter((body) => body.startsWith("💤 watchdog did not run for"))).toHaveLength(1);
+  // Both are no data for the service, not downtime.
+  expect(box.stateOf("api").gaps.map((gap: { reason: string }) => gap.reason)).toEqual([
+    "unexpected_shutdown_or_reboot",
+    "watchdog_not_running",
+  ]);
+  // An ordinary gap (one interval) is neither.
+  age(Date.now() - 1000);
   expect((await box.tend(["watchdog"])).stdout).toBe("");
   server.stop(true);
 }, 30_000);
+
+test("status says first, in words, that the watchdog is not running; --json stale; exit 1", async () => {
+  box = new Sandbox();
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+  box.writeConfig(
+    `[watchdog]
+state_dir = "${box.state}"
+interval = "10s"
+[[service]]
+name = "api"
+[service.check]
+http = "http://127.0.0.1:${server.port}/"
+`,
+  );
+  await box.tend(["watchdog"]);
+  const old = new Date(Date.now() - 66_000).toISOString();
+  writeFileSync(join(box.state, "heartbeat"), `${old}\ninterval 10s\n`);
+  const text = await box.tend(["watchdog", "status", "--cached"]);
+  expect(text.code).toBe(1);
+  expect(text.stdout.split("\n")[0]).toMatch(
+    /^the watchdog is not running: its last pass was 6\d?s ago, expected every 10s/,
+  );
+  const json = JSON.parse((await box.tend(["watchdog", "status", "--cached", "--json"])).stdout);
+  expect(json.watchdog).toEqual({ last_pass: old, stale: true, expected_every_s: 10 });
+  expect(json.services[0].state).toBe("healthy");
+  server.stop(true);
+});

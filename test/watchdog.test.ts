@@ -63,8 +63,9 @@ describe("watchdog pass against real processes", () => {
 
     const first = await box.tend(["watchdog"]);
     expect(first.code).toBe(0);
-    expect(first.stdout).toContain("[RESTART] web is not running");
-    expect(first.stdout).toContain("[RECOVERED] web recovered");
+    // A first start is not a restart: START, no outage, not counted, no ⚠️.
+    expect(first.stdout).toMatch(/\[START\] web: started pid \d+\n$/);
+    expect(first.stdout).not.toMatch(/\[(RESTART|RECOVERED|DOWNTIME)\]/);
     const frozen = Number(box.read("web.pid"));
     expect(alive(frozen)).toBe(true);
 
@@ -95,11 +96,16 @@ describe("watchdog pass against real processes", () => {
     expect(answer.status).toBe(200);
     const state = box.stateOf("web");
     expect(state.strikes).toBe(0);
-    expect(state.restartsTotal).toBe(2); // the first start (crash) and the hung restart
-    expect(state.recoveriesOk).toBe(2);
+    expect(state.restartsTotal).toBe(1); // the hung restart; the first start is not counted
+    expect(state.recoveriesOk).toBe(1);
     expect(box.read("downtime.log")).toMatch(
       /\[DOWNTIME\] web was unavailable for \d+s \(hung_restart, from .* UTC to .* UTC\)/,
     );
+    // The freeze is the hang, not the tail: stats leaves its probes out and advises nothing.
+    const [stats] = JSON.parse((await box.tend(["watchdog", "stats", "--json"])).stdout);
+    expect(stats.hang_probes).toBeGreaterThanOrEqual(3);
+    expect(stats.timeouts).toBe(0);
+    expect(stats.warning).toBeNull();
   }, 90_000);
 
   test("a slow answer inside the timeout is no strike (the 8 s timeout that cut 6-9 s answers)", async () => {
@@ -160,7 +166,9 @@ describe("watchdog pass against real processes", () => {
     expect(quiet.stdout).toBe("");
     expect(box.read("watchdog.log")).toBe(log);
     expect(Date.now() - statSync(heartbeat).mtimeMs).toBeLessThan(30_000);
-    expect(Date.parse(box.read("heartbeat").trim())).toBeGreaterThan(Date.now() - 30_000);
+    const [at, interval] = box.read("heartbeat").split("\n");
+    expect(Date.parse(at)).toBeGreaterThan(Date.now() - 30_000);
+    expect(interval).toBe("interval 5m"); // the interval the pass ran for
     expect(statSync(box.state).mode & 0o777).toBe(0o700);
   }, 30_000);
 
@@ -279,15 +287,20 @@ command = ["true"]
     box = new Sandbox();
     const { control, server, url } = controlledServer();
     box.writeConfig(checkOnly(url));
+    const fresh = await box.tend(["watchdog", "status"]);
+    expect(fresh.code).toBe(0);
+    expect(fresh.stdout).toMatch(/api\s+new\s+HTTP 200/); // no pass has judged it yet
+    expect(fresh.stdout).toContain("last pass: never");
+    await box.tend(["watchdog"]);
+    const judged = box.read("services/api.json");
     const healthy = await box.tend(["watchdog", "status"]);
     expect(healthy.code).toBe(0);
     expect(healthy.stdout).toMatch(/api\s+healthy\s+HTTP 200/);
-    expect(healthy.stdout).toContain("last pass: never");
     control.status = 502;
     const sick = await box.tend(["watchdog", "status", "--json"]);
     expect(sick.code).toBe(1);
     const report = JSON.parse(sick.stdout);
-    expect(report.last_pass).toBeNull();
+    expect(report.last_pass).not.toBeNull();
     expect(Object.keys(report.services[0])).toEqual(
       expect.arrayContaining([
         "name",
@@ -305,7 +318,7 @@ command = ["true"]
     expect(report.services[0].probe.ok).toBe(false);
     expect(typeof report.services[0].probe.latency_ms).toBe("number");
     // status changes nothing
-    expect(box.read("services/api.json")).toBe("");
+    expect(box.read("services/api.json")).toBe(judged);
     expect((await box.tend(["watchdog", "status", "nosuch"])).code).toBe(2);
     server.stop(true);
   });
@@ -389,13 +402,37 @@ command = ["true"]
     box.writeConfig(spawnService(port, 'grace = "1h"'));
     await box.tend(["watchdog"]);
     const first = Number(box.read("web.pid"));
+    const killedAt = Date.now();
     process.kill(first, "SIGKILL");
     await waitFor(() => !alive(first), 5000, "killed");
     const pass = await box.tend(["watchdog"]);
     expect(pass.stdout).toMatch(
-      new RegExp(`\\[RESTART\\] web is not running \\(pid ${first} is (gone|a zombie)\\): starting it \\(crash\\)`),
+      new RegExp(`\\[WARN\\] web is not running \\(pid ${first} is (gone|a zombie)\\): starting it \\(crash\\)`),
     );
-    expect(pass.stdout).not.toContain("[WARN]");
+    expect(pass.stdout).not.toContain("failed health check"); // no strikes for a process that is gone
+    // One RESTART line per restart: `grep -c '\[RESTART\]'` counts restarts.
+    expect(pass.stdout.match(/\[RESTART\]/g)).toHaveLength(1);
     expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+    // It was healthy before: a crash, counted, and its outage opens when it was last seen healthy.
+    const state = box.stateOf("web");
+    expect(state.restartsTotal).toBe(1);
+    expect(state.outages).toHaveLength(1);
+    expect(state.outages[0].reason).toBe("crash");
+    expect(state.outages[0].from).toBeLessThan(killedAt);
+  }, 30_000);
+
+  test("a fresh install: the first start is START, report shows 100 % or no data and 0 restarts", async () => {
+    box = new Sandbox();
+    const port = await freePort();
+    box.writeConfig(spawnService(port, 'grace = "0s"'));
+    const pass = await box.tend(["watchdog"]);
+    expect(pass.stdout).toMatch(/\[START\] watching web .*\n.*\[START\] web: started pid \d+\n$/);
+    expect(box.read("downtime.log")).toBe("");
+    const report = JSON.parse((await box.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
+    expect(report.services[0]).toMatchObject({ restarts: 0, outages: 0, downtime_s: 0 });
+    expect([1, null]).toContain(report.services[0].availability);
+    const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
+    expect(status.services[0]).toMatchObject({ state: "healthy", restarts: 0 });
+    expect(status.watchdog).toMatchObject({ stale: false, expected_every_s: 300 });
   }, 30_000);
 });

@@ -36,7 +36,8 @@ export interface Facts {
 }
 
 export type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error";
-export type RestartReason = "crash" | "hung_restart" | "busy_timeout" | "memory";
+/** start: the first start of a service tend never started nor saw healthy (not a restart: not counted). */
+export type RestartReason = "start" | "crash" | "hung_restart" | "busy_timeout" | "memory";
 
 interface Outcome {
   next: ServiceState;
@@ -174,14 +175,18 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
 
   const { process } = facts;
   if (process && !process.running && !process.supervised && !process.unreadable && service.restart) {
+    // Never started by tend nor seen healthy: new, not crashed. Its first start opens no outage and is not counted.
+    if (state.startedAt === null && state.lastHealthyAt === null)
+      return { kind: "restart", reason: "start", next: state, log: [] };
     const why = `${service.name} is not running (${process.detail})`;
     return restartOrHold({
       service,
-      state: openOutage(state, now, "crash"),
+      // Down since it was last seen healthy, not since this pass found it.
+      state: openOutage(state, state.lastHealthyAt ?? now, "crash"),
       facts,
       reason: "crash",
       why,
-      lines: [{ tag: "RESTART", event: "restart", message: `${why}: starting it (crash)` }],
+      lines: [{ tag: "WARN", event: "restart", message: `${why}: starting it (crash)` }],
     });
   }
 
@@ -414,28 +419,58 @@ export function recordRestart(
       log: [{ tag: "RECOVERED", event: "recovered", message }, ...closed.log],
     };
   }
-  const failedInRow = next.failedInRow + 1;
-  const backoffMs = Math.min(service.backoffMs * 2 ** (failedInRow - 1), service.backoffMaxMs);
   const failed = {
     ...remember(next, { at: now, what: "failed" }),
     recoveriesFailed: next.recoveriesFailed + 1,
-    failedInRow,
-    backoffUntil: now + backoffMs,
   };
   const what = outcome.issued
     ? `did not recover within ${humanDuration(service.verifyTimeoutMs)} after restart`
     : `could not be restarted`;
+  return failedVerification(service, failed, outcome, what, now);
+}
+
+/**
+ * The first start of a new service: verified like a restart, but not counted. Quiet when it
+ * answers; FAILED (🚨) with backoff when not, and from then on it is judged like any other.
+ */
+export function recordStart(
+  service: ServiceConfig,
+  state: ServiceState,
+  outcome: RestartOutcome,
+  startedAt: number,
+  now: number,
+): Verified {
+  let next: ServiceState = { ...state, startedAt };
+  if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
+  if (outcome.recovered) return { recovered: true, next, log: [] };
+  const what = outcome.issued
+    ? `did not become healthy within ${humanDuration(service.verifyTimeoutMs)} after its first start`
+    : `could not be started`;
+  return failedVerification(service, next, outcome, what, now);
+}
+
+/** FAILED (🚨) and the next backoff, doubling up to backoff_max. */
+function failedVerification(
+  service: ServiceConfig,
+  state: ServiceState,
+  outcome: RestartOutcome,
+  what: string,
+  now: number,
+): Verified {
+  const failedInRow = state.failedInRow + 1;
+  const backoffMs = Math.min(service.backoffMs * 2 ** (failedInRow - 1), service.backoffMaxMs);
   const say = (detail: string) => `${service.name} ${what} (${detail}); backoff ${humanDuration(backoffMs)}`;
   const line: LogLine = { tag: "FAILED", event: "failed", message: say(outcome.detail) };
   if (outcome.full) line.full = say(outcome.full);
-  return { recovered: false, next: failed, log: [line] };
+  return { recovered: false, next: { ...state, failedInRow, backoffUntil: now + backoffMs }, log: [line] };
 }
 
 function recordProbe(state: ServiceState, probe: ProbeResult, now: number): ServiceState {
   const sample: LatencySample = [now, probe.latencyMs, probe.ok ? 1 : 0, probe.timedOut ? 1 : 0];
   const latencies = [...state.latencies, sample].slice(-LATENCY_HISTORY);
   const lastProbe = { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs };
-  return { ...state, latencies, lastProbe };
+  if (!probe.ok) return { ...state, latencies, lastProbe };
+  return { ...state, latencies, lastProbe, lastHealthyAt: now, firstHealthyAt: state.firstHealthyAt ?? now };
 }
 
 function openOutage(state: ServiceState, now: number, reason: string): ServiceState {

@@ -10,6 +10,7 @@ export const EVENTS = {
   memory: "📈",
   recovered: "✅",
   certificate: "📅",
+  gap: "💤",
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 

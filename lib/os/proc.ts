@@ -69,7 +69,9 @@ export function commandLine(pid: number): string {
   return oneLine(raw || readProc(pid)?.comm || "?");
 }
 
-function bootTimeMs(): number {
+/** When the system booted, epoch ms: /proc/stat btime (Linux, Termux); now - uptime elsewhere. */
+export function bootTimeMs(): number {
+  if (process.platform === "darwin") return Date.now() - uptimeMs();
   const match = /^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"));
   return match ? Number(match[1]) * 1000 : 0;
 }

@@ -70,6 +70,9 @@ export interface ServiceState {
   warnedAt: number | null;
   /** Why the pid source could not be read (logged once while it lasts), or null. */
   sourceProblem: string | null;
+  /** The last and the first healthy probe: a service never started by tend nor seen healthy is new, not crashed. */
+  lastHealthyAt: number | null;
+  firstHealthyAt: number | null;
 }
 
 export const LATENCY_HISTORY = 1000;
@@ -133,6 +136,8 @@ export function freshState(): ServiceState {
     memoryWarnedAt: null,
     warnedAt: null,
     sourceProblem: null,
+    lastHealthyAt: null,
+    firstHealthyAt: null,
   };
 }
 

@@ -1,30 +1,45 @@
 import { statSync } from "node:fs";
-import { readRegularFile } from "../os/files.ts";
 import type { Downtime } from "../core/events.ts";
+import { formatDuration, parseDuration } from "../core/duration.ts";
+import { classifyGap } from "../core/health.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
+import { readRegularFile } from "../os/files.ts";
+import { bootTimeMs } from "../os/proc.ts";
 import { statePaths } from "../state/dir.ts";
 
-/** The time of the last completed pass (ISO-8601), or null before the first. */
-export function readHeartbeat(stateDir: string): string | null {
+export interface Heartbeat {
+  /** ISO-8601 time of the last completed pass. */
+  at: string;
+  /** The interval that pass ran for (cron's period as configured, or `run --interval`); null: not recorded. */
+  intervalMs: number | null;
+}
+
+/** `heartbeat`: the time of the last completed pass, then `interval D`; also its mtime. */
+export function readHeartbeat(stateDir: string): Heartbeat | null {
   try {
-    return readRegularFile(statePaths(stateDir).heartbeat, 1024, { noFollow: true }).trim() || null;
+    const [at, interval] = readRegularFile(statePaths(stateDir).heartbeat, 1024, { noFollow: true }).split("\n");
+    if (!at?.trim()) return null;
+    const intervalMs = parseDuration(interval?.replace(/^interval\s+/, "") ?? "");
+    return { at: at.trim(), intervalMs: intervalMs || null };
   } catch {
     return null;
   }
 }
 
-export function writeHeartbeat(stateDir: string, passAt: number): void {
-  writeFileAtomic(statePaths(stateDir).heartbeat, new Date(passAt).toISOString() + "\n");
+export function writeHeartbeat(stateDir: string, passAt: number, intervalMs: number): void {
+  writeFileAtomic(
+    statePaths(stateDir).heartbeat,
+    `${new Date(passAt).toISOString()}\ninterval ${formatDuration(intervalMs)}\n`,
+  );
 }
 
-/** A heartbeat older than 2 x interval: the host (or tend) was down in between. */
-export function findGap(stateDir: string, intervalMs: number, now: number): Downtime | null {
+/** The gap since the last pass, when it is longer than the recorded interval allows: host down or watchdog not run. */
+export function findGap(stateDir: string, intervalMs: number, now: number, bootedAt = bootTimeMs()): Downtime | null {
   let last: number;
   try {
     last = statSync(statePaths(stateDir).heartbeat).mtimeMs;
   } catch {
     return null;
   }
-  if (now - last <= 2 * intervalMs) return null;
-  return { name: "host", reason: "unexpected_shutdown_or_reboot", from: last, to: now };
+  return classifyGap(last, readHeartbeat(stateDir)?.intervalMs ?? intervalMs, bootedAt, now);
 }

@@ -35,7 +35,7 @@ export async function runLoop({
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
       const started = Date.now();
       try {
-        await runPass({ config, echo, env });
+        await runPass({ config, echo, env, intervalMs });
       } catch (error) {
         const message = `pass failed: ${(error as Error).message}`;
         try {

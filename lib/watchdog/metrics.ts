@@ -1,8 +1,10 @@
+import { isWatched, type StateWord } from "../core/health.ts";
 import type { ServiceState } from "../state/service.ts";
 
 /** What each metric is: name, type, help. */
 const METRICS = [
-  ["tend_service_up", "gauge", "1 if the service's last probe succeeded, else 0"],
+  ["tend_service_up", "gauge", "1 if the service's last probe succeeded, else 0 (watched services only)"],
+  ["tend_service_state", "gauge", "1 for the service's current state"],
   ["tend_service_strikes", "gauge", "consecutive failed probes"],
   ["tend_service_restarts_total", "counter", "restarts performed by tend"],
   ["tend_service_recoveries_total", "counter", "verified restarts, by result"],
@@ -14,11 +16,16 @@ const METRICS = [
 const label = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 
 /** Prometheus text exposition (node_exporter textfile collector) for every service's state. */
-export function renderMetrics(services: { name: string; state: ServiceState }[], passAt: number): string {
+export function renderMetrics(
+  services: { name: string; state: ServiceState; word: StateWord }[],
+  passAt: number,
+): string {
   const samples: Record<string, string[]> = Object.fromEntries(METRICS.map(([name]) => [name, []]));
-  for (const { name, state } of services) {
+  for (const { name, state, word } of services) {
     const service = `service="${label(name)}"`;
-    samples.tend_service_up.push(`tend_service_up{${service}} ${state.lastProbe?.ok ? 1 : 0}`);
+    // Not watched (disabled, paused, stopped on purpose): no `up` series, so an `up == 0` alert stays quiet.
+    if (isWatched(word)) samples.tend_service_up.push(`tend_service_up{${service}} ${state.lastProbe?.ok ? 1 : 0}`);
+    samples.tend_service_state.push(`tend_service_state{${service},state="${word}"} 1`);
     samples.tend_service_strikes.push(`tend_service_strikes{${service}} ${state.strikes}`);
     samples.tend_service_restarts_total.push(`tend_service_restarts_total{${service}} ${state.restartsTotal}`);
     samples.tend_service_recoveries_total.push(

@@ -1,7 +1,9 @@
 import type { Config } from "../config/types.ts";
-import { downtimeLine } from "../core/events.ts";
+import { downtimeLine, type LogLine } from "../core/events.ts";
+import { stateWord } from "../core/health.ts";
 import { TendError } from "../core/errors.ts";
-import { pingHeartbeat, sendEvents } from "../notify/alert.ts";
+import { eventMessage, pingHeartbeat, sendEvents } from "../notify/alert.ts";
+import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
 import { tryLock } from "../os/lock.ts";
@@ -25,6 +27,8 @@ export interface PassOptions {
   sleep?: (ms: number) => Promise<void>;
   uptime?: () => number;
   env?: Record<string, string | undefined>;
+  /** The period this pass runs at (`run --interval`); default [watchdog] interval. Recorded in the heartbeat. */
+  intervalMs?: number;
 }
 
 export interface PassReport {
@@ -57,25 +61,26 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     return { ran: false, services: [] };
   }
   try {
-    const gap = dryRun ? null : findGap(stateDir, config.watchdog.intervalMs, now());
+    const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
+    const gap = dryRun ? null : findGap(stateDir, intervalMs, now());
+    const gapEvents: Message[] = [];
     if (gap) {
-      const line = downtimeLine(gap);
+      // The host was down, or the watchdog did not run (💤: the failure nobody sees).
+      const line: LogLine = { ...downtimeLine(gap), ...(gap.name === "watchdog" ? { event: "gap" as const } : {}) };
       logger.write(line.tag, line.message, { file: paths.downtime });
+      const message = eventMessage("watchdog", line, new Date(now()));
+      if (message) gapEvents.push(message);
     }
     const services = await judgeAll(config, { ...options, dryRun, echo, now, gap, logger });
     if (!dryRun) {
-      await sendEvents(
-        config,
-        services.flatMap((service) => service.events),
-        logger,
-      );
+      await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger);
       const anyDown = services.some(
         (service) => service.decision.next.outage !== null && service.decision.kind !== "skip",
       );
       await pingHeartbeat(config, anyDown, logger);
       const passAt = now();
-      if (config.watchdog.metricsFile) writeMetrics(config.watchdog.metricsFile, services, passAt, logger);
-      writeHeartbeat(stateDir, passAt);
+      if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
+      writeHeartbeat(stateDir, passAt, intervalMs);
     }
     return { ran: true, services };
   } catch (error) {
@@ -123,9 +128,13 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
   );
 }
 
-function writeMetrics(path: string, services: ServiceOutcome[], passAt: number, logger: Logger) {
+function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number, logger: Logger) {
+  const path = config.watchdog.metricsFile!;
   try {
-    const rows = services.map(({ name, decision }) => ({ name, state: decision.next }));
+    const rows = services.map(({ name, decision }) => {
+      const service = config.services.find((candidate) => candidate.name === name)!;
+      return { name, state: decision.next, word: stateWord(service, decision.next, null, passAt) };
+    });
     writeFileAtomic(path, renderMetrics(rows, passAt), 0o644);
   } catch (error) {
     logger.write("ERROR", `cannot write metrics_file ${path}: ${(error as Error).message}`);

@@ -59,7 +59,9 @@ export function buildReport(config: Config, sinceMs: number, now = Date.now(), c
     const hostGaps: Span[] = state.gaps.map((gap) => [gap.from, gap.to]);
     const spans: Span[] = state.outages.map((outage) => [outage.from, outage.to]);
     if (state.outage) spans.push([state.outage.since, now]);
-    const firstSeen = Math.min(state.firstSeenAt ?? now, ...spans.map(([from]) => from));
+    // Observed from the first probe that told something: healthy, or the start of an outage. Before
+    // that (a new service's first start, a service tend has not judged yet) is no data.
+    const firstSeen = Math.min(state.firstHealthyAt ?? now, ...spans.map(([from]) => from));
     const observedSpan: Span = [Math.max(window[0], firstSeen), window[1]];
     const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - covered(hostGaps, observedSpan);
     const downMs =

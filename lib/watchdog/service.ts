@@ -96,7 +96,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   state = emit(logger, paths.downtime, service.name, decision.next, decision.log, events);
   writeState(config.watchdog.stateDir, service.name, state);
   if (decision.kind === "restart") {
-    const verified = await restartAndVerify(service, state, main, logger, options);
+    const verified = await restartAndVerify(service, state, main, logger, options, decision.reason);
     state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
     writeState(config.watchdog.stateDir, service.name, state);
     decision = { ...decision, next: state };

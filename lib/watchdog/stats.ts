@@ -1,7 +1,7 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
-import { readState, type LatencySample } from "../state/service.ts";
+import { readState, type LatencySample, type OutageRecord } from "../state/service.ts";
 import type { Paint } from "./status.ts";
 
 export interface ServiceStats {
@@ -9,6 +9,8 @@ export interface ServiceStats {
   samples: number;
   /** Probes that got no answer within the timeout (their latency is the timeout: censored). */
   timeouts: number;
+  /** Probes inside outages that ended in a restart: the hang, left out of the percentiles and the advice. */
+  hang_probes: number;
   /** Percentiles over every probe, a timeout counting as the timeout itself. */
   p50_ms: number | null;
   p90_ms: number | null;
@@ -33,8 +35,21 @@ function suggest(p99: number, max: number): number {
   return Math.max(1000, Math.ceil((Math.max(p99, max) * 1.5) / 1000) * 1000);
 }
 
-export function serviceStats(service: ServiceConfig, latencies: LatencySample[], buckets = 12): ServiceStats {
+/**
+ * Percentiles and advice from the probes of normal operation: probes inside an outage that ended
+ * in a restart are the hang (a frozen process, a rehearsal), not the tail, and are counted apart.
+ */
+export function serviceStats(
+  service: ServiceConfig,
+  samples: LatencySample[],
+  outages: OutageRecord[] = [],
+  buckets = 12,
+): ServiceStats {
   const timeoutMs = service.check.timeoutMs;
+  const hangs = outages.filter((outage) => outage.reason !== "failing");
+  const inHang = ([at]: LatencySample) => hangs.some((outage) => at >= outage.from && at <= outage.to);
+  const latencies = samples.filter((sample) => !inHang(sample));
+  const hangProbes = samples.length - latencies.length;
   const values = latencies.map(([, ms, , timedOut]) => (timedOut ? Math.max(ms, timeoutMs) : ms)).sort((a, b) => a - b);
   const timeouts = latencies.filter(([, , , timedOut]) => timedOut).length;
   const p99 = percentile(values, 99);
@@ -58,6 +73,7 @@ export function serviceStats(service: ServiceConfig, latencies: LatencySample[],
     name: service.name,
     samples: values.length,
     timeouts,
+    hang_probes: hangProbes,
     p50_ms: percentile(values, 50),
     p90_ms: percentile(values, 90),
     p99_ms: p99,
@@ -80,7 +96,9 @@ export function collectStats(config: Config, names: string[] = []): ServiceStats
   return config.services
     .filter((service) => !names.length || names.includes(service.name))
     .map((service) =>
-      serviceStats(service, readState(config.watchdog.stateDir, service.name, { repair: false }).state.latencies),
+      (({ latencies, outages }) => serviceStats(service, latencies, outages))(
+        readState(config.watchdog.stateDir, service.name, { repair: false }).state,
+      ),
     );
 }
 
@@ -92,7 +110,8 @@ export function renderStats(stats: ServiceStats[], { paint, pictures }: { paint:
   for (const s of stats) {
     out.push(
       `${s.name}: ${s.samples} probes  p50 ${ms(s.p50_ms)}  p90 ${ms(s.p90_ms)}  p99 ${ms(s.p99_ms)}  ` +
-        `max ${ms(s.max_ms)}  timeouts ${s.timeouts}  (timeout ${ms(s.timeout_ms)})`,
+        `max ${ms(s.max_ms)}  timeouts ${s.timeouts}  (timeout ${ms(s.timeout_ms)})` +
+        (s.hang_probes ? `; ${s.hang_probes} probes inside outages that ended in a restart left out` : ""),
     );
     if (s.warning) out.push(paint.bad(`WARN ${s.warning}`));
     if (pictures && s.samples) out.push(...histogram(s, paint), "");

@@ -2,6 +2,7 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
+import { CALM, isStale, stateWord, type StateWord } from "../core/health.ts";
 import { readHeartbeat } from "./heartbeat.ts";
 import { limiter } from "./limiter.ts";
 import { mainProcess } from "../os/pidsource.ts";
@@ -23,6 +24,8 @@ export interface StatusRow {
 
 export interface StatusReport {
   last_pass: string | null;
+  /** The watchdog itself: stale when its last pass is older than 2 x interval + 30 s. */
+  watchdog: { last_pass: string | null; stale: boolean; expected_every_s: number };
   services: StatusRow[];
   /** Notifications waiting in the spool, and the last delivery failure (cleared by a clean delivery). */
   notify: { spooled: number; last_error: { at: string; detail: string } | null };
@@ -67,8 +70,16 @@ export async function collectStatus(
     ),
   );
   const spooled = readSpool(config.watchdog.stateDir).messages.length;
+  const heartbeat = readHeartbeat(config.watchdog.stateDir);
+  const intervalMs = heartbeat?.intervalMs ?? config.watchdog.intervalMs;
+  const lastPass = heartbeat ? Date.parse(heartbeat.at) : null;
   return {
-    last_pass: readHeartbeat(config.watchdog.stateDir),
+    last_pass: heartbeat?.at ?? null,
+    watchdog: {
+      last_pass: heartbeat?.at ?? null,
+      stale: isStale(lastPass, intervalMs, now()),
+      expected_every_s: Math.round(intervalMs / 1000),
+    },
     services: rows,
     notify: { spooled, last_error: readNotifyState(config.watchdog.stateDir).lastError },
   };
@@ -83,7 +94,7 @@ function describe(
 ): StatusRow {
   return {
     name: service.name,
-    state: stateWord(service, state, result, now),
+    state: statusWord(service, state, result, now),
     strikes: state.strikes,
     failures: service.failures,
     probe: result && {
@@ -103,29 +114,15 @@ function describe(
   };
 }
 
-/** healthy, failing n/N, restarting, backoff, given-up, paused, stopped, waiting. */
-export function stateWord(
-  service: ServiceConfig,
-  state: ServiceState,
-  result: ProbeResult | null,
-  now: number,
-): string {
-  if (!service.enabled) return "stopped";
-  if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return "paused";
-  if (state.unitState === "inactive") return "stopped";
-  if (result?.ok) return "healthy";
-  if (state.busySince !== null) return "busy";
-  if (state.givenUp) return "given-up";
-  if (state.backoffUntil && now < state.backoffUntil) return "backoff";
-  if (state.startedAt && now < state.startedAt + service.graceMs) return "restarting";
-  if (state.lastEvent?.tag === "WAIT" && state.strikes === 0) return "waiting";
-  if (!result) return "unknown";
-  return `failing ${Math.max(1, state.strikes)}/${service.failures}`;
+/** healthy, failing n/N, busy, restarting, backoff, given-up, paused, stopped, waiting, disabled, new. */
+function statusWord(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, now: number): string {
+  const word = stateWord(service, state, result ? result.ok : null, now);
+  return word === "failing" ? `failing ${Math.max(1, state.strikes)}/${service.failures}` : word;
 }
 
-/** Exit 1 when any enabled service is not healthy. */
+/** Exit 0 only when every service needs nobody and the watchdog itself is running. */
 export const allHealthy = (report: StatusReport) =>
-  report.services.every((row) => row.state === "healthy" || row.state === "stopped");
+  !report.watchdog.stale && report.services.every((row) => CALM.has(row.state as StateWord));
 
 export interface Paint {
   ok: (text: string) => string;
@@ -190,7 +187,21 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
           ),
         ]
       : [];
-  return [paint.dim(`last pass: ${lastPass}`), ...notify, ...(wide ? [paint.dim(line(header))] : []), ...body].join(
-    "\n",
-  );
+  const { watchdog } = report;
+  const dead = watchdog.stale
+    ? [
+        paint.bad(
+          `the watchdog is not running: its last pass was ` +
+            `${humanDuration(now - Date.parse(watchdog.last_pass!))} ago, ` +
+            `expected every ${humanDuration(watchdog.expected_every_s * 1000)} (is cron or the loop running?)`,
+        ),
+      ]
+    : [];
+  return [
+    ...dead,
+    paint.dim(`last pass: ${lastPass}`),
+    ...notify,
+    ...(wide ? [paint.dim(line(header))] : []),
+    ...body,
+  ].join("\n");
 }

@@ -1,6 +1,6 @@
 import { probe, type ProbeResult } from "../checks/index.ts";
 import type { ServiceConfig } from "../config/types.ts";
-import { recordRestart, type Verified } from "../core/decide.ts";
+import { recordRestart, recordStart, type RestartReason, type Verified } from "../core/decide.ts";
 import { mainProcess, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
@@ -22,13 +22,16 @@ export async function restartAndVerify(
   main: MainProcess | null,
   logger: Logger,
   { now, sleep, env }: VerifyOptions,
+  reason: RestartReason,
 ): Promise<Verified> {
+  // A new service's first start is logged START and not counted; every other start is a restart.
+  const first = reason === "start";
   const startedAt = now();
   const restart = await restartService(service, main, { sleep, env });
   let next = state;
   if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
   const outcome = (issued: boolean, recovered: boolean, detail: string, lastProbe: ProbeResult | null, full?: string) =>
-    recordRestart(
+    (first ? recordStart : recordRestart)(
       service,
       next,
       { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe },
@@ -36,9 +39,10 @@ export async function restartAndVerify(
       now(),
     );
   if (!restart.issued) return outcome(false, false, restart.detail, null, restart.full);
-  logger.write("RESTART", `${service.name}: ${restart.detail}`, {
-    full: restart.full && `${service.name}: ${restart.full}`,
-  });
+  const tag = first ? "START" : "RESTART";
+  logger.write(tag, `${service.name}: ${restart.detail}`, { full: restart.full && `${service.name}: ${restart.full}` });
+  const written = logger.entries.at(-1)!;
+  next = { ...next, lastEvent: { at: written.at.getTime(), tag, message: written.message } };
 
   const deadline = startedAt + service.verifyTimeoutMs;
   let last: ProbeResult | null = null;
