@@ -44,16 +44,18 @@ test-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
 	  else echo "make test needs:$$missing (as root: apt-get install$$missing)"; exit 1; fi; fi
 
-test: test-deps build/tend typecheck build/tools/promtool
-	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool $(BUN) test --timeout 120000 test/
+test: test-deps build/tend typecheck build/tools/promtool build/tools/alertmanager
+	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool ALERTMANAGER=$(CURDIR)/build/tools/alertmanager \
+	  $(BUN) test --timeout 120000 test/
 
-# promtool (Debian's prometheus package, unpacked, not installed) checks the metrics exposition.
+# Real receivers from Debian's packages, unpacked (not installed, no service started): promtool
+# checks the metrics exposition; Alertmanager receives, keeps firing and resolves tend's alerts.
 build/tools/promtool:
-	@mkdir -p build/tools/deb
-	cd build/tools/deb && (apt-get download prometheus >/dev/null 2>&1 || (apt-get update -qq && apt-get download prometheus >/dev/null))
-	dpkg -x build/tools/deb/prometheus_*.deb build/tools/deb/x
-	cp build/tools/deb/x/usr/bin/promtool $@
-	rm -rf build/tools/deb
+	test/deb-tool.sh prometheus usr/bin/promtool $@
+
+build/tools/alertmanager:
+	test/deb-tool.sh prometheus-alertmanager usr/bin/prometheus-alertmanager $@ \
+	  usr/share/prometheus/alertmanager/default.tmpl usr/share/prometheus/alertmanager/email.tmpl
 
 # Benchmarks against peers (bash+curl, monit) and the fault suite; not part of `make test`.
 bench: build/tend

@@ -2,14 +2,16 @@ import { runCli, type Io } from "../lib/cli.ts";
 import { loadConfigOrDefaults } from "../lib/config/load.ts";
 import { NOTIFY_FORMATS, type NotifyFormat } from "../lib/config/types.ts";
 import { usageError } from "../lib/core/errors.ts";
-import { buildRequest, describeRequest, type Channel, type Message } from "../lib/notify/send.ts";
-import { isHttpUrl, redactUrl } from "../lib/core/redact.ts";
-import { deliver, sendDirect, spoolFile } from "../lib/notify/spool.ts";
+import { redactUrl } from "../lib/core/redact.ts";
+import { channelFor, flush, listLetters, sendMessage, type Said } from "../lib/notify/command.ts";
+import { buildRequest, describeRequest, type Message } from "../lib/notify/send.ts";
+import { dropLetters, reviveDead, sendDirect } from "../lib/notify/spool.ts";
 
 const USAGE = `usage: notify [--title T] [--priority P] [--tag T]... [--event E] [--service S]
               [--url U] [--format F] [--dry-run] [--no-spool] MESSAGE...   (MESSAGE - reads stdin)
-       notify --flush                  send what the spool holds, oldest first
-2xx is success; anything else fails (exit 1) and the message is spooled, to be sent first next time.
+       notify --flush | --spool | --drop ID|all | --retry-dead
+2xx is success; anything else fails (exit 1): a passing failure is spooled, to be sent first next
+time; an answer refused for good (3xx, 4xx but 408/429) goes to the dead letters.
 formats: ${NOTIFY_FORMATS.join(", ")}; url/format default to [notify] in the config or $TEND_NOTIFY_URL
 exit: 0 delivered (or suppressed as a repeat), 1 not delivered, 2 usage or configuration error`;
 
@@ -17,36 +19,35 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
   const spec = {
     name: "notify",
     usage: USAGE,
-    string: ["title", "priority", "tag", "event", "service", "url", "format"],
-    boolean: ["dry-run", "flush", "spool"],
+    string: ["title", "priority", "tag", "event", "service", "url", "format", "drop"],
+    boolean: ["dry-run", "flush", "spool", "retry-dead"],
     default: { spool: true },
     repeatable: ["tag"],
   };
+  const say = ({ out, err, code }: Said) => (
+    out.forEach((line) => io.out(line)),
+    err.forEach((line) => io.err(line)),
+    code
+  );
   return runCli(spec, argv, io, async (args) => {
     const config = loadConfigOrDefaults({ path: args.config, env: io.env });
     const format = (args.format ?? config.notify.format) as NotifyFormat;
     if (!NOTIFY_FORMATS.includes(format))
       throw usageError(`--format: ${JSON.stringify(format)} is not one of ${NOTIFY_FORMATS.join(", ")}`);
-    const url = args.url ?? config.notify.url;
-    if (!url) throw usageError("no notification URL: pass --url, set [notify] url in the config, or TEND_NOTIFY_URL");
-    if (!isHttpUrl(url)) throw usageError(`--url: ${redactUrl(url)} is not an http:// or https:// URL`);
-    const channel: Channel = { url, format, timeoutMs: config.notify.timeoutMs, retries: config.notify.retries };
-    const options = { stateDir: config.watchdog.stateDir, channel, minIntervalMs: config.notify.minIntervalMs };
-
-    if (args.flush) {
-      if (args._.length) throw usageError("--flush takes no MESSAGE");
-      const report = await deliver([], options);
-      if (report.flushed) io.out(`flushed ${report.flushed} spooled message(s)`);
-      if (report.waiting) io.err(`notify: ${report.waiting} message(s) still spooled: ${report.failure}`);
-      return report.waiting ? 1 : 0;
-    }
+    const url: string | null = args.url ?? config.notify.url;
     const words = args._.map(String);
+    const stateDir = config.watchdog.stateDir;
+    if (args.drop !== undefined) return (io.out(`dropped ${await dropLetters({ stateDir }, args.drop)} message(s)`), 0);
+    if (args["retry-dead"]) io.out(`${await reviveDead({ stateDir })} dead letter(s) back in the spool`);
+    if (args.flush || args["retry-dead"]) return say(await flush(config, url ? channelFor(config, url, format) : null));
+    if (argv.includes("--spool") && !words.length) return (io.out(listLetters(stateDir).join("\n")), 0);
     if (!words.length) throw usageError(`no MESSAGE\n\n${USAGE}`);
+    const channel = channelFor(config, url, format);
     const text = words.length === 1 && words[0] === "-" ? (await stdin()).replace(/\n$/, "") : words.join(" ");
     if (!text.trim()) throw usageError("the message is empty");
-    const tags = ([] as string[])
-      .concat(args.tag ?? [])
-      .flatMap((tag) => tag.split(","))
+    const tags = [args.tag ?? []]
+      .flat()
+      .flatMap((tag: string) => tag.split(","))
       .filter(Boolean);
     const message: Message = {
       message: text,
@@ -58,29 +59,10 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
       time: new Date().toISOString(),
     };
     if (args["dry-run"]) return (io.out(describeRequest(buildRequest(message, channel))), 0);
-    if (!args.spool) {
-      const result = await sendDirect(message, channel);
-      if (!result.ok)
-        io.err(
-          `notify: delivery to ${redactUrl(url)} failed after ${result.attempts} attempt(s): ${result.detail} ` +
-            `(dropped: --no-spool)`,
-        );
-      return result.ok ? 0 : 1;
-    }
-    const report = await deliver([message], options);
-    const outcome = report.outcomes[0];
-    if (outcome.result === "suppressed") return (io.out(`notify: suppressed: ${outcome.detail}`), 0);
-    if (outcome.result === "sent")
-      return (report.spoolError && io.err(`notify: delivered; but ${report.spoolError}`), 0);
-    if (outcome.result === "lost")
-      return (io.err(`notify: delivery to ${redactUrl(url)} failed: ${outcome.detail}`), 1);
-    const why = outcome.attempts
-      ? `failed after ${outcome.attempts} attempt(s): ${outcome.detail}`
-      : `not sent: ${outcome.detail} that could not be delivered (${report.failure})`;
-    io.err(
-      `notify: delivery to ${redactUrl(url)} ${why}; ` +
-        `spooled (${report.waiting} waiting in ${spoolFile(config.watchdog.stateDir)})`,
-    );
-    return 1;
+    if (args.spool) return say(await sendMessage(config, channel, message));
+    const result = await sendDirect(message, channel);
+    const to = `notify: delivery to ${redactUrl(channel.url)}`;
+    if (!result.ok) io.err(`${to} failed after ${result.attempts} attempt(s): ${result.detail} (dropped: --no-spool)`);
+    return result.ok ? 0 : 1;
   });
 }

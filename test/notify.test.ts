@@ -1,6 +1,6 @@
 // notify against a local webhook that fails in every way a real one does, then recovers.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
 
@@ -106,7 +106,12 @@ describe("formats: each checked by the server that receives it", () => {
       (body: any) => expect(body).toMatchObject({ message: "hello", title: "T", event: "restart", service: "web" }),
     ],
     ["slack", "/services/T0/B0/xyz", (body: any) => expect(body).toEqual({ text: "*T*\nhello" })],
-    ["discord", "/api/webhooks/1/abc", (body: any) => expect(body).toEqual({ content: "T\nhello" })],
+    // Discord: allowed_mentions with no parse types pings nobody.
+    [
+      "discord",
+      "/api/webhooks/1/abc",
+      (body: any) => expect(body).toEqual({ content: "T\nhello", allowed_mentions: { parse: [] } }),
+    ],
   ] as [string, string, (body: unknown) => void][])("%s", async (format, path, check) => {
     setup(`format = "${format}"\nretries = 0`, `${base}${path}`);
     expect((await notify("--title", "T", "--event", "restart", "--service", "web", "hello")).code).toBe(0);
@@ -129,7 +134,12 @@ describe("formats: each checked by the server that receives it", () => {
     ).toBe(0);
     expect(hook.seen[0].path).toBe("/api/v2/alerts");
     const [alert] = JSON.parse(hook.seen[0].body);
-    expect(alert.labels).toMatchObject({ alertname: "restart", service: "web", severity: "critical" });
+    expect(alert.labels).toMatchObject({
+      alertname: "TendNotification",
+      event: "restart",
+      service: "web",
+      severity: "critical",
+    });
     expect(alert.annotations.description).toBe("web restarted");
     expect(Date.parse(alert.startsAt)).toBeGreaterThan(0);
   });
@@ -196,10 +206,10 @@ describe("failures: curl -f semantics, retries, nothing lost", () => {
     expect(result.stderr).toContain("failed after 2 attempt(s): connection refused");
   }, 20_000);
 
-  test("500 / 404 / 429 / hang, then the webhook recovers: every message delivered once, in order", async () => {
+  test("500 / hang / 429 / 500, then the webhook recovers: every message delivered once, in order", async () => {
     setup("retries = 0");
     const sent: string[] = [];
-    for (const mode of ["500", "404", "hang", "429", "500"] as Mode[]) {
+    for (const mode of ["500", "hang", "429", "500"] as Mode[]) {
       hook.modes = [mode];
       const text = `message ${sent.length + 1} (${mode})`;
       sent.push(text);
@@ -213,6 +223,54 @@ describe("failures: curl -f semantics, retries, nothing lost", () => {
     expect(hook.seen.map((request) => request.body)).toEqual([...sent, "message 6 (ok)"]);
     expect(spool()).toEqual([]);
   }, 30_000);
+
+  test("a 400 goes to the dead letters (status, answer), never holds up the next; --retry-dead, --drop", async () => {
+    setup("retries = 0");
+    hook.modes = ["404"];
+    const refused = await notify("--title", "T", "too long for telegram");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("refused for good: HTTP 404: no such topic; kept in the dead letters");
+    expect(spool()).toEqual([]); // nothing queues behind it
+    hook.modes = ["ok"];
+    expect((await notify("next one")).code).toBe(0);
+    expect(hook.seen.at(-1)!.body).toBe("next one");
+    const dead = readFileSync(join(box.state, "notify-dead.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({ message: "too long for telegram", status: 404, answer: "HTTP 404: no such topic" });
+    expect(dead[0].url).toBe(`${base}/topic/${SECRET}`); // its own destination, for --retry-dead
+    const listed = (await notify("--spool")).stdout;
+    expect(listed).toContain("0 spooled, 1 dead letters");
+    expect(listed).toContain(`dead    ${dead[0].id}`);
+    expect(listed).not.toContain(SECRET);
+    const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
+    expect(status.notify.dead).toBe(1);
+    const retried = await notify("--retry-dead");
+    expect(retried.code).toBe(0);
+    expect(hook.seen.at(-1)!.body).toBe("too long for telegram");
+    expect(
+      existsSync(join(box.state, "notify-dead.jsonl"))
+        ? readFileSync(join(box.state, "notify-dead.jsonl"), "utf8")
+        : "",
+    ).toBe("");
+    hook.modes = ["404"];
+    await notify("again refused");
+    expect((await notify("--drop", "all")).stdout).toBe("dropped 1 message(s)\n");
+  });
+
+  test("--flush needs no configured URL: each spooled message keeps its own destination", async () => {
+    setup("retries = 0");
+    hook.modes = ["500"];
+    await notify("kept");
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`); // the URL is gone from the config
+    hook.modes = ["ok"];
+    const flushed = await notify("--flush");
+    expect(flushed.code).toBe(0);
+    expect(flushed.stdout).toContain("flushed 1 spooled message(s)");
+    expect(hook.seen.at(-1)).toMatchObject({ path: `/topic/${SECRET}`, body: "kept" });
+  });
 
   test("a failing spooled message stops the flush; the new message queues behind it", async () => {
     setup("retries = 0");
@@ -244,7 +302,7 @@ describe("failures: curl -f semantics, retries, nothing lost", () => {
     setup("retries = 0");
     hook.modes = ["401"];
     const result = await notify("x");
-    expect(result.stderr).toContain(`delivery to ${base}/… failed`);
+    expect(result.stderr).toContain(`delivery to ${base}/… refused for good`);
     expect(result.stderr).toContain("HTTP 401: bad token …");
     for (const text of [result.stdout, result.stderr, box.read("notify-spool.jsonl"), box.read("notify-state.json")])
       expect(text).not.toContain(SECRET);
@@ -382,6 +440,7 @@ command = ["true"]
     expect(delivered[2]).toStartWith("✅ web is healthy again");
     expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout).notify).toEqual({
       spooled: 0,
+      dead: 0,
       last_error: null,
     });
     server.kill();
@@ -402,4 +461,130 @@ command = ["true"]
     ]);
     server.kill();
   }, 30_000);
+});
+
+describe("each receiver's rules, checked in the body the receiver gets", () => {
+  test("telegram: chat_id is required (Bot API sendMessage has no default chat): exit 2, nothing sent", async () => {
+    setup('format = "telegram"', `${base}/bot123:${SECRET}/sendMessage`);
+    const run = await notify("hello");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("notify.url: format telegram needs chat_id in the URL");
+    expect(run.stderr).not.toContain(SECRET);
+    expect(hook.seen).toEqual([]);
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    const cli = await notify("--url", `${base}/bot1:x/sendMessage`, "--format", "telegram", "hi");
+    expect(cli.code).toBe(2);
+    expect(cli.stderr).toContain("format telegram needs chat_id in the URL");
+    expect(hook.seen).toEqual([]);
+  });
+
+  test("telegram: text is at most 4096 characters (Bot API: 1-4096 characters)", async () => {
+    setup('format = "telegram"\nretries = 0', `${base}/bot123:${SECRET}/sendMessage?chat_id=-1001`);
+    expect((await notify("x".repeat(5000))).code).toBe(0);
+    const body = JSON.parse(hook.seen[0].body);
+    expect(body.text.length).toBeLessThanOrEqual(4096);
+    expect(body.text).toEndWith("…");
+  });
+
+  test("discord: content ≤ 2000 characters, never cut inside a character; allowed_mentions pings nobody", async () => {
+    setup('format = "discord"\nretries = 0', `${base}/api/webhooks/1/abc`);
+    // 1998 x, then emoji (2 UTF-16 units each) across the limit: a cut by units would split one.
+    expect((await notify(`@everyone ${"x".repeat(1988)}${"🚨".repeat(20)}`)).code).toBe(0);
+    const body = JSON.parse(hook.seen[0].body);
+    expect(body.content.length).toBeLessThanOrEqual(2000);
+    expect(body.content).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
+    expect(body.allowed_mentions).toEqual({ parse: [] }); // "@everyone" in the text pings no one
+  });
+
+  test("slack: & < > are escaped (Slack's control characters in message text)", async () => {
+    setup('format = "slack"\nretries = 0', `${base}/services/T/B/${SECRET}`);
+    expect((await notify("--title", "<b>", "a < b & c > d")).code).toBe(0);
+    expect(JSON.parse(hook.seen[0].body).text).toBe("*&lt;b&gt;*\na &lt; b &amp; c &gt; d");
+  });
+
+  test("ntfy: priority per event: 🚨 urgent, ⚠️ high, ✅ default, with the event as a tag", async () => {
+    const port = await freePort();
+    box = new Sandbox();
+    box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[notify]
+url = "${base}/topic/${SECRET}"
+retries = 0
+min_interval = "0s"
+[[service]]
+name = "web"
+failures = 1
+grace = "0s"
+cooldown = "0s"
+backoff = "0s"
+verify_timeout = "1s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "300ms"
+[service.restart]
+command = ["true"]
+`);
+    await box.tend(["watchdog"]); // restart (⚠️) that does not recover (🚨)
+    const server = await box.server(port);
+    await box.tend(["watchdog"]); // ✅
+    server.kill();
+    const byEmoji = Object.fromEntries(hook.seen.map((request) => [[...request.body][0], request.headers]));
+    expect(byEmoji["⚠"]).toMatchObject({ priority: "high", tags: "tend,restart" });
+    expect(byEmoji["🚨"]).toMatchObject({ priority: "urgent", tags: "tend,failed" });
+    expect(byEmoji["✅"]).toMatchObject({ priority: "default", tags: "tend,recovered" });
+  }, 30_000);
+});
+
+describe("heartbeat: Uptime Kuma and healthchecks.io", () => {
+  function heartbeat(url: string, servicePort: number) {
+    box = new Sandbox();
+    box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+heartbeat_url = "${url}"
+[[service]]
+name = "web"
+[service.check]
+tcp = "127.0.0.1:${servicePort}"
+`);
+  }
+  const pings = () => hook.seen.filter((request) => !request.path.startsWith("/topic"));
+
+  test("Uptime Kuma push URL: {status} and {msg} are filled in", async () => {
+    const port = await freePort();
+    heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}&ping=`, port);
+    await box.tend(["watchdog"]);
+    expect(pings()[0]).toMatchObject({ path: `/api/push/${SECRET}`, search: "?status=down&msg=down%3A%20web&ping=" });
+    const server = await box.server(port);
+    await box.tend(["watchdog"]);
+    server.kill();
+    expect(pings()[1].search).toBe("?status=up&msg=all%20services%20healthy&ping=");
+  }, 30_000);
+
+  test("healthchecks.io: /fail goes on the path, never inside the query", async () => {
+    heartbeat(`${base}/ping/${SECRET}?rid=7`, await freePort());
+    await box.tend(["watchdog"]);
+    expect(pings()[0]).toMatchObject({ path: `/ping/${SECRET}/fail`, search: "?rid=7" });
+  });
+
+  test("a heartbeat answered by a redirect is not followed (it fails, logged)", async () => {
+    const elsewhere = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("followed") });
+    let redirected = 0;
+    const redirector = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => (redirected++, Response.redirect(`http://127.0.0.1:${elsewhere.port}/ping`, 302)),
+    });
+    let followed = 0;
+    elsewhere.reload({ fetch: () => (followed++, new Response("followed")) });
+    heartbeat(`http://127.0.0.1:${redirector.port}/ping/${SECRET}`, await freePort());
+    const pass = await box.tend(["watchdog"]);
+    redirector.stop(true);
+    elsewhere.stop(true);
+    expect(redirected).toBe(1);
+    expect(followed).toBe(0);
+    expect(pass.stdout).toContain("[NOTIFY] heartbeat ping to");
+    expect(pass.stdout).toContain("failed: HTTP 302");
+  });
 });

@@ -9,6 +9,7 @@ import { statePaths } from "../state/dir.ts";
 /** A configuration larger than this is not one. */
 const CONFIG_LIMIT = 4 * 1024 * 1024;
 import { checkServiceGraph } from "./graph.ts";
+import { TELEGRAM_NEEDS_CHAT } from "../notify/send.ts";
 import { isTable, Reader, show, type Table } from "./reader.ts";
 import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service.ts";
 import {
@@ -146,6 +147,9 @@ function readNotify(table: Reader, env: Env): NotifyConfig {
     retries: table.integer("retries", 0, 10) ?? 2,
     minIntervalMs: table.duration("min_interval") ?? 900_000,
   };
+  if (notify.format === "telegram" && notify.url && !new URL(notify.url).searchParams.get("chat_id")) {
+    table.fail(table.has("url") ? "url" : "format", TELEGRAM_NEEDS_CHAT);
+  }
   table.finish(["url", "format", "timeout", "retries", "min_interval"]);
   return notify;
 }

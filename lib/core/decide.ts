@@ -470,7 +470,12 @@ function recordProbe(state: ServiceState, probe: ProbeResult, now: number): Serv
   const latencies = [...state.latencies, sample].slice(-LATENCY_HISTORY);
   const lastProbe = { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs };
   if (!probe.ok) return { ...state, latencies, lastProbe };
-  return { ...state, latencies, lastProbe, lastHealthyAt: now, firstHealthyAt: state.firstHealthyAt ?? now };
+  const healthy = {
+    lastHealthyAt: now,
+    firstHealthyAt: state.firstHealthyAt ?? now,
+    checkWarning: probe.warning ?? null,
+  };
+  return { ...state, latencies, lastProbe, ...healthy };
 }
 
 function openOutage(state: ServiceState, now: number, reason: string): ServiceState {

@@ -1,16 +1,16 @@
 import { utcStamp, type Tag } from "./time.ts";
 
-/** Watchdog events and the emoji their notification starts with. */
+/** Watchdog events: the emoji their notification starts with, and its ntfy priority. */
 export const EVENTS = {
-  restart: "⚠️",
-  failed: "🚨",
-  "auto-restart": "🔁",
-  "given-up": "⛔",
-  busy: "⏳",
-  memory: "📈",
-  recovered: "✅",
-  certificate: "📅",
-  gap: "💤",
+  restart: { emoji: "⚠️", priority: "high" },
+  failed: { emoji: "🚨", priority: "urgent" },
+  "auto-restart": { emoji: "🔁", priority: "high" },
+  "given-up": { emoji: "⛔", priority: "urgent" },
+  busy: { emoji: "⏳", priority: "high" },
+  memory: { emoji: "📈", priority: "high" },
+  recovered: { emoji: "✅", priority: "default" },
+  certificate: { emoji: "📅", priority: "high" },
+  gap: { emoji: "💤", priority: "urgent" },
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 

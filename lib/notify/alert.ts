@@ -12,10 +12,11 @@ import { deliver, readSpool } from "./spool.ts";
 /** A watchdog log line worth a notification, as a message that starts with its emoji and names the service. */
 export function eventMessage(service: string, line: LogLine, at: Date): Message | null {
   if (!line.event) return null;
+  const { emoji, priority } = EVENTS[line.event];
   return {
-    message: `${EVENTS[line.event]} ${escapeControls(line.message)}`,
+    message: `${emoji} ${escapeControls(line.message)}`,
     title: `tend on ${hostname()}`,
-    priority: line.event === "failed" || line.event === "given-up" ? "high" : null,
+    priority,
     tags: ["tend", line.event],
     event: line.event,
     service,
@@ -23,34 +24,34 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
   };
 }
 
-/** Send the spool, then this pass's events; every message that fails is logged (NOTIFY) and stays spooled. */
+/**
+ * Send the spool, then this pass's events; a message that fails for a passing reason is logged
+ * (NOTIFY) and stays spooled, one refused for good is logged and kept in the dead letters.
+ */
 export async function sendEvents(config: Config, events: Message[], logger: Logger): Promise<void> {
   const { url, format, timeoutMs, retries, minIntervalMs } = config.notify;
-  if (!url) return;
-  if (!events.length && readSpool(config.watchdog.stateDir).messages.length === 0) return;
+  if ((!events.length || !url) && readSpool(config.watchdog.stateDir).messages.length === 0) return;
+  const stateDir = config.watchdog.stateDir;
+  const channel = url ? { url, format, timeoutMs, retries } : null;
   try {
-    const report = await deliver(events, {
-      stateDir: config.watchdog.stateDir,
-      channel: { url, format, timeoutMs, retries },
-      minIntervalMs,
-    });
+    const report = await deliver(channel ? events : [], { stateDir, channel, timeoutMs, retries, minIntervalMs });
     if (report.flushed) logger.write("NOTIFY", `delivered ${report.flushed} spooled notification(s)`);
+    if (report.buried) {
+      logger.write("NOTIFY", `${report.buried} spooled notification(s) refused for good: moved to notify-dead.jsonl`);
+    }
     for (const outcome of report.outcomes) {
-      if (outcome.result !== "spooled" && outcome.result !== "lost") continue;
-      const fate = outcome.result === "lost" ? "not spooled" : `spooled (${report.waiting} waiting)`;
-      logger.write(
-        "NOTIFY",
-        `could not send "${outcome.message.message}" to ${redactUrl(url)}: ${outcome.detail}; ${fate}`,
-      );
+      const said = `could not send "${outcome.message.message}" to ${url && redactUrl(url)}: ${outcome.detail}`;
+      if (outcome.result === "spooled") logger.write("NOTIFY", `${said}; spooled (${report.waiting} waiting)`);
+      if (outcome.result === "lost") logger.write("NOTIFY", `${said}; not spooled`);
+      if (outcome.result === "dead") {
+        logger.write("NOTIFY", `${said}; refused for good: kept in notify-dead.jsonl (${report.dead})`);
+      }
     }
     if (report.spoolError && !report.outcomes.some((outcome) => outcome.result === "lost")) {
       logger.write("NOTIFY", report.spoolError);
     }
     if (!events.length && report.waiting && report.failure) {
-      logger.write(
-        "NOTIFY",
-        `${report.waiting} spooled notification(s) still not delivered to ${redactUrl(url)}: ${report.failure}`,
-      );
+      logger.write("NOTIFY", `${report.waiting} spooled notification(s) still not delivered: ${report.failure}`);
     }
   } catch (error) {
     logger.write(
@@ -60,18 +61,34 @@ export async function sendEvents(config: Config, events: Message[], logger: Logg
   }
 }
 
-/** Dead-man switch: GET heartbeat_url after each pass, "/fail" appended while a service is down. */
+/**
+ * The heartbeat URL for this pass. With `{status}` / `{msg}` placeholders (an Uptime Kuma push
+ * URL) they are filled in; without, "/fail" goes on the path, never inside the query
+ * (healthchecks.io).
+ */
+export function heartbeatTarget(base: string, down: boolean, message: string): string {
+  if (/\{status\}|\{msg\}/.test(base)) {
+    return base.replaceAll("{status}", down ? "down" : "up").replaceAll("{msg}", encodeURIComponent(message));
+  }
+  if (!down) return base;
+  const url = new URL(base);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}/fail`;
+  return url.toString();
+}
+
+/** Dead-man switch: GET heartbeat_url after each pass; redirects are not followed (a 3xx is a failure). */
 export async function pingHeartbeat(
   config: Config,
-  anyDown: boolean,
+  down: string[],
   logger: Logger,
   doFetch: typeof fetch = fetch,
 ): Promise<void> {
   const base = config.watchdog.heartbeatUrl;
   if (!base) return;
-  const url = anyDown ? `${base.replace(/\/+$/, "")}/fail` : base;
+  const message = down.length ? `down: ${down.join(", ")}` : "all services healthy";
+  const url = heartbeatTarget(base, down.length > 0, message);
   try {
-    const response = await doFetch(url, { signal: AbortSignal.timeout(config.notify.timeoutMs) });
+    const response = await doFetch(url, { redirect: "manual", signal: AbortSignal.timeout(config.notify.timeoutMs) });
     const body = oneLine(await readBounded(response, ANSWER_BODY_LIMIT));
     if (response.status < 200 || response.status > 299) {
       logger.write(

@@ -4,8 +4,9 @@ import { humanDuration } from "../core/duration.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
+import { usageError } from "../core/errors.ts";
 
-/** One notification, as spooled (no URL: the spool is sent to the configured channel). */
+/** One notification. */
 export interface Message {
   message: string;
   title: string | null;
@@ -15,6 +16,16 @@ export interface Message {
   service: string | null;
   /** ISO-8601 creation time */
   time: string;
+  /** For alertmanager: the alerts to post as they are (firing, or resolved with endsAt = now). */
+  alerts?: AlertPayload[];
+}
+
+/** One Alertmanager alert (POST /api/v2/alerts). */
+export interface AlertPayload {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  startsAt: string;
+  endsAt: string;
 }
 
 export interface Channel {
@@ -36,6 +47,8 @@ export interface SendResult {
   /** "HTTP 200", or what went wrong: "HTTP 500: <first 200 characters>", "no answer within 10s" */
   detail: string;
   attempts: number;
+  /** Refused for good (a 3xx: redirects are not followed; a 4xx but 408/429): it will never be accepted as it is. */
+  forGood?: boolean;
 }
 
 export interface SendOptions {
@@ -44,6 +57,21 @@ export interface SendOptions {
 }
 
 const RETRY_AFTER_CAP_MS = 30_000;
+
+export const TELEGRAM_NEEDS_CHAT = "format telegram needs chat_id in the URL (…/bot<TOKEN>/sendMessage?chat_id=<ID>)";
+
+const slackEscape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/**
+ * At most `limit` UTF-16 units, never cut inside a character (a surrogate pair stays whole), with
+ * "…" where it was cut: within the limit however the receiver counts characters.
+ */
+export function cut(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  let end = limit - 1;
+  if (/[\ud800-\udbff]/.test(text[end - 1] ?? "")) end--; // a high surrogate whose pair would be cut off
+  return text.slice(0, end) + "…";
+}
 
 /** Header values must be Latin-1: anything else goes as RFC 2047 (ntfy decodes it). */
 const headerValue = (text: string) =>
@@ -67,34 +95,41 @@ export function buildRequest(message: Message, channel: Channel): HttpRequest {
     }
     case "json":
       return json({ ...message, host: hostname() });
-    case "slack":
-      return json({ text: message.title ? `*${message.title}*\n${message.message}` : message.message });
+    case "slack": {
+      // Slack: & < > are control characters in message text and must be escaped (api.slack.com, formatting).
+      const text = message.title
+        ? `*${slackEscape(message.title)}*\n${slackEscape(message.message)}`
+        : slackEscape(message.message);
+      return json({ text });
+    }
     case "discord":
-      return json({ content: `${heading}${message.message}`.slice(0, 2000) });
+      // Discord: content at most 2000 characters; allowed_mentions with no parse types pings nobody.
+      return json({ content: cut(`${heading}${message.message}`, 2000), allowed_mentions: { parse: [] } });
     case "telegram": {
-      // https://api.telegram.org/bot<TOKEN>/sendMessage?chat_id=<ID>: the chat goes in the body.
+      // Telegram: https://api.telegram.org/bot<TOKEN>/sendMessage?chat_id=<ID>; text of 1-4096 characters.
       const url = new URL(channel.url);
       const chatId = url.searchParams.get("chat_id");
+      if (!chatId) throw usageError(TELEGRAM_NEEDS_CHAT);
       url.searchParams.delete("chat_id");
-      return json({ chat_id: chatId, text: `${heading}${message.message}` }, url.toString());
+      return json({ chat_id: chatId, text: cut(`${heading}${message.message}`, 4096) }, url.toString());
     }
     case "alertmanager": {
       const url = channel.url.replace(/\/+$/, "");
-      return json(
-        [
-          {
-            labels: {
-              alertname: message.event ?? "tend",
-              service: message.service ?? "",
-              severity: message.priority ?? "warning",
-              instance: hostname(),
-            },
-            annotations: { summary: message.title ?? message.message.split("\n")[0], description: message.message },
-            startsAt: message.time,
+      const alerts = message.alerts ?? [
+        {
+          // A message sent by hand: its own alertname; the watchdog's conditions have theirs (alertmanager.ts).
+          labels: {
+            alertname: "TendNotification",
+            service: message.service ?? "",
+            severity: ["critical", "warning", "info"].includes(message.priority ?? "") ? message.priority! : "warning",
+            instance: hostname(),
+            ...(message.event ? { event: message.event } : {}),
           },
-        ],
-        url.endsWith("/api/v2/alerts") ? url : `${url}/api/v2/alerts`,
-      );
+          annotations: { summary: message.title ?? message.message.split("\n")[0], description: message.message },
+          startsAt: message.time,
+        },
+      ];
+      return json(alerts, url.endsWith("/api/v2/alerts") ? url : `${url}/api/v2/alerts`);
     }
   }
 }
@@ -137,7 +172,7 @@ export async function send(
         detail: scrub(`HTTP ${response.status}${said ? `: ${said}` : ""}`, channel.url),
         attempts: attempt,
       };
-      if (!retryable(response.status)) return last;
+      if (!retryable(response.status)) return { ...last, forGood: true };
       retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
     } catch (error) {
       const detail = isTimeout(error) ? `no answer within ${humanDuration(channel.timeoutMs)}` : networkReason(error);

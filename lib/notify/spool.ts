@@ -1,19 +1,38 @@
+import { randomBytes } from "node:crypto";
 import { lstatSync, truncateSync } from "node:fs";
-import { writeFileAtomic } from "../os/atomic.ts";
+import type { NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { TendError } from "../core/errors.ts";
-import { waitLock } from "../os/lock.ts";
-import { buildRequest, send, type Channel, type Message, type SendOptions } from "./send.ts";
-import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
+import { waitLock } from "../os/lock.ts";
+import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { buildRequest, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
 
+/** The spool and the dead letters keep at most this many messages each. */
 export const SPOOL_LIMIT = 1000;
-/** 1000 messages of up to 64 KiB each, with room: a larger spool file is not tend's. */
+/** 1000 messages of up to 64 KiB each, with room: a larger file is not tend's. */
 const SPOOL_BYTES_LIMIT = 128 * 1024 * 1024;
 const STATE_LIMIT = 4 * 1024 * 1024;
 export const spoolFile = (stateDir: string) => statePaths(stateDir).spool;
+export const deadFile = (stateDir: string) => statePaths(stateDir).dead;
 const stateFile = (stateDir: string) => statePaths(stateDir).notifyState;
 const lockFile = (stateDir: string) => statePaths(stateDir).notifyLock;
+
+/** A message waiting in the spool, with its own destination (so a flush needs no configured URL). */
+export interface Spooled extends Message {
+  id: string;
+  url: string;
+  format: NotifyFormat;
+}
+
+/** A message its receiver refused for good (a 3xx, a 4xx but 408/429): kept, never holding up others. */
+export interface DeadLetter extends Spooled {
+  status: number | null;
+  /** The first 200 characters of the answer, escaped. */
+  answer: string;
+  deadAt: string;
+}
 
 /** What notify remembers between runs, beside the spool itself. */
 export interface NotifyState {
@@ -22,11 +41,23 @@ export interface NotifyState {
   /** Per service+event: when one was last accepted, and how many were suppressed since. */
   dedup: Record<string, { lastAt: number; suppressed: number }>;
   lastError: { at: string; detail: string } | null;
+  /** Alertmanager alerts firing now, by alertname and service: a recovery resolves them. */
+  firing: Record<string, FiringAlert>;
+}
+
+export interface FiringAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  startsAt: string;
 }
 
 export interface DeliverOptions extends SendOptions {
   stateDir: string;
-  channel: Channel;
+  /** Where new messages go; null: only the spool is sent (`notify --flush` without a URL). */
+  channel: Channel | null;
+  /** For spooled messages: their destination's timeout and retries. */
+  timeoutMs: number;
+  retries: number;
   minIntervalMs: number;
   now?: () => number;
   /** How long to wait for another notify (or pass) that holds the spool. */
@@ -35,8 +66,8 @@ export interface DeliverOptions extends SendOptions {
 
 export interface Outcome {
   message: Message;
-  /** lost: it failed and the spool could not take it (its `detail` says both). */
-  result: "sent" | "spooled" | "suppressed" | "lost";
+  /** lost: it failed and the spool could not take it; dead: refused for good (dead letters). */
+  result: "sent" | "spooled" | "suppressed" | "lost" | "dead";
   detail: string;
   attempts: number;
 }
@@ -45,174 +76,238 @@ export interface DeliverReport {
   outcomes: Outcome[];
   /** Spooled messages delivered first */
   flushed: number;
-  /** Messages waiting in the spool afterwards */
+  /** Spooled messages refused for good this time, moved to the dead letters */
+  buried: number;
+  /** Messages waiting in the spool afterwards, and in the dead letters */
   waiting: number;
+  dead: number;
   /** Why the first failure failed */
   failure: string | null;
   /** The spool could not be used or saved (state dir unwritable, disk full): what was sent still counts. */
   spoolError: string | null;
 }
 
-const dedupKey = (message: Message) => (message.event ? `${message.service ?? ""}\u0000${message.event}` : null);
+const dedupKey = (message: Message) =>
+  message.event && !message.alerts ? `${message.service ?? ""}\u0000${message.event}` : null;
+const destination = ({ url, format }: { url: string; format: string }) => `${format} ${url}`;
+const newId = () => randomBytes(4).toString("hex");
+
+export const writeNotifyState = (stateDir: string, state: NotifyState) =>
+  writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
 
 export function readNotifyState(stateDir: string): NotifyState {
+  const empty: NotifyState = { dropped: 0, dedup: {}, lastError: null, firing: {} };
   try {
-    const text = readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true });
-    return { dropped: 0, dedup: {}, lastError: null, ...JSON.parse(text) };
+    return { ...empty, ...JSON.parse(readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true })) };
   } catch {
-    return { dropped: 0, dedup: {}, lastError: null };
+    return empty;
   }
 }
 
-export function readSpool(stateDir: string): { messages: Message[]; unreadable: number } {
+/** JSON lines; a torn or edited line is counted as unreadable, never fatal. */
+function readLines<T>(path: string): { entries: T[]; unreadable: number } {
   let text = "";
   try {
-    text = readRegularFile(spoolFile(stateDir), SPOOL_BYTES_LIMIT, { noFollow: true });
+    text = readRegularFile(path, SPOOL_BYTES_LIMIT, { noFollow: true });
   } catch {}
-  const messages: Message[] = [];
+  const entries: T[] = [];
   let unreadable = 0;
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     try {
       const parsed = JSON.parse(line);
-      if (typeof parsed?.message === "string") messages.push(parsed);
+      if (typeof parsed?.message === "string") entries.push(parsed);
       else unreadable++;
     } catch {
-      unreadable++; // a torn or edited line: counted as dropped, never fatal
+      unreadable++;
     }
   }
-  return { messages, unreadable };
+  return { entries, unreadable };
 }
 
-/**
- * Send the spool first, oldest first, stopping at the first that fails; then each new message,
- * unless suppressed (same service+event within min_interval) or queued behind a spool that is
- * still not empty. Whatever is not delivered is spooled (at most 1000, oldest dropped first).
- * Holds notify.lock throughout, so concurrent senders neither lose nor duplicate a message.
- */
-export async function deliver(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
-  const { stateDir, channel, minIntervalMs, now = Date.now, lockWaitMs = 120_000 } = options;
-  let lock;
-  try {
-    ensureStateDir(stateDir);
-    lock = await waitLock(lockFile(stateDir), lockWaitMs, options.sleep);
-  } catch (error) {
-    // A state dir that cannot be used does not stop a delivery: send without the spool, and say so.
-    return deliverUnspooled(messages, options, `the spool in ${stateDir} cannot be used: ${inWords(error)}`);
-  }
-  if (!lock)
+export function readSpool(stateDir: string): { messages: Spooled[]; unreadable: number } {
+  const { entries, unreadable } = readLines<Spooled>(spoolFile(stateDir));
+  return { messages: entries, unreadable };
+}
+
+export const readDead = (stateDir: string): DeadLetter[] => readLines<DeadLetter>(deadFile(stateDir)).entries;
+
+/** Run `work` holding notify.lock, so concurrent senders neither lose nor duplicate a message. */
+export async function withSpool<T>(
+  options: Pick<DeliverOptions, "stateDir" | "lockWaitMs" | "sleep">,
+  work: () => Promise<T>,
+): Promise<T> {
+  const { stateDir, lockWaitMs = 120_000 } = options;
+  ensureStateDir(stateDir);
+  const lock = await waitLock(lockFile(stateDir), lockWaitMs, options.sleep);
+  if (!lock) {
     throw new TendError(
       `${lockFile(stateDir)} stayed locked for ${humanDuration(lockWaitMs)}: another notify is stuck`,
       1,
     );
+  }
   try {
-    const state = readNotifyState(stateDir);
-    const spool = readSpool(stateDir);
-    state.dropped += spool.unreadable;
-    const queue = spool.messages;
-    const report: DeliverReport = { outcomes: [], flushed: 0, waiting: 0, failure: null, spoolError: null };
-
-    const attempt = async (message: Message) => {
-      const note = state.dropped
-        ? ` (${state.dropped} older message${state.dropped === 1 ? " was" : "s were"} dropped from a full spool)`
-        : "";
-      const result = await send(
-        buildRequest({ ...message, message: message.message + note }, channel),
-        channel,
-        options,
-      );
-      if (result.ok) state.dropped = 0;
-      else {
-        report.failure ??= result.detail;
-        state.lastError = { at: new Date(now()).toISOString(), detail: result.detail };
-      }
-      return result;
-    };
-
-    while (queue.length) {
-      const result = await attempt(queue[0]);
-      if (!result.ok) break;
-      queue.shift();
-      report.flushed++;
-    }
-
-    for (const original of messages) {
-      const key = dedupKey(original);
-      const seen = key ? state.dedup[key] : undefined;
-      if (key && seen && now() - seen.lastAt < minIntervalMs) {
-        seen.suppressed++;
-        report.outcomes.push({
-          message: original,
-          result: "suppressed",
-          detail:
-            `same ${original.service ? "service+" : ""}event within ${humanDuration(minIntervalMs)} ` +
-            `(${seen.suppressed} suppressed)`,
-          attempts: 0,
-        });
-        continue;
-      }
-      const message = seen?.suppressed
-        ? { ...original, message: `${original.message} (+${seen.suppressed} similar suppressed)` }
-        : original;
-      if (key) state.dedup[key] = { lastAt: now(), suppressed: 0 };
-      if (queue.length) {
-        queue.push(message);
-        report.outcomes.push({
-          message,
-          result: "spooled",
-          detail: `queued behind ${queue.length - 1} spooled message(s)`,
-          attempts: 0,
-        });
-        continue;
-      }
-      const result = await attempt(message);
-      if (result.ok)
-        report.outcomes.push({ message, result: "sent", detail: result.detail, attempts: result.attempts });
-      else {
-        queue.push(message);
-        report.outcomes.push({ message, result: "spooled", detail: result.detail, attempts: result.attempts });
-      }
-    }
-
-    if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
-    report.waiting = queue.length;
-    // Forget dedup entries long past their interval, so the state file stays small.
-    for (const [key, entry] of Object.entries(state.dedup))
-      if (now() - entry.lastAt > minIntervalMs && !entry.suppressed) delete state.dedup[key];
-    if (!report.failure && report.waiting === 0) state.lastError = null;
-    try {
-      saveSpool(stateDir, queue);
-      writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
-    } catch (error) {
-      // What the receiver accepted stays sent (a retry would send it twice); what was to be spooled is lost, and said.
-      report.spoolError = `cannot save the spool in ${stateDir}: ${inWords(error)}`;
-      for (const outcome of report.outcomes) {
-        if (outcome.result === "spooled")
-          Object.assign(outcome, { result: "lost", detail: `${outcome.detail}; ${report.spoolError}` });
-      }
-    }
-    return report;
+    return await work();
   } finally {
     lock.release();
   }
 }
 
-/** Send once, without touching spool or dedup (--no-spool). */
-export async function sendDirect(message: Message, channel: Channel, options: SendOptions = {}) {
-  return send(buildRequest(message, channel), channel, options);
+/**
+ * Send the spool first, oldest first: a message that fails for a passing reason holds up the
+ * rest of its own destination only; one refused for good goes to the dead letters. Then each new
+ * message, unless suppressed (same service+event within min_interval) or queued behind its
+ * destination's spooled messages. Whatever is not delivered is spooled with its destination (at
+ * most 1000, oldest dropped first).
+ */
+export async function deliver(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
+  try {
+    return await withSpool(options, () => deliverLocked(messages, options));
+  } catch (error) {
+    if (error instanceof TendError && error.message.includes("stayed locked")) throw error;
+    // A state dir that cannot be used does not stop a delivery: send without the spool, and say so.
+    return deliverUnspooled(messages, options, `the spool in ${options.stateDir} cannot be used: ${inWords(error)}`);
+  }
+}
+
+async function deliverLocked(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
+  const { stateDir, channel, minIntervalMs, now = Date.now } = options;
+  const state = readNotifyState(stateDir);
+  const spool = readSpool(stateDir);
+  const dead = readDead(stateDir);
+  state.dropped += spool.unreadable;
+  const report: DeliverReport = {
+    outcomes: [],
+    flushed: 0,
+    buried: 0,
+    waiting: 0,
+    dead: 0,
+    failure: null,
+    spoolError: null,
+  };
+  const channelOf = (entry: Spooled): Channel => ({
+    url: entry.url,
+    format: entry.format,
+    timeoutMs: options.timeoutMs,
+    retries: options.retries,
+  });
+  const attempt = async (message: Message, to: Channel) => {
+    const note = state.dropped
+      ? ` (${state.dropped} older message${state.dropped === 1 ? " was" : "s were"} dropped from a full spool)`
+      : "";
+    const result = await send(buildRequest({ ...message, message: message.message + note }, to), to, options);
+    if (result.ok) state.dropped = 0;
+    else {
+      report.failure ??= result.detail;
+      state.lastError = { at: new Date(now()).toISOString(), detail: result.detail };
+    }
+    return result;
+  };
+  const bury = (entry: Spooled, result: SendResult): DeadLetter => ({
+    ...entry,
+    status: result.status,
+    answer: result.detail,
+    deadAt: new Date(now()).toISOString(),
+  });
+
+  // The spool: per destination, oldest first; a passing failure blocks that destination only.
+  const blocked = new Set<string>();
+  const queue: Spooled[] = [];
+  for (const entry of spool.messages) {
+    const spooled = channel && !entry.url ? { ...entry, url: channel.url, format: channel.format } : entry;
+    if (!spooled.url || blocked.has(destination(spooled))) {
+      queue.push(spooled);
+      continue;
+    }
+    const result = await attempt(spooled, channelOf(spooled));
+    if (result.ok) report.flushed++;
+    else if (result.forGood) {
+      dead.push(bury(spooled, result));
+      report.buried++;
+    } else {
+      blocked.add(destination(spooled));
+      queue.push(spooled);
+    }
+  }
+
+  for (const original of messages) {
+    if (!channel) throw new TendError("no destination for a new message", 2);
+    const key = dedupKey(original);
+    const seen = key ? state.dedup[key] : undefined;
+    if (key && seen && now() - seen.lastAt < minIntervalMs) {
+      seen.suppressed++;
+      const detail =
+        `same ${original.service ? "service+" : ""}event within ${humanDuration(minIntervalMs)} ` +
+        `(${seen.suppressed} suppressed)`;
+      report.outcomes.push({ message: original, result: "suppressed", detail, attempts: 0 });
+      continue;
+    }
+    const message = seen?.suppressed
+      ? { ...original, message: `${original.message} (+${seen.suppressed} similar suppressed)` }
+      : original;
+    if (key) state.dedup[key] = { lastAt: now(), suppressed: 0 };
+    const entry: Spooled = { ...message, id: newId(), url: channel.url, format: channel.format };
+    if (blocked.has(destination(entry))) {
+      queue.push(entry);
+      const waiting = queue.filter((other) => destination(other) === destination(entry)).length - 1;
+      report.outcomes.push({
+        message,
+        result: "spooled",
+        detail: `queued behind ${waiting} spooled message(s)`,
+        attempts: 0,
+      });
+      continue;
+    }
+    const result = await attempt(message, channel);
+    if (result.ok) report.outcomes.push({ message, result: "sent", detail: result.detail, attempts: result.attempts });
+    else if (result.forGood) {
+      dead.push(bury(entry, result));
+      report.outcomes.push({ message, result: "dead", detail: result.detail, attempts: result.attempts });
+    } else {
+      blocked.add(destination(entry));
+      queue.push(entry);
+      report.outcomes.push({ message, result: "spooled", detail: result.detail, attempts: result.attempts });
+    }
+  }
+
+  if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
+  if (dead.length > SPOOL_LIMIT) dead.splice(0, dead.length - SPOOL_LIMIT);
+  report.waiting = queue.length;
+  report.dead = dead.length;
+  // Forget dedup entries long past their interval, so the state file stays small.
+  for (const [key, entry] of Object.entries(state.dedup)) {
+    if (now() - entry.lastAt > minIntervalMs && !entry.suppressed) delete state.dedup[key];
+  }
+  if (!report.failure && report.waiting === 0) state.lastError = null;
+  try {
+    saveLines(spoolFile(stateDir), queue);
+    if (report.buried || report.outcomes.some((outcome) => outcome.result === "dead"))
+      saveLines(deadFile(stateDir), dead);
+    writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+  } catch (error) {
+    // What the receiver accepted stays sent (a retry would send it twice); what was to be spooled is lost, and said.
+    report.spoolError = `cannot save the spool in ${stateDir}: ${inWords(error)}`;
+    for (const outcome of report.outcomes) {
+      if (outcome.result === "spooled") {
+        Object.assign(outcome, { result: "lost", detail: `${outcome.detail}; ${report.spoolError}` });
+      }
+    }
+  }
+  return report;
 }
 
 /**
- * Write the spool atomically. An empty spool is truncated in place instead: that needs no free
- * block, so messages delivered from it are not sent again after a disk-full.
+ * Write a JSON-lines file atomically. An empty one is truncated in place instead: that needs no
+ * free block, so messages delivered from the spool are not sent again after a disk-full.
  */
-function saveSpool(stateDir: string, queue: Message[]) {
-  if (queue.length === 0) {
+function saveLines(path: string, entries: object[]) {
+  if (entries.length === 0) {
     try {
-      if (lstatSync(spoolFile(stateDir)).isFile()) return truncateSync(spoolFile(stateDir), 0);
+      if (lstatSync(path).isFile()) truncateSync(path, 0);
     } catch {}
+    return; // none there, none to write
   }
-  writeFileAtomic(spoolFile(stateDir), queue.map((message) => JSON.stringify(message) + "\n").join(""));
+  writeFileAtomic(path, entries.map((entry) => JSON.stringify(entry) + "\n").join(""));
 }
 
 /** No usable spool: send each message once (no dedup); what fails is lost, and the report says why. */
@@ -221,8 +316,17 @@ async function deliverUnspooled(
   options: DeliverOptions,
   spoolError: string,
 ): Promise<DeliverReport> {
-  const report: DeliverReport = { outcomes: [], flushed: 0, waiting: 0, failure: null, spoolError };
+  const report: DeliverReport = {
+    outcomes: [],
+    flushed: 0,
+    buried: 0,
+    waiting: 0,
+    dead: 0,
+    failure: null,
+    spoolError,
+  };
   for (const message of messages) {
+    if (!options.channel) break;
     const result = await send(buildRequest(message, options.channel), options.channel, options);
     if (!result.ok) report.failure ??= result.detail;
     report.outcomes.push({
@@ -233,4 +337,33 @@ async function deliverUnspooled(
     });
   }
   return report;
+}
+
+/** Send once, without touching spool or dedup (--no-spool). */
+export async function sendDirect(message: Message, channel: Channel, options: SendOptions = {}) {
+  return send(buildRequest(message, channel), channel, options);
+}
+
+/** `notify --drop ID|all`: remove from the spool and the dead letters; returns how many. */
+export function dropLetters(options: Pick<DeliverOptions, "stateDir" | "lockWaitMs" | "sleep">, id: string) {
+  return withSpool(options, async () => {
+    const keep = <T extends Spooled>(entries: T[]) => entries.filter((entry) => id !== "all" && entry.id !== id);
+    const spool = readSpool(options.stateDir).messages;
+    const dead = readDead(options.stateDir);
+    const [spoolKept, deadKept] = [keep(spool), keep(dead)];
+    saveLines(spoolFile(options.stateDir), spoolKept);
+    saveLines(deadFile(options.stateDir), deadKept);
+    return spool.length - spoolKept.length + dead.length - deadKept.length;
+  });
+}
+
+/** `notify --retry-dead`: move the dead letters back to the end of the spool; returns how many. */
+export function reviveDead(options: Pick<DeliverOptions, "stateDir" | "lockWaitMs" | "sleep">) {
+  return withSpool(options, async () => {
+    const dead = readDead(options.stateDir);
+    const revived: Spooled[] = dead.map(({ status: _status, answer: _answer, deadAt: _deadAt, ...entry }) => entry);
+    saveLines(spoolFile(options.stateDir), [...readSpool(options.stateDir).messages, ...revived]);
+    saveLines(deadFile(options.stateDir), []);
+    return revived.length;
+  });
 }

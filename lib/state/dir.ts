@@ -15,6 +15,8 @@ export function statePaths(stateDir: string) {
     lock: at("watchdog.lock"),
     notifyLock: at("notify.lock"),
     spool: at("notify-spool.jsonl"),
+    /** Messages refused for good by their receiver. */
+    dead: at("notify-dead.jsonl"),
     notifyState: at("notify-state.json"),
     /** Per-service files live apart, so no service name can collide with tend's own files. */
     services: at("services"),

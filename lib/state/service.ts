@@ -72,6 +72,9 @@ export interface ServiceState {
   sourceProblem: string | null;
   /** The last and the first healthy probe: a service never started by tend nor seen healthy is new, not crashed. */
   lastHealthyAt: number | null;
+  /** The last healthy probe's warning (a certificate that expires soon), or null. */
+  checkWarning: string | null;
+
   firstHealthyAt: number | null;
 }
 
@@ -137,6 +140,8 @@ export function freshState(): ServiceState {
     warnedAt: null,
     sourceProblem: null,
     lastHealthyAt: null,
+    checkWarning: null,
+
     firstHealthyAt: null,
   };
 }

@@ -3,6 +3,7 @@ import { downtimeLine, type LogLine } from "../core/events.ts";
 import { stateWord } from "../core/health.ts";
 import { TendError } from "../core/errors.ts";
 import { eventMessage, pingHeartbeat, sendEvents } from "../notify/alert.ts";
+import { syncAlerts } from "../notify/alertmanager.ts";
 import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
@@ -73,11 +74,21 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     }
     const services = await judgeAll(config, { ...options, dryRun, echo, now, gap, logger });
     if (!dryRun) {
-      await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger);
-      const anyDown = services.some(
-        (service) => service.decision.next.outage !== null && service.decision.kind !== "skip",
-      );
-      await pingHeartbeat(config, anyDown, logger);
+      if (config.notify.format === "alertmanager") {
+        // One alert per service and condition, re-sent while it holds, resolved when it ends.
+        await sendEvents(config, [], logger); // what an earlier format left in the spool
+        const states = services.map(({ name, decision }) => ({
+          service: serviceNamed(config, name),
+          state: decision.next,
+        }));
+        await syncAlerts(config, states, gap, logger, now(), intervalMs);
+      } else {
+        await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger);
+      }
+      const down = services
+        .filter((service) => service.decision.next.outage !== null && service.decision.kind !== "skip")
+        .map((service) => service.name);
+      await pingHeartbeat(config, down, logger);
       const passAt = now();
       if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
       writeHeartbeat(stateDir, passAt, intervalMs);
@@ -132,11 +143,12 @@ function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number
   const path = config.watchdog.metricsFile!;
   try {
     const rows = services.map(({ name, decision }) => {
-      const service = config.services.find((candidate) => candidate.name === name)!;
-      return { name, state: decision.next, word: stateWord(service, decision.next, null, passAt) };
+      return { name, state: decision.next, word: stateWord(serviceNamed(config, name), decision.next, null, passAt) };
     });
     writeFileAtomic(path, renderMetrics(rows, passAt), 0o644);
   } catch (error) {
     logger.write("ERROR", `cannot write metrics_file ${path}: ${(error as Error).message}`);
   }
 }
+
+const serviceNamed = (config: Config, name: string) => config.services.find((service) => service.name === name)!;

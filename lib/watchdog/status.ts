@@ -8,7 +8,7 @@ import { limiter } from "./limiter.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
 import { freshState, readState, type ServiceState } from "../state/service.ts";
-import { readNotifyState, readSpool } from "../notify/spool.ts";
+import { readDead, readNotifyState, readSpool } from "../notify/spool.ts";
 
 export interface StatusRow {
   name: string;
@@ -28,7 +28,7 @@ export interface StatusReport {
   watchdog: { last_pass: string | null; stale: boolean; expected_every_s: number };
   services: StatusRow[];
   /** Notifications waiting in the spool, and the last delivery failure (cleared by a clean delivery). */
-  notify: { spooled: number; last_error: { at: string; detail: string } | null };
+  notify: { spooled: number; dead: number; last_error: { at: string; detail: string } | null };
 }
 
 export interface StatusOptions {
@@ -81,7 +81,11 @@ export async function collectStatus(
       expected_every_s: Math.round(intervalMs / 1000),
     },
     services: rows,
-    notify: { spooled, last_error: readNotifyState(config.watchdog.stateDir).lastError },
+    notify: {
+      spooled,
+      dead: readDead(config.watchdog.stateDir).length,
+      last_error: readNotifyState(config.watchdog.stateDir).lastError,
+    },
   };
 }
 
@@ -177,12 +181,13 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
       paint.dim(detail.length > columns ? detail.slice(0, columns - 1) + "…" : detail),
     ];
   });
-  const { spooled, last_error: lastError } = report.notify;
+  const { spooled, dead: deadLetters, last_error: lastError } = report.notify;
   const notify =
-    spooled || lastError
+    spooled || lastError || deadLetters
       ? [
           paint.bad(
             `notify: ${spooled} undelivered in the spool` +
+              (deadLetters ? `, ${deadLetters} refused for good (notify --spool)` : "") +
               (lastError ? `; last failure ${localStamp(new Date(lastError.at))}: ${lastError.detail}` : ""),
           ),
         ]

@@ -1,0 +1,154 @@
+import { hostname } from "node:os";
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { humanDuration } from "../core/duration.ts";
+import type { Downtime } from "../core/events.ts";
+import { redactUrl } from "../core/redact.ts";
+import type { Logger } from "../state/logger.ts";
+import type { ServiceState } from "../state/service.ts";
+import { buildRequest, send, type AlertPayload } from "./send.ts";
+import { readNotifyState, withSpool, writeNotifyState, type FiringAlert } from "./spool.ts";
+
+interface Condition {
+  alertname: string;
+  severity: "critical" | "warning";
+  summary: string;
+  description: string;
+}
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * The conditions a service is in now, from its state: down (failing at N strikes, its restart
+ * failed, given up), busy, memory growing toward its limit, a silent systemd auto-restart, a
+ * certificate that expires soon. One alert each, with stable labels.
+ */
+export function conditionsOf(
+  service: ServiceConfig,
+  state: ServiceState,
+  now: number,
+  intervalMs: number,
+): Condition[] {
+  const name = service.name;
+  const found: Condition[] = [];
+  const last = state.lastProbe?.detail ?? "no probe yet";
+  const restartFailed = state.backoffUntil !== null && now < state.backoffUntil;
+  if (state.outage && (state.strikes >= service.failures || state.givenUp || restartFailed)) {
+    const why = state.givenUp
+      ? "given up after max_restarts"
+      : restartFailed
+        ? "its restart did not recover it"
+        : `${state.strikes} failed checks in a row`;
+    found.push({
+      alertname: "TendServiceDown",
+      severity: "critical",
+      summary: `${name} is down: ${last}`,
+      description:
+        `${name} has been failing since ${new Date(state.outage.since).toISOString()} (${why}); ` +
+        `last probe: ${last}.`,
+    });
+  }
+  if (state.busySince !== null) {
+    found.push({
+      alertname: "TendServiceBusy",
+      severity: "warning",
+      summary: `${name} does not answer but is busy (for ${humanDuration(now - state.busySince)})`,
+      description:
+        `${name} fails its check but shows it is working; it is restarted only after busy.max. ` +
+        `Last probe: ${last}.`,
+    });
+  }
+  if (state.memoryWarnedAt !== null && now - state.memoryWarnedAt < 2 * HOUR_MS) {
+    const said = state.lastEvent?.tag === "MEMORY" ? state.lastEvent.message : `${name} memory grows toward its limit`;
+    found.push({ alertname: "TendMemoryGrowth", severity: "warning", summary: said, description: said });
+  }
+  const auto = state.history.filter((entry) => entry.what === "auto-restart" && now - entry.at < 3 * intervalMs);
+  if (auto.length) {
+    const count = auto.reduce((sum, entry) => sum + (entry.count ?? 1), 0);
+    found.push({
+      alertname: "TendAutoRestart",
+      severity: "warning",
+      summary: `systemd restarted ${name} on its own (${count} time${count === 1 ? "" : "s"})`,
+      description:
+        `NRestarts of ${name}'s unit went up without tend: ` + `it crashed and systemd's Restart= brought it back.`,
+    });
+  }
+  if (state.checkWarning) {
+    found.push({
+      alertname: "TendCertificateExpiring",
+      severity: "warning",
+      summary: `${name}: ${state.checkWarning}`,
+      description: `${name}: ${state.checkWarning}. Renew it before fail_days, when the check starts to fail.`,
+    });
+  }
+  return found;
+}
+
+const keyOf = (labels: Record<string, string>) => `${labels.alertname}/${labels.service}`;
+
+/**
+ * Alertmanager: every pass posts each condition that holds with endsAt three intervals ahead (so
+ * it never expires while it holds), and each that no longer holds with the same labels and
+ * endsAt = now, which resolves it. The firing set is kept in notify's state.
+ */
+export async function syncAlerts(
+  config: Config,
+  services: { service: ServiceConfig; state: ServiceState }[],
+  gap: Downtime | null,
+  logger: Logger,
+  now = Date.now(),
+  intervalMs = config.watchdog.intervalMs,
+): Promise<void> {
+  const { url, timeoutMs, retries } = config.notify;
+  if (!url) return;
+  const instance = hostname();
+  const current = new Map<string, FiringAlert>();
+  const add = (service: string, condition: Condition) => {
+    const labels = { alertname: condition.alertname, service, instance, severity: condition.severity };
+    const annotations = { summary: condition.summary, description: condition.description };
+    current.set(keyOf(labels), { labels, annotations, startsAt: new Date(now).toISOString() });
+  };
+  for (const { service, state } of services) {
+    for (const condition of conditionsOf(service, state, now, intervalMs)) add(service.name, condition);
+  }
+  if (gap?.name === "watchdog") {
+    const summary = `the watchdog on ${instance} did not run for ${humanDuration(gap.to - gap.from)}`;
+    add("watchdog", {
+      alertname: "TendWatchdogGap",
+      severity: "critical",
+      summary,
+      description: `${summary} (cron stopped, or the loop died).`,
+    });
+  }
+  await withSpool({ stateDir: config.watchdog.stateDir }, async () => {
+    const notifyState = readNotifyState(config.watchdog.stateDir);
+    const firing = notifyState.firing;
+    const ahead = new Date(now + 3 * intervalMs).toISOString();
+    const alerts: AlertPayload[] = [];
+    for (const [key, alert] of current) {
+      alert.startsAt = firing[key]?.startsAt ?? alert.startsAt;
+      alerts.push({ ...alert, endsAt: ahead });
+    }
+    for (const [key, alert] of Object.entries(firing)) {
+      if (!current.has(key)) alerts.push({ ...alert, endsAt: new Date(now).toISOString() });
+    }
+    if (!alerts.length) return;
+    const channel = { url, format: "alertmanager" as const, timeoutMs, retries };
+    const message = {
+      message: "",
+      title: null,
+      priority: null,
+      tags: [],
+      event: null,
+      service: null,
+      time: new Date(now).toISOString(),
+      alerts,
+    };
+    const result = await send(buildRequest(message, channel), channel);
+    if (!result.ok) {
+      // Not spooled: the next pass posts the conditions again, and a lost resolve ends at endsAt.
+      logger.write("NOTIFY", `could not post ${alerts.length} alert(s) to ${redactUrl(url)}: ${result.detail}`);
+      return;
+    }
+    writeNotifyState(config.watchdog.stateDir, { ...notifyState, firing: Object.fromEntries(current) });
+  });
+}

@@ -1,0 +1,78 @@
+import type { Config, NotifyFormat } from "../config/types.ts";
+import { usageError } from "../core/errors.ts";
+import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
+import { localStamp } from "../core/time.ts";
+import { TELEGRAM_NEEDS_CHAT, type Channel, type Message } from "./send.ts";
+import { deliver, readDead, readSpool, spoolFile, type DeliverReport } from "./spool.ts";
+
+/** What a `notify` run says: lines for stdout and stderr, and its exit code. */
+export interface Said {
+  out: string[];
+  err: string[];
+  code: number;
+}
+
+/** The destination of a new message: --url/--format, else [notify]; validated as the receiver needs it. */
+export function channelFor(config: Config, url: string | null, format: NotifyFormat): Channel {
+  if (!url) throw usageError("no notification URL: pass --url, set [notify] url in the config, or TEND_NOTIFY_URL");
+  const problem = httpUrlProblem(url);
+  if (problem) throw usageError(`--url: ${JSON.stringify(shownUrl(url))} ${problem}`);
+  if (format === "telegram" && !new URL(url).searchParams.get("chat_id")) throw usageError(TELEGRAM_NEEDS_CHAT);
+  return { url, format, timeoutMs: config.notify.timeoutMs, retries: config.notify.retries };
+}
+
+export const deliveryOptions = (config: Config, channel: Channel | null) => ({
+  stateDir: config.watchdog.stateDir,
+  channel,
+  timeoutMs: config.notify.timeoutMs,
+  retries: config.notify.retries,
+  minIntervalMs: config.notify.minIntervalMs,
+});
+
+/** `notify --flush`: the spool, each message to its own destination (no configured URL needed). */
+export async function flush(config: Config, channel: Channel | null): Promise<Said> {
+  const report = await deliver([], deliveryOptions(config, channel));
+  const said: Said = { out: [], err: [], code: report.waiting ? 1 : 0 };
+  if (report.flushed) said.out.push(`flushed ${report.flushed} spooled message(s)`);
+  if (report.buried) said.err.push(`notify: ${report.buried} refused for good, moved to the dead letters`);
+  if (report.waiting) said.err.push(`notify: ${report.waiting} message(s) still spooled: ${report.failure}`);
+  return said;
+}
+
+/** `notify --spool`: what waits in the spool and what lies in the dead letters, one line each. */
+export function listLetters(stateDir: string): string[] {
+  const line = (kind: string, entry: { id: string; time: string; url: string; format: string; message: string }) =>
+    `${kind} ${entry.id}  ${localStamp(new Date(entry.time))}  ${entry.format} ${redactUrl(entry.url)}  ` +
+    entry.message.split("\n")[0].slice(0, 80);
+  const spooled = readSpool(stateDir).messages.map((entry) => line("spooled", entry));
+  const dead = readDead(stateDir).map((entry) => `${line("dead   ", entry)}  (${entry.answer})`);
+  return [`${spooled.length} spooled, ${dead.length} dead letters`, ...spooled, ...dead];
+}
+
+/** Deliver one new message through the spool and say how it went. */
+export async function sendMessage(config: Config, channel: Channel, message: Message): Promise<Said> {
+  const report: DeliverReport = await deliver([message], deliveryOptions(config, channel));
+  const outcome = report.outcomes[0];
+  const to = `notify: delivery to ${redactUrl(channel.url)}`;
+  switch (outcome.result) {
+    case "suppressed":
+      return { out: [`notify: suppressed: ${outcome.detail}`], err: [], code: 0 };
+    case "sent":
+      return { out: [], err: report.spoolError ? [`notify: delivered; but ${report.spoolError}`] : [], code: 0 };
+    case "lost":
+      return { out: [], err: [`${to} failed: ${outcome.detail}`], code: 1 };
+    case "dead":
+      return {
+        out: [],
+        err: [`${to} refused for good: ${outcome.detail}; kept in the dead letters (notify --spool, --retry-dead)`],
+        code: 1,
+      };
+    case "spooled": {
+      const why = outcome.attempts
+        ? `failed after ${outcome.attempts} attempt(s): ${outcome.detail}`
+        : `not sent: ${outcome.detail} that could not be delivered (${report.failure})`;
+      const where = `spooled (${report.waiting} waiting in ${spoolFile(config.watchdog.stateDir)})`;
+      return { out: [], err: [`${to} ${why}; ${where}`], code: 1 };
+    }
+  }
+}

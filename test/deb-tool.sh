@@ -1,0 +1,16 @@
+#!/bin/sh
+# deb-tool.sh PACKAGE INSIDE OUTPUT [FILE...]: one binary out of a Debian package, unpacked, not
+# installed (no service is started). FILEs of the package the binary reads from fixed paths (its
+# templates) are put in place when missing.
+set -eu
+package=$1 inside=$2 output=$3
+shift 3
+work=$(dirname "$output")/deb-$package
+rm -rf "$work" && mkdir -p "$work"
+(cd "$work" && (apt-get download "$package" >/dev/null 2>&1 || (apt-get update -qq && apt-get download "$package" >/dev/null)))
+dpkg -x "$work"/"$package"_*.deb "$work/x"
+for file in "$@"; do
+  [ -e "/$file" ] || { mkdir -p "$(dirname "/$file")" && cp "$work/x/$file" "/$file"; }
+done
+cp "$work/x/$inside" "$output"
+rm -rf "$work"
