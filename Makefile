@@ -3,7 +3,7 @@ BUN      := node_modules/.bin/bun
 VERSION  := $(shell node -p "require('./package.json').version")+$(shell git rev-parse --short HEAD 2>/dev/null || echo nogit)
 COMMANDS := watchdog safe-kill notify blogtunnel self-update
 SOURCES  := $(shell find scripts lib -name '*.ts') package.json
-FLAGS    := --compile --minify --bytecode --format=esm --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
+FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
             --define 'TEND_VERSION="$(VERSION)"'
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 

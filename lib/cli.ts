@@ -1,28 +1,11 @@
-import { Chalk } from "chalk";
 import minimist from "minimist";
 import { DURATION_MAX_MS, parseDuration } from "./core/duration.ts";
 import { errorMessage, EXIT, TendError, usageError } from "./core/errors.ts";
 import { escapeLines } from "./core/sanitize.ts";
 import type { Paint } from "./watchdog/status.ts";
+import { VERSION, type Io } from "./io.ts";
 
-declare const TEND_VERSION: string | undefined;
-/** Embedded by `bun build --define`; "dev" when run from source. */
-export const VERSION = typeof TEND_VERSION === "string" ? TEND_VERSION : "0.0.0-dev";
-
-export interface Io {
-  out: (text: string) => void;
-  err: (text: string) => void;
-  env: Record<string, string | undefined>;
-  /** stdout is a terminal (colour, pictures) */
-  tty: boolean;
-}
-
-export const processIo = (): Io => ({
-  out: (text) => process.stdout.write(text.endsWith("\n") ? text : text + "\n"),
-  err: (text) => process.stderr.write(text.endsWith("\n") ? text : text + "\n"),
-  env: process.env,
-  tty: Boolean(process.stdout.isTTY),
-});
+export { processIo, VERSION, type Io } from "./io.ts";
 
 export interface CommandSpec {
   name: string;
@@ -95,8 +78,12 @@ export function durationFlag(flag: string, value: string | undefined): number | 
   return ms;
 }
 
-/** Colour only on a terminal and never with NO_COLOR. */
-export function paintFor(io: Io): Paint {
-  const chalk = new Chalk({ level: io.tty && io.env.NO_COLOR === undefined ? 1 : 0 });
+const plain = (text: string) => text;
+
+/** Colour only on a terminal and never with NO_COLOR; chalk is loaded only then (start-up stays at the floor). */
+export async function paintFor(io: Io): Promise<Paint> {
+  if (!io.tty || io.env.NO_COLOR !== undefined) return { ok: plain, bad: plain, warn: plain, dim: plain };
+  const { Chalk } = await import("chalk");
+  const chalk = new Chalk({ level: 1 });
   return { ok: chalk.green, bad: chalk.red, warn: chalk.yellow, dim: chalk.dim };
 }

@@ -1,5 +1,4 @@
-import { basename } from "node:path";
-import { processIo, VERSION, type Io } from "../lib/cli.ts";
+import { processIo, VERSION, type Io } from "../lib/io.ts";
 
 type Main = (argv: string[], io: Io) => Promise<number>;
 
@@ -24,14 +23,14 @@ tend --version prints the version.`;
 
 /** Multi-call dispatch: a binary named `watchdog` runs watchdog; `tend watchdog ...` too. */
 export async function dispatch(invokedAs: string, argv: string[], io: Io): Promise<number> {
-  let name = basename(invokedAs).replace(/\.(ts|js|exe)$/, "");
+  let name = invokedAs.slice(invokedAs.lastIndexOf("/") + 1).replace(/\.(ts|js|exe)$/, "");
   let rest = argv;
+  if (rest[0] === "--version") return (io.out(`tend ${VERSION}`), 0); // before any command's code is loaded
   if (name in COMMANDS && rest[0] === name) rest = rest.slice(1); // `watchdog watchdog plan` = `tend watchdog plan`
   if (!(name in COMMANDS)) {
     [name, ...rest] = argv;
     if (name === undefined || name === "--help" || name === "-h" || name === "help")
       return (io.out(USAGE), name === undefined ? 2 : 0);
-    if (name === "--version") return (io.out(`tend ${VERSION}`), 0);
   }
   const load = COMMANDS[name];
   if (!load) return (io.err(`tend: unknown command ${JSON.stringify(name)}\n\n${USAGE}`), 2);
@@ -40,6 +39,8 @@ export async function dispatch(invokedAs: string, argv: string[], io: Io): Promi
 
 if (import.meta.main) {
   // In a compiled binary only argv0 carries the name it was invoked by.
-  const code = await dispatch(process.argv0 === "bun" ? "tend" : process.argv0, process.argv.slice(2), processIo());
+  const io = processIo();
+  const code = await dispatch(process.argv0 === "bun" ? "tend" : process.argv0, process.argv.slice(2), io);
+  await io.close();
   process.exit(code);
 }

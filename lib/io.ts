@@ -1,0 +1,37 @@
+/** The process's standard streams and environment, as the commands use them (tests pass their own). */
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  env: Record<string, string | undefined>;
+  /** stdout is a terminal (colour, pictures) */
+  tty: boolean;
+}
+
+/**
+ * stdout and stderr through Bun's file sinks, flushed at every line: touching `process.stdout`
+ * or loading node:tty costs more than the whole start-up of a command (measured in bench/), so
+ * neither happens unless a command asks whether it writes to a terminal.
+ */
+export function processIo(): Io & { close: () => Promise<void> } {
+  const sinks = [Bun.stdout.writer(), Bun.stderr.writer()];
+  const writer = (sink: (typeof sinks)[number]) => (text: string) => {
+    sink.write(text.endsWith("\n") ? text : text + "\n");
+    sink.flush();
+  };
+  let tty: boolean | undefined;
+  return {
+    out: writer(sinks[0]),
+    err: writer(sinks[1]),
+    env: process.env,
+    get tty() {
+      tty ??= (require("node:tty") as typeof import("node:tty")).isatty(1);
+      return tty;
+    },
+    /** Everything written reaches its file before the process exits. */
+    close: async () => void (await Promise.all(sinks.map((sink) => sink.end()))),
+  };
+}
+
+declare const TEND_VERSION: string | undefined;
+/** Embedded by `bun build --define`; "dev" when run from source. */
+export const VERSION = typeof TEND_VERSION === "string" ? TEND_VERSION : "0.0.0-dev";

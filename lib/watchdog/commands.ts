@@ -1,0 +1,118 @@
+import { homedir } from "node:os";
+import { durationFlag, paintFor, type Args } from "../cli.ts";
+import type { Config } from "../config/types.ts";
+import { usageError } from "../core/errors.ts";
+import type { Io } from "../io.ts";
+
+/** What a subcommand gets: its arguments, the configuration, and the streams it says things on. */
+export interface Context {
+  args: Args;
+  /** The words after the subcommand: service names (install: a scheduler). */
+  names: string[];
+  config: Config;
+  io: Io;
+}
+
+interface Subcommand {
+  /** How many words it takes after its name. */
+  takes: "none" | "one" | "some";
+  /** Runs it, loading only the code it needs (a pass never loads install or report); the exit code. */
+  run: (context: Context) => Promise<number>;
+}
+
+const maintenance = (kind: "pause" | "resume" | "reset"): Subcommand => ({
+  takes: "one",
+  async run({ args, names: [name], config, io }) {
+    const { maintain } = await import("./maintenance.ts");
+    const action = kind === "pause" ? { kind, forMs: durationFlag("for", args.for) } : { kind };
+    return (io.out(`${name}: ${await maintain(config, name, action)}`), 0);
+  },
+});
+
+/** `watchdog SUBCOMMAND`: each loaded on demand. */
+export const SUBCOMMANDS: Record<string, Subcommand> = {
+  pass: {
+    takes: "none",
+    async run({ args, config, io }) {
+      const { runPass } = await import("./pass.ts");
+      return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env }), 0);
+    },
+  },
+  run: {
+    takes: "none",
+    async run({ args, config, io }) {
+      const [{ becomeLean }, { runLoop }] = await Promise.all([import("../os/lean.ts"), import("./loop.ts")]);
+      await becomeLean(io.env);
+      const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
+      return runLoop({ config, intervalMs, echo: io.out, env: io.env });
+    },
+  },
+  status: {
+    takes: "some",
+    async run({ args, names, config, io }) {
+      const { allHealthy, collectStatus, renderStatus } = await import("./status.ts");
+      const report = await collectStatus(config, { names, cached: args.cached });
+      const columns = io.tty ? process.stdout.columns : Infinity;
+      io.out(
+        args.json ? JSON.stringify(report, null, 2) : renderStatus(report, await paintFor(io), Date.now(), columns),
+      );
+      return allHealthy(report) ? 0 : 1;
+    },
+  },
+  stats: {
+    takes: "some",
+    async run({ args, names, config, io }) {
+      const { collectStats, renderStats } = await import("./stats.ts");
+      const stats = collectStats(config, names);
+      const pictures = { paint: await paintFor(io), pictures: io.tty };
+      return (io.out(args.json ? JSON.stringify(stats, null, 2) : renderStats(stats, pictures)), 0);
+    },
+  },
+  report: {
+    takes: "none",
+    async run({ args, config, io }) {
+      const { buildReport, renderReport } = await import("./report.ts");
+      const report = buildReport(config, durationFlag("since", args.since) ?? 7 * 86_400_000);
+      const pictures = { paint: await paintFor(io), pictures: io.tty };
+      return (io.out(args.json ? JSON.stringify(report, null, 2) : renderReport(report, pictures)), 0);
+    },
+  },
+  install: {
+    takes: "one",
+    async run({ args, names: [which], config, io }) {
+      const { installFiles, parseScheduler, renderInstall, writeInstall } = await import("./install.ts");
+      const scheduler = parseScheduler(which);
+      const where = { binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 };
+      const files = installFiles(scheduler, config, where);
+      if (!args.write) return (io.out(renderInstall(scheduler, files)), 0);
+      for (const line of await writeInstall(scheduler, files)) io.out(line);
+      return 0;
+    },
+  },
+  validate: {
+    takes: "none",
+    run: async ({ config, io }) => (io.out(`${config.path}: ok (${config.services.length} services)`), 0),
+  },
+  plan: {
+    takes: "none",
+    async run({ args, config, io }) {
+      const [{ renderPlan }, { HIDDEN, REVEALED }] = await Promise.all([
+        import("../core/plan.ts"),
+        import("../core/redact.ts"),
+      ]);
+      return (io.out(renderPlan(config, args["show-secrets"] ? REVEALED : HIDDEN)), 0);
+    },
+  },
+  pause: maintenance("pause"),
+  resume: maintenance("resume"),
+  reset: maintenance("reset"),
+};
+
+/** Check the words a subcommand was given; the subcommand, or a usage error. */
+export function subcommand(name: string, words: string[], usage: string): Subcommand {
+  const found = SUBCOMMANDS[name];
+  if (!found) throw usageError(`unknown subcommand ${JSON.stringify(name)}\n\n${usage}`);
+  if (found.takes === "none" && words.length) throw usageError(`watchdog ${name}: unexpected ${words.join(" ")}`);
+  if (found.takes === "one" && words.length !== 1) throw usageError(`watchdog ${name} takes one name\n\n${usage}`);
+  return found;
+}
