@@ -5,7 +5,19 @@ export const service = (body: string, check = 'http = "http://127.0.0.1:9/"') =>
 
 // [name, config text, what the error must say]
 export const MALFORMED: [string, string, string][] = [
-  ["not TOML", "[watchdog\n", "not valid TOML: TOML Parse error: Expected ']' to close a table header"],
+  ["not TOML", "[watchdog\n", "tend.toml:1:10: not valid TOML: illegal character in key"],
+  [
+    "TOML error on a later line",
+    '[watchdog]\ninterval = "5m"\nstate_dir = \n',
+    "tend.toml:3:13: not valid TOML: invalid value",
+  ],
+  ["typo'd check kind", service("", 'htp = "http://x/"'), "service[0].check.htp: unknown key, did you mean http?"],
+  ["typo'd key", service("failurs = 3"), "service[0].failurs: unknown key, did you mean failures?"],
+  [
+    "typo'd check key",
+    service("", 'tcp = "h:1"\ntimout = "2s"'),
+    "service[0].check.timout: unknown key, did you mean timeout?",
+  ],
   [
     "bad duration",
     service("", 'http = "http://x/"\ntimeout = "20x"'),

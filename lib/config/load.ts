@@ -70,8 +70,8 @@ export function parseDocument(text: string, path: string): unknown {
   try {
     return json ? JSON.parse(text) : Bun.TOML.parse(text);
   } catch (error) {
-    // Bun's TOML errors carry no reliable line number: the message is what there is.
-    throw usageError(`${path}: not valid ${json ? "JSON" : "TOML"}: ${(error as Error).message}`);
+    if (json) throw usageError(`${path}: not valid JSON: ${(error as Error).message}`);
+    throw usageError(`${path}:${tomlError(text, error as Error)}`);
   }
 }
 
@@ -172,4 +172,21 @@ export function expandPath(path: string, home: string, base: string): string {
   if (path === "~") return home;
   if (path.startsWith("~/")) return join(home, path.slice(2));
   return isAbsolute(path) ? path : resolve(base, path);
+}
+
+/**
+ * Where a TOML document is broken, as `LINE:COLUMN: not valid TOML: what`, with the line and a
+ * caret. smol-toml says it exactly (Bun's parser does not); it is loaded only for a broken file.
+ */
+function tomlError(text: string, bunError: Error): string {
+  try {
+    (require("smol-toml") as typeof import("smol-toml")).parse(text);
+  } catch (error) {
+    const { line, column, message } = error as Error & { line?: number; column?: number };
+    if (line && column) {
+      const [what, ...snippet] = message.replace(/^Invalid TOML document: /, "").split("\n");
+      return `${line}:${column}: not valid TOML: ${what}\n${snippet.filter(Boolean).join("\n")}`;
+    }
+  }
+  return ` not valid TOML: ${bunError.message}`;
 }

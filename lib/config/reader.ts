@@ -1,4 +1,5 @@
 import { DURATION_HINT, DURATION_MAX_MS, parseDuration } from "../core/duration.ts";
+import { nearest } from "../core/nearest.ts";
 
 export type Table = Record<string, unknown>;
 export const isTable = (value: unknown): value is Table =>
@@ -127,12 +128,18 @@ export class Reader {
       this.fail(key, `does not apply to ${what} (it takes: ${own.join(", ")})`);
     }
   }
-  /** Every key not read is unknown. */
+  /** Every key not read is unknown; a typo is named with the key it most likely meant. */
   finish(allowed?: string[]) {
     for (const key of Object.keys(this.table)) {
       if (this.used.has(key)) continue;
-      const hint = allowed ? ` (allowed: ${allowed.join(", ")})` : "";
-      this.fail(key, `unknown key${hint}`);
+      this.unknown(key, allowed ?? []);
     }
+  }
+  /** `check.htp: unknown key, did you mean http?` */
+  unknown(key: string, allowed: string[]) {
+    this.used.add(key);
+    const guess = nearest(key, allowed);
+    const hint = guess ? `, did you mean ${guess}?` : allowed.length ? ` (allowed: ${allowed.join(", ")})` : "";
+    this.fail(key, `unknown key${hint}`);
   }
 }

@@ -1,5 +1,6 @@
 import { CHECKS } from "../checks/index.ts";
 import type { CheckConfig } from "../checks/kind.ts";
+import { nearest } from "../core/nearest.ts";
 import { parseSize, SIZE_HINT } from "../core/size.ts";
 import { TMUX_TARGET } from "../os/tmux.ts";
 import { statePaths } from "../state/dir.ts";
@@ -138,6 +139,7 @@ export function readService(
 
 /** [service.check]: exactly one kind's key, and only the keys that kind takes. */
 function readCheck(table: Reader, context: ReadContext): CheckConfig | undefined {
+  if (suggestKind(table, CHECKS)) return undefined;
   const kind = table.oneOf(Object.keys(CHECKS));
   if (!kind) return undefined;
   const { keys } = CHECKS[kind];
@@ -149,12 +151,13 @@ function readCheck(table: Reader, context: ReadContext): CheckConfig | undefined
     `a ${kind} check`,
   );
   const check = CHECKS[kind].read(table, { ...context, timeoutMs });
-  table.finish();
+  table.finish(keys);
   return check;
 }
 
 /** [service.restart]: exactly one kind's key, and only the keys that kind takes. */
 function readRestart(table: Reader, context: ReadContext): RestartConfig | undefined {
+  if (suggestKind(table, RESTARTS)) return undefined;
   const kind = table.oneOf(Object.keys(RESTARTS));
   if (!kind) return undefined;
   const { keys } = RESTARTS[kind];
@@ -164,8 +167,20 @@ function readRestart(table: Reader, context: ReadContext): RestartConfig | undef
     `restart.${kind}`,
   );
   const action = RESTARTS[kind].read(table, context);
-  table.finish();
+  table.finish(keys);
   return action;
+}
+
+/**
+ * No kind given, but a key that is a typo of one (`htp`): name that key and what it meant, rather
+ * than "needs exactly one of …". True when it did.
+ */
+function suggestKind(table: Reader, kinds: Record<string, { keys: string[] }>): boolean {
+  if (Object.keys(kinds).some((kind) => table.has(kind))) return false;
+  const known = new Set(Object.values(kinds).flatMap((kind) => kind.keys));
+  const typos = Object.keys(table.table).filter((key) => !known.has(key) && nearest(key, Object.keys(kinds)));
+  for (const key of typos) table.unknown(key, Object.keys(kinds));
+  return typos.length > 0;
 }
 
 function readBusy(service: Reader, inState: (path: string) => string): BusyConfig | null {
