@@ -143,11 +143,34 @@ const bench: Record<string, () => Promise<void>> = {
     });
   },
   async P4() {
-    const [version, dry, bash] = hyperfine(
-      [`${TEND} --version`, `${TEND} notify --dry-run --url http://127.0.0.1:9/x hello`, "bash -c true"],
+    // The floor: a hello world compiled by the same Bun with the same flags.
+    const hello = join(WORK, "hello");
+    writeFileSync(`${hello}.ts`, 'console.log("hello");\n');
+    const flags = ["--compile", "--minify", "--bytecode", "--format=esm", "--splitting"];
+    Bun.spawnSync([
+      BUN,
+      "build",
+      ...flags,
+      "--no-compile-autoload-dotenv",
+      "--no-compile-autoload-bunfig",
+      `${hello}.ts`,
+      "--outfile",
+      hello,
+    ]);
+    const [version, dry, bash, floor] = hyperfine(
+      [`${TEND} --version`, `${TEND} notify --dry-run --url http://127.0.0.1:9/x hello`, "bash -c true", hello],
       30,
       3,
     );
+    rows.push({
+      id: "P4c",
+      what: "start-up vs the Bun floor (hello world, same Bun, same flags)",
+      tend: fmt(version),
+      peer: `${fmt(floor)} (hello world)`,
+      ratio: `${(version / floor).toFixed(2)}×`,
+      goal: "≤ 1.25× floor",
+      met: version / floor <= 1.25 ? "yes" : "no",
+    });
     rows.push({
       id: "P4a",
       what: "start-up: tend --version",

@@ -8,6 +8,7 @@ const COMMANDS: Record<string, () => Promise<{ main: Main }>> = {
   notify: () => import("./notify.ts"),
   blogtunnel: () => import("./blogtunnel.ts"),
   "self-update": () => import("./self-update.ts"),
+  doctor: () => import("./doctor.ts"),
 };
 
 const USAGE = `usage: tend COMMAND [ARGS...]   (or call a copy/symlink named after the command)
@@ -18,6 +19,7 @@ commands:
   notify       send a message (curl -f semantics, retries, a spool that loses nothing)
   blogtunnel   the public-URL tunnel check for crontab (fail codes, counter file, tmux respawn)
   self-update  replace the binary or the config: validated, backed up, diffed, atomic, reversible
+  doctor       what this host offers tend (flock, /proc, tmux, systemd, cron, Termux, state dir, notify)
 
 tend --version prints the version.`;
 

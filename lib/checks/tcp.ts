@@ -1,4 +1,3 @@
-import { connect } from "node:net";
 import { humanDuration } from "../core/duration.ts";
 import { show, type Reader } from "../config/reader.ts";
 import { networkReason } from "../os/net.ts";
@@ -35,7 +34,8 @@ export const tcp = defineCheck<TcpCheck>({
     const target = readHostPort(table, "tcp");
     return target && { kind: "tcp", ...target, timeoutMs };
   },
-  probe(check) {
+  async probe(check) {
+    const { connect } = await import("node:net"); // not at start-up: a pass without TCP checks never needs it
     const finish = stopwatch();
     return new Promise<ProbeResult>((resolve) => {
       const socket = connect({ host: check.host, port: check.port });

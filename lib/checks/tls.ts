@@ -1,5 +1,4 @@
-import { isIP } from "node:net";
-import { connect, type TLSSocket } from "node:tls";
+import type { TLSSocket } from "node:tls";
 import { humanDuration } from "../core/duration.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { networkReason } from "../os/net.ts";
@@ -59,7 +58,9 @@ export const tls = defineCheck<TlsCheck>({
     if (!target) return undefined;
     return { kind: "tls", ...target, servername: servername ?? target.host, warnDays, failDays, insecure, timeoutMs };
   },
-  probe(check, context) {
+  async probe(check, context) {
+    // Loaded here, not at start-up: node:tls costs a pass that has no TLS check ~5 ms.
+    const [{ connect }, { isIP }] = await Promise.all([import("node:tls"), import("node:net")]);
     const finish = stopwatch();
     const now = context.now ?? Date.now;
     return new Promise<ProbeResult>((resolve) => {

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { lstatSync, truncateSync } from "node:fs";
 import type { NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
@@ -90,7 +89,7 @@ export interface DeliverReport {
 const dedupKey = (message: Message) =>
   message.event && !message.alerts ? `${message.service ?? ""}\u0000${message.event}` : null;
 const destination = ({ url, format }: { url: string; format: string }) => `${format} ${url}`;
-const newId = () => randomBytes(4).toString("hex");
+const newId = () => Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString("hex");
 
 export const writeNotifyState = (stateDir: string, state: NotifyState) =>
   writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");

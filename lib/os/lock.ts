@@ -89,3 +89,6 @@ function tryLockFile(path: string): Lock | null {
   }
   return null;
 }
+
+/** flock(2) can be loaded here (else the O_EXCL lock file stands in). */
+export const flockAvailable = async () => (await loadFlock()) !== null;

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { closeSync } from "node:fs";
 import { inWords, openAppend } from "../os/files.ts";
 import { readPidfile } from "../os/pidsource.ts";
@@ -59,7 +58,7 @@ export const spawn = defineRestart<SpawnRestart>({
       try {
         // The child records its own PID (atomically) before it becomes the service: if the watchdog
         // is killed right after the spawn, the pidfile still names the process, never an orphan.
-        const suffix = randomBytes(9).toString("base64url");
+        const suffix = Buffer.from(crypto.getRandomValues(new Uint8Array(9))).toString("base64url");
         child = Bun.spawn(["/bin/sh", "-c", RECORD_SELF, pidfile, suffix, ...action.argv], {
           cwd: action.cwd ?? undefined,
           env: { ...env, ...action.env } as Record<string, string>,

@@ -1,0 +1,253 @@
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { connect } from "node:net";
+import type { Config } from "../config/types.ts";
+import { redactUrl } from "../core/redact.ts";
+import { oneLine } from "../core/sanitize.ts";
+import { inWords } from "../os/files.ts";
+import { networkReason } from "../os/net.ts";
+import { flockAvailable } from "../os/lock.ts";
+import { readProc } from "../os/proc.ts";
+
+export type Health = "ok" | "missing" | "limited";
+
+/** One thing this host offers tend (or does not), and what it affects. */
+export interface Capability {
+  name: string;
+  status: Health;
+  detail: string;
+  /** What does not work (or works less well) without it. */
+  affects: string;
+  /** The configuration relies on it: doctor fails when it does not work. */
+  used: boolean;
+}
+
+export interface DoctorOptions {
+  config: Config | null;
+  /** Why there is no usable configuration (not found, invalid). */
+  configProblem: string | null;
+  env: Record<string, string | undefined>;
+  /** Deliver one test notification (`--send-test`); the result says how it went. */
+  sendTest?: () => Promise<{ ok: boolean; detail: string }>;
+}
+
+/**
+ * What a shell tool says about itself: exit code and first line. zx is the tool for this (shell-like
+ * probes a person waits for anyway); it is loaded here only, never on the pass or notify path.
+ */
+async function probe(command: string, ...args: string[]): Promise<{ code: number; said: string }> {
+  const { $ } = await import("zx");
+  const run = $({ nothrow: true, quiet: true })`${command} ${args}`;
+  const result = await Promise.race([run, Bun.sleep(10_000).then(() => null)]);
+  if (!result) return { code: -1, said: "no answer within 10s" };
+  const said = (result.stdout.trim() || result.stderr.trim()).split("\n")[0] ?? "";
+  return { code: result.exitCode ?? -1, said: oneLine(said) };
+}
+
+const uses = (config: Config | null, test: (service: Config["services"][number]) => boolean) =>
+  Boolean(config?.services.some(test));
+
+/** Each capability, checked on this host now. */
+export async function diagnose({ config, configProblem, env, sendTest }: DoctorOptions): Promise<Capability[]> {
+  const rows: Capability[] = [];
+  const add = (row: Capability) => rows.push(row);
+  const services = config?.services ?? [];
+
+  const flock = await flockAvailable();
+  add({
+    name: "flock",
+    status: flock ? "ok" : "limited",
+    detail: flock ? "flock(2) through libc" : "no flock(2): a lock file with PID and start time instead",
+    affects: "one pass at a time (a pass killed with -9 holds the fallback lock until its PID is gone)",
+    used: true,
+  });
+
+  const self = readProc(process.pid);
+  add({
+    name: "process start times",
+    status: self?.startTicks ? (process.platform === "darwin" ? "limited" : "ok") : "missing",
+    detail: self ? (process.platform === "darwin" ? "ps -o lstart (1 s resolution)" : "/proc/PID/stat") : "cannot read",
+    affects: "identity of pidfile processes (safe-kill, crash detection): without it PID reuse is not caught",
+    used: services.some((service) => service.pidfile),
+  });
+
+  const rss = existsSync("/proc/self/statm");
+  add({
+    name: "RSS (/proc)",
+    status: rss ? "ok" : "missing",
+    detail: rss ? "/proc/PID/statm" : "no /proc: memory is not sampled",
+    affects: "[service.memory]: growth warnings and restart_above",
+    used: uses(config, (service) => service.memory !== null),
+  });
+
+  let tcpDetail = "/proc/net/tcp";
+  let tcp: Health = "ok";
+  try {
+    if (readFileSync("/proc/net/tcp", "utf8").split("\n").length < 2)
+      [tcp, tcpDetail] = ["limited", "empty (restricted)"];
+  } catch (error) {
+    [tcp, tcpDetail] = existsSync("/proc/net")
+      ? ["limited", `/proc/net/tcp: ${inWords(error)}`]
+      : ["missing", "no /proc/net"];
+  }
+  add({
+    name: "listeners (/proc/net/tcp)",
+    status: tcp,
+    detail: tcp === "limited" ? `${tcpDetail} (Android restricts it for apps)` : tcpDetail,
+    affects: "busy.port: with it unreadable a service counts as not busy; busy.log still works",
+    used: uses(config, (service) => service.busy?.port != null),
+  });
+
+  const tmux = await probe("tmux", "-V");
+  add({
+    name: "tmux",
+    status: tmux.code === 0 ? "ok" : "missing",
+    detail: tmux.code === 0 ? tmux.said : "not found",
+    affects: "restart.tmux, tmux pid sources, safe-kill tmux:TARGET",
+    used: uses(config, (service) => service.tmux !== null || service.restart?.kind === "tmux"),
+  });
+
+  const systemctl = await probe("systemctl", "show", "-p", "Version", "--value");
+  const userBus = systemctl.code === 0 ? await probe("systemctl", "--user", "show", "-p", "Version", "--value") : null;
+  const system =
+    systemctl.code === 0 ? `systemd ${systemctl.said}` : systemctl.code === 127 ? "not found" : systemctl.said;
+  add({
+    name: "systemctl",
+    status: systemctl.code === 0 ? (userBus?.code === 0 ? "ok" : "limited") : "missing",
+    detail: systemctl.code === 0 && userBus?.code !== 0 ? `${system}; no user bus (${userBus?.said})` : system,
+    affects: "restart.systemd, unit pid sources, NRestarts tracking, install systemd (--user needs the user bus)",
+    used: uses(config, (service) => service.unit !== null || service.restart?.kind === "systemd"),
+  });
+
+  const launchctl = process.platform === "darwin" ? await probe("launchctl", "version") : { code: 127, said: "" };
+  add({
+    name: "launchctl",
+    status: launchctl.code === 0 ? "ok" : "missing",
+    detail: launchctl.code === 0 ? launchctl.said : "not macOS",
+    affects: "restart.launchd, launchd pid sources, install launchd",
+    used: uses(config, (service) => service.launchd !== null || service.restart?.kind === "launchd"),
+  });
+
+  const crontab = await probe("crontab", "-l");
+  const hasCrontab = crontab.code === 0 || /no crontab/i.test(crontab.said);
+  const daemon = cronDaemon();
+  add({
+    name: "cron",
+    status: hasCrontab ? (daemon ? "ok" : "limited") : "missing",
+    detail: hasCrontab
+      ? daemon
+        ? `crontab; daemon ${daemon} running`
+        : "crontab, but no cron daemon runs"
+      : "no crontab",
+    affects: "install cron: without a running daemon the line is never run",
+    used: false,
+  });
+
+  const termux = Boolean(env.PREFIX?.includes("com.termux")) || existsSync("/data/data/com.termux");
+  const bootDir = join(env.HOME ?? "", ".termux", "boot");
+  const wakeLock = termux ? await probe("termux-wake-lock", "--help") : { code: 127, said: "" };
+  add({
+    name: "Termux:Boot",
+    status: !termux ? "missing" : existsSync(bootDir) && wakeLock.code !== 127 ? "ok" : "limited",
+    detail: !termux
+      ? "not Termux"
+      : `${existsSync(bootDir) ? bootDir : "no ~/.termux/boot (install Termux:Boot, open it once)"}; ` +
+        `termux-wake-lock ${wakeLock.code === 127 ? "missing (pkg install termux-api)" : "found"}`,
+    affects: "install termux-boot: the loop starts at boot and keeps a wake lock",
+    used: false,
+  });
+
+  if (config) add(stateDirRow(config.watchdog.stateDir));
+  add({
+    name: "config",
+    status: config ? "ok" : "missing",
+    detail: config ? `${config.path}: ${config.services.length} services` : (configProblem ?? "none"),
+    affects: "everything the watchdog does",
+    used: true,
+  });
+  if (config) add(await notifyRow(config, sendTest));
+  return rows;
+}
+
+/** The state dir: this user's, not writable by group or others, writable by tend. */
+function stateDirRow(stateDir: string): Capability {
+  const row = { name: "state dir", affects: "every pass, notify's spool", used: true };
+  if (!existsSync(stateDir)) return { ...row, status: "ok", detail: `${stateDir} (created 0700 by the first pass)` };
+  try {
+    const info = statSync(stateDir);
+    const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
+    if (info.uid !== process.getuid?.()) {
+      return {
+        ...row,
+        status: "missing",
+        detail: `${stateDir} belongs to uid ${info.uid}: chown ${process.getuid?.()} ${stateDir}`,
+      };
+    }
+    if (info.mode & 0o022)
+      return { ...row, status: "missing", detail: `${stateDir} mode ${mode}: chmod go-w ${stateDir}` };
+    const probeFile = join(stateDir, `.doctor-${process.pid}`);
+    writeFileSync(probeFile, "", { flag: "wx", mode: 0o600 });
+    rmSync(probeFile);
+    return { ...row, status: "ok", detail: `${stateDir} (mode ${mode}, writable)` };
+  } catch (error) {
+    return { ...row, status: "missing", detail: `${stateDir}: ${inWords(error)}` };
+  }
+}
+
+/** The notify target: a TCP connection to its host (nothing sent), or a test message with --send-test. */
+async function notifyRow(config: Config, sendTest?: DoctorOptions["sendTest"]): Promise<Capability> {
+  const row = { name: "notify target", affects: "notifications (they are spooled until it answers)" };
+  const url = config.notify.url;
+  if (!url) return { ...row, status: "missing", detail: "no [notify] url: events are only logged", used: false };
+  if (sendTest) {
+    const sent = await sendTest();
+    return {
+      ...row,
+      status: sent.ok ? "ok" : "missing",
+      detail: `test message to ${redactUrl(url)}: ${sent.detail}`,
+      used: true,
+    };
+  }
+  const parsed = new URL(url);
+  const port = Number(parsed.port) || (parsed.protocol === "https:" ? 443 : 80);
+  const reached = await new Promise<string | null>((resolve) => {
+    const socket = connect({ host: parsed.hostname.replace(/^\[|\]$/g, ""), port });
+    const done = (problem: string | null) => (socket.destroy(), resolve(problem));
+    socket.setTimeout(config.notify.timeoutMs, () => done("no answer"));
+    socket.once("connect", () => done(null));
+    socket.once("error", (error) => done(networkReason(error)));
+  });
+  return {
+    ...row,
+    status: reached === null ? "ok" : "missing",
+    detail: reached === null ? `${redactUrl(url)} reachable (--send-test sends one)` : `${redactUrl(url)}: ${reached}`,
+    used: true,
+  };
+}
+
+/** A running cron daemon's name, from /proc. */
+function cronDaemon(): string | null {
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      const comm = readProc(Number(entry))?.comm ?? "";
+      if (/^(cron|crond|cronie|busybox-crond)$/.test(comm)) return comm;
+    }
+  } catch {}
+  return null;
+}
+
+/** Everything the configuration uses works (ok or limited). */
+export const healthy = (rows: Capability[]) => rows.every((row) => !row.used || row.status !== "missing");
+
+export function renderDoctor(rows: Capability[]): string {
+  const width = Math.max(...rows.map((row) => row.name.length));
+  return rows
+    .map((row) => {
+      const mark = row.status === "ok" ? "ok     " : row.status === "limited" ? "limited" : "missing";
+      const used = row.used ? "" : " (not used by the config)";
+      const affects = row.status === "ok" ? "" : `\n${"".padEnd(width + 11)}affects: ${row.affects}${used}`;
+      return `${row.name.padEnd(width)}  ${mark}  ${row.detail}${affects}`;
+    })
+    .join("\n");
+}
