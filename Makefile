@@ -7,7 +7,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
             --define 'TEND_VERSION="$(VERSION)"'
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 
-.PHONY: all cross demo test test-deps typecheck fmt clean bench faults
+.PHONY: all cross cross-check demo test test-deps typecheck fmt clean bench faults
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -25,6 +25,14 @@ cross: node_modules/.installed
 	  $(BUN) build $(FLAGS) --target=bun-$$t scripts/tend.ts --outfile build/dist/tend-$$t || exit 1; \
 	done
 	@ls -l build/dist
+
+# The cross builds, run where this machine can: linux-arm64 under qemu-user-static (Debian's, with
+# the arm64 libc from multiarch); the Android and macOS binaries' ELF/Mach-O headers inspected.
+cross-check: cross
+	@command -v qemu-aarch64-static >/dev/null && command -v readelf >/dev/null && [ -e /lib/ld-linux-aarch64.so.1 ] || \
+	  (dpkg --add-architecture arm64 && apt-get update -qq && \
+	   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static binutils libc6:arm64 >/dev/null)
+	$(BUN) bench/cross-check.ts
 
 typecheck: node_modules/.installed
 	node_modules/.bin/tsc -p .
