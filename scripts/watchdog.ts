@@ -10,6 +10,8 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
        watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
        watchdog validate | plan [--show-secrets]
        watchdog pause NAME [--for D] | resume NAME | reset NAME
+       watchdog restart NAME | stop NAME | start NAME   verified; stop pauses, start resumes
+       watchdog logs NAME [-n N] [-f]         the service's own output (spawn output, tmux pane, journal)
        watchdog install cron|termux-boot|systemd|launchd [--write]   print (or write) the scheduler entry
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
@@ -18,8 +20,8 @@ export function main(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "watchdog",
     usage: USAGE,
-    string: ["interval", "for", "since"],
-    boolean: ["dry-run", "json", "cached", "write", "show-secrets"],
+    string: ["interval", "for", "since", "n"],
+    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [name = "pass", ...names] = args._.map(String);

@@ -145,6 +145,26 @@ systemd = "broken.service"
     const status = JSON.parse(pass("status", "--json", "--cached", "web").stdout);
     expect(status.services[0].state).toBe("stopped");
   }, 30_000);
+
+  test("watchdog start/stop/restart go through systemctl; logs is journalctl -u", async () => {
+    const start = pass("start", "web");
+    expect(start.code).toBe(0);
+    expect(start.stdout).toContain(`[START] web: started by the operator: systemctl restart ${WEB}`);
+    expect(systemd.show(WEB, "ActiveState")).toBe("active");
+    const before = systemd.show(WEB, "MainPID");
+    const restart = pass("restart", "web");
+    expect(restart.code).toBe(0);
+    expect(restart.stdout).toContain(`[RESTART] web: manual restart: systemctl restart ${WEB}`);
+    expect(restart.stdout).toContain("[RECOVERED] web recovered");
+    expect(systemd.show(WEB, "MainPID")).not.toBe(before);
+    const stop = pass("stop", "web");
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain(`web: stopped by the operator (systemctl stop ${WEB}); paused`);
+    expect(systemd.show(WEB, "ActiveState")).toBe("inactive");
+    const logs = pass("logs", "web", "-n", "50");
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toMatch(/Stopped|Stopping/); // systemd's own lines about the unit, from its journal
+  }, 60_000);
 });
 
 describe("watchdog install systemd, in a real systemd", () => {

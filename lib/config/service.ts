@@ -122,7 +122,8 @@ export function readService(
     name,
     enabled,
     pidfile: pidfile ? inState(pidfile) : null,
-    tmux: tmux ?? null,
+    // restart.tmux alone makes its pane the pid source: a pane whose process is gone is started at once.
+    tmux: tmux ?? (restart?.kind === "tmux" && sources.length === 0 ? String(restart.target) : null),
     unit: unit ?? null,
     launchd: launchd ?? null,
     check,

@@ -394,11 +394,14 @@ export function recordRestart(
   outcome: RestartOutcome,
   startedAt: number,
   now: number,
+  { towardLimit = true } = {},
 ): Verified {
+  // An operator's `watchdog restart` is counted, but not toward max_restarts (an operator asked).
+  const windowed = windowRestarts(service, state, startedAt);
   let next: ServiceState = {
     ...remember(state, { at: startedAt, what: "restart" }),
     restartsTotal: state.restartsTotal + 1,
-    restartTimes: [...windowRestarts(service, state, startedAt), startedAt],
+    restartTimes: towardLimit ? [...windowed, startedAt] : windowed,
     lastRestartAt: startedAt,
     startedAt,
   };

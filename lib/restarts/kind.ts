@@ -45,6 +45,8 @@ export interface RestartKind<A extends RestartConfig = RestartConfig> {
   needsPidfile?: boolean;
   /** The systemd unit whose state (inactive, failed) a pass reads before restarting. */
   unit?(action: A): string;
+  /** `watchdog stop`: stop the service its backend's way. Without it the kind cannot stop one. */
+  stop?(service: ServiceConfig, action: A, context: RestartContext): Promise<RestartResult>;
 }
 
 export const defineRestart = <A extends RestartConfig>(kind: RestartKind<A>) => kind;

@@ -1,7 +1,8 @@
 import type { ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { runCommand, saidBy } from "../os/run.ts";
-import { defineRestart, type RestartResult } from "./kind.ts";
+import { stopProcess } from "../os/signal.ts";
+import { defineRestart, type RestartContext, type RestartResult } from "./kind.ts";
 
 /**
  * Run a restart's argv (command, systemctl, launchctl): exit 0 means the restart was issued.
@@ -48,4 +49,12 @@ export function managerRestart<K extends string, F extends string>(
     describe,
     plan: (action) => ({ [`restart.${kind}`]: action[field] }),
   });
+}
+
+/** Stop a verified process (TERM, stop_timeout, KILL; its group when it leads one): spawn and tmux. */
+export async function stopCurrent(service: ServiceConfig, { current, sleep }: RestartContext): Promise<RestartResult> {
+  if (!current?.info || !current.running)
+    return { issued: true, detail: `not running (${current?.detail ?? "no process"})` };
+  const { forced } = await stopProcess(current.info, service.stopTimeoutMs, sleep);
+  return { issued: true, detail: `stopped pid ${current.info.pid}${forced ? " with SIGKILL" : ""}` };
 }

@@ -7,6 +7,7 @@ import { stopProcess } from "../os/signal.ts";
 import { redactArgv, shortArgv } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { defineRestart } from "./kind.ts";
+import { stopCurrent } from "./run-action.ts";
 
 export type SpawnRestart = {
   kind: "spawn";
@@ -90,6 +91,7 @@ export const spawn = defineRestart<SpawnRestart>({
       };
     }
   },
+  stop: (service, _action, context) => stopCurrent(service, context),
   describe: (action) => `spawn ${shortArgv(action.argv)}`,
   plan: (action, shown) => ({
     "restart.spawn": shown.argv(action.argv),

@@ -1,6 +1,7 @@
 import { show } from "../config/reader.ts";
 import { respawnPane, TMUX_TARGET } from "../os/tmux.ts";
 import { defineRestart } from "./kind.ts";
+import { stopCurrent } from "./run-action.ts";
 
 export type TmuxRestart = {
   kind: "tmux";
@@ -29,6 +30,8 @@ export const tmux = defineRestart<TmuxRestart>({
       return { issued: false, detail: `tmux respawn-pane ${action.target}: ${(error as Error).message}` };
     }
   },
+  // The pane's process; `watchdog start` respawns the pane (or recreates its window).
+  stop: (service, _action, context) => stopCurrent(service, context),
   describe: (action) => `tmux respawn-pane ${action.target}`,
   plan: (action, shown) => ({
     "restart.tmux": action.target,

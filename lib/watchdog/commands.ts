@@ -29,6 +29,14 @@ const maintenance = (kind: "pause" | "resume" | "reset"): Subcommand => ({
   },
 });
 
+const operation = (kind: "restart" | "stop" | "start"): Subcommand => ({
+  takes: "one",
+  async run({ names: [name], config, io }) {
+    const { operate } = await import("./operate.ts");
+    return operate(config, name, kind, { echo: io.out, env: io.env });
+  },
+});
+
 /** `watchdog SUBCOMMAND`: each loaded on demand. */
 export const SUBCOMMANDS: Record<string, Subcommand> = {
   pass: {
@@ -101,6 +109,19 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
         import("../core/redact.ts"),
       ]);
       return (io.out(renderPlan(config, args["show-secrets"] ? REVEALED : HIDDEN)), 0);
+    },
+  },
+  restart: operation("restart"),
+  stop: operation("stop"),
+  start: operation("start"),
+  logs: {
+    takes: "one",
+    async run({ args, names: [name], config, io }) {
+      const { serviceLogs } = await import("./logs.ts");
+      const lines = args.n === undefined ? 20 : Number(args.n);
+      if (!Number.isInteger(lines) || lines < 1)
+        throw usageError(`-n: ${JSON.stringify(args.n)} is not a number of lines`);
+      return serviceLogs(config, name, { lines, follow: Boolean(args.f), out: io.out });
     },
   },
   pause: maintenance("pause"),

@@ -22,25 +22,44 @@ export async function restartAndVerify(
   main: MainProcess | null,
   logger: Logger,
   { now, sleep, env }: VerifyOptions,
-  reason: RestartReason,
+  how: RestartReason | "manual" | "operator-start",
 ): Promise<Verified> {
-  // A new service's first start is logged START and not counted; every other start is a restart.
-  const first = reason === "start";
+  // A new service's first start (and an operator's start) is logged START and not counted; every
+  // other start is a restart; an operator's restart is not counted toward max_restarts.
+  const first = how === "start" || how === "operator-start";
+  const manual = how === "manual" ? "manual restart: " : how === "operator-start" ? "started by the operator: " : "";
   const startedAt = now();
   const restart = await restartService(service, main, { sleep, env });
   let next = state;
   if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
-  const outcome = (issued: boolean, recovered: boolean, detail: string, lastProbe: ProbeResult | null, full?: string) =>
-    (first ? recordStart : recordRestart)(
-      service,
-      next,
-      { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe },
-      startedAt,
-      now(),
-    );
+  const outcome = (
+    issued: boolean,
+    recovered: boolean,
+    detail: string,
+    lastProbe: ProbeResult | null,
+    full?: string,
+  ) =>
+    first
+      ? recordStart(
+          service,
+          next,
+          { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe },
+          startedAt,
+          now(),
+        )
+      : recordRestart(
+          service,
+          next,
+          { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe },
+          startedAt,
+          now(),
+          { towardLimit: how !== "manual" },
+        );
   if (!restart.issued) return outcome(false, false, restart.detail, null, restart.full);
   const tag = first ? "START" : "RESTART";
-  logger.write(tag, `${service.name}: ${restart.detail}`, { full: restart.full && `${service.name}: ${restart.full}` });
+  logger.write(tag, `${service.name}: ${manual}${restart.detail}`, {
+    full: restart.full && `${service.name}: ${manual}${restart.full}`,
+  });
   const written = logger.entries.at(-1)!;
   next = { ...next, lastEvent: { at: written.at.getTime(), tag, message: written.message } };
 

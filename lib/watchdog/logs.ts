@@ -1,0 +1,138 @@
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import type { Config } from "../config/types.ts";
+import { TendError, usageError } from "../core/errors.ts";
+import { escapeControls } from "../core/sanitize.ts";
+import { inWords } from "../os/files.ts";
+import { launchdDomain } from "../os/launchd.ts";
+import { runCommand, saidBy } from "../os/run.ts";
+import { exactWindow, parseTarget } from "../os/tmux.ts";
+import { serviceUnit } from "../restarts/index.ts";
+import { serviceNamed } from "./operate.ts";
+
+export interface LogsOptions {
+  lines: number;
+  follow: boolean;
+  /** Each line of the service's output, escaped (not cut). */
+  out: (line: string) => void;
+  sleep?: (ms: number) => Promise<void>;
+  /** Ends --follow (tests); otherwise it follows until the process is stopped. */
+  until?: () => boolean;
+}
+
+/** Where a service's own output is, from its restart backend or pid source. */
+type Source = { file: string } | { pane: string } | { unit: string };
+
+async function sourceOf(config: Config, name: string): Promise<Source> {
+  const service = serviceNamed(config, name);
+  const action = service.restart;
+  if (action?.kind === "spawn") return { file: String(action.output) };
+  const pane = service.tmux ?? (action?.kind === "tmux" ? String(action.target) : null);
+  if (pane) return { pane };
+  const unit = serviceUnit(service);
+  if (unit) return { unit };
+  const label = service.launchd ?? (action?.kind === "launchd" ? String(action.label) : null);
+  if (label) {
+    const shown = await runCommand(["launchctl", "print", `${launchdDomain()}/${label}`], { timeoutMs: 10_000 });
+    const path = /^\s*stdout path = (.+)$/m.exec(shown.stdout)?.[1]?.trim();
+    if (!path)
+      throw new TendError(`${name}: launchd job ${label} has no StandardOutPath (${saidBy(shown) || "none set"})`, 1);
+    return { file: path };
+  }
+  throw usageError(`${name} has no output tend knows of (restart.spawn output, a tmux pane, a unit or a launchd job)`);
+}
+
+const BLOCK = 64 * 1024;
+
+/** The last `count` lines of a file, reading backwards in blocks (a large log is not read whole). */
+function tailOf(fd: number, size: number, count: number): { lines: string[]; offset: number } {
+  let start = size;
+  let text = "";
+  while (start > 0 && text.split("\n").length <= count + 1) {
+    const from = Math.max(0, start - BLOCK);
+    const buffer = Buffer.alloc(start - from);
+    readSync(fd, buffer, 0, buffer.length, from);
+    text = buffer.toString("utf8") + text;
+    start = from;
+  }
+  const lines = text.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  return { lines: lines.slice(-count), offset: size };
+}
+
+/** `watchdog logs NAME [-n N] [-f]` (supervisorctl tail): the service's own output. */
+export async function serviceLogs(config: Config, name: string, options: LogsOptions): Promise<number> {
+  const { lines, follow, out, sleep = Bun.sleep, until = () => false } = options;
+  const source = await sourceOf(config, name);
+  const say = (line: string) => out(escapeControls(line));
+
+  if ("unit" in source) {
+    const argv = ["journalctl", "-u", source.unit, "-n", String(lines), "--no-pager", "-o", "short-iso"];
+    const child = Bun.spawn(follow ? [...argv, "-f"] : argv, { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const decoder = new TextDecoder();
+    let rest = "";
+    for await (const chunk of child.stdout) {
+      const parts = (rest + decoder.decode(chunk, { stream: true })).split("\n");
+      rest = parts.pop() ?? "";
+      parts.forEach(say);
+      if (until()) child.kill();
+    }
+    if (rest) say(rest);
+    const code = await child.exited;
+    if (code !== 0 && !until())
+      throw new TendError(`journalctl -u ${source.unit}: ${(await new Response(child.stderr).text()).trim()}`, 1);
+    return 0;
+  }
+
+  if ("pane" in source) {
+    const { pane } = parseTarget(source.pane);
+    const target = pane === null ? exactWindow(source.pane) : `${exactWindow(source.pane)}.${pane}`;
+    const capture = async (count: number) => {
+      const result = await runCommand(["tmux", "capture-pane", "-p", "-J", "-S", `-${count}`, "-t", target], {
+        timeoutMs: 10_000,
+      });
+      if (result.exitCode !== 0)
+        throw new TendError(`${name}: tmux pane ${source.pane}: ${saidBy(result) || "not found"}`, 1);
+      return result.stdout.replace(/\n+$/, "").split("\n");
+    };
+    let seen = await capture(lines);
+    seen.slice(-lines).forEach(say);
+    while (follow && !until()) {
+      await sleep(1000);
+      const now = await capture(1000);
+      // New lines: those after the last line printed, found from the end of the fresh capture.
+      const last = seen.at(-1);
+      const at = last === undefined ? -1 : now.lastIndexOf(last);
+      now.slice(at + 1).forEach(say);
+      seen = now;
+    }
+    return 0;
+  }
+
+  let fd: number;
+  try {
+    fd = openSync(source.file, "r");
+  } catch (error) {
+    throw new TendError(`${name}: ${source.file}: ${inWords(error)}`, 1);
+  }
+  try {
+    const tail = tailOf(fd, fstatSync(fd).size, lines);
+    tail.lines.forEach(say);
+    let offset = tail.offset;
+    let partial = "";
+    while (follow && !until()) {
+      await sleep(500);
+      const size = fstatSync(fd).size;
+      if (size < offset) offset = 0; // truncated or rotated in place
+      if (size === offset) continue;
+      const buffer = Buffer.alloc(Math.min(size - offset, 4 * BLOCK));
+      const read = readSync(fd, buffer, 0, buffer.length, offset);
+      offset += read;
+      const parts = (partial + buffer.subarray(0, read).toString("utf8")).split("\n");
+      partial = parts.pop() ?? "";
+      parts.forEach(say);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return 0;
+}

@@ -1,0 +1,104 @@
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { TendError, usageError } from "../core/errors.ts";
+import type { LogLine } from "../core/events.ts";
+import { eventMessage, sendEvents } from "../notify/alert.ts";
+import type { Message } from "../notify/send.ts";
+import { waitLock } from "../os/lock.ts";
+import { mainProcess } from "../os/pidsource.ts";
+import { restartKind } from "../restarts/index.ts";
+import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { Logger } from "../state/logger.ts";
+import { readState, writeState } from "../state/service.ts";
+import { restartAndVerify } from "./verify.ts";
+
+export type Operation = "restart" | "stop" | "start";
+
+export interface OperateOptions {
+  echo: (line: string) => void;
+  env?: Record<string, string | undefined>;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  /** How long to wait for a running pass (the lock). */
+  lockWaitMs?: number;
+}
+
+/** The configured service, or a usage error naming the configured ones. */
+export function serviceNamed(config: Config, name: string): ServiceConfig {
+  const service = config.services.find((candidate) => candidate.name === name);
+  if (service) return service;
+  const known = config.services.map((candidate) => candidate.name).join(", ") || "none";
+  throw usageError(`no such service: ${name} (configured: ${known})`);
+}
+
+/**
+ * `watchdog restart|stop|start NAME`, what an operator asks for (monit restart, supervisorctl stop):
+ * restart through the service's action, verified, ignoring cooldown, backoff and given-up, not
+ * counted toward max_restarts; stop its backend's way and pause it; start: resume, and start it
+ * now when it is not running. Waits for a running pass (the lock) up to 30 s. Returns the exit code.
+ */
+export async function operate(
+  config: Config,
+  name: string,
+  operation: Operation,
+  options: OperateOptions,
+): Promise<number> {
+  const { echo, env, now = Date.now, sleep = Bun.sleep, lockWaitMs = 30_000 } = options;
+  const service = serviceNamed(config, name);
+  const action = service.restart;
+  if (!action) throw usageError(`${name} is watch only (no [service.restart]): tend cannot ${operation} it`);
+  const kind = restartKind(action);
+  if (operation === "stop" && !kind.stop) {
+    throw usageError(
+      `${name}: restart.${action.kind} has no way to stop a service: stop it yourself, then watchdog pause ${name}`,
+    );
+  }
+  const { stateDir } = config.watchdog;
+  ensureStateDir(stateDir);
+  const lock = await waitLock(statePaths(stateDir).lock, lockWaitMs, sleep);
+  if (!lock) throw new TendError(`a watchdog pass is running (it held the lock for 30s): try again when it ends`, 1);
+  const logger = new Logger(config.watchdog.log, echo, now);
+  const events: Message[] = [];
+  const notify = (line: LogLine) => {
+    const message = eventMessage(name, line, new Date(now()));
+    if (message) events.push(message);
+  };
+  try {
+    let state = readState(stateDir, name).state;
+    const main = await mainProcess(service, state);
+    let code = 0;
+    if (operation === "stop") {
+      const stopped = await kind.stop!(service, action, { current: main, sleep, env: env ?? process.env });
+      if (!stopped.issued) {
+        logger.write("ERROR", `${name}: could not stop it: ${stopped.detail}`);
+        return 1;
+      }
+      state = { ...state, paused: true, pausedUntil: null, strikes: 0, outage: null, busySince: null };
+      logger.write(
+        "SKIP",
+        `${name}: stopped by the operator (${stopped.detail}); paused until \`watchdog start ${name}\``,
+      );
+    } else if (operation === "start" && main?.running) {
+      state = { ...state, paused: false, pausedUntil: null };
+      logger.write("START", `${name}: resumed (already running: ${main.detail})`);
+    } else {
+      if (operation === "start") state = { ...state, paused: false, pausedUntil: null };
+      const how = operation === "start" ? "operator-start" : "manual";
+      if (operation === "restart") notify({ tag: "RESTART", event: "restart", message: `${name}: manual restart` });
+      const verified = await restartAndVerify(service, state, main, logger, { now, sleep, env }, how);
+      for (const line of verified.log) {
+        logger.write(line.tag, line.message, {
+          file: line.downtime ? statePaths(stateDir).downtime : undefined,
+          full: line.full,
+        });
+        notify(line);
+      }
+      state = verified.next;
+      code = verified.recovered ? 0 : 1;
+    }
+    writeState(stateDir, name, state);
+    await sendEvents(config, events, logger);
+    return code;
+  } finally {
+    lock.release();
+  }
+}

@@ -1,0 +1,193 @@
+// What an operator reaches for first (monit restart, supervisorctl stop/start/tail), against a real
+// spawned service and a real tmux pane.
+import { afterEach, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { alive, BUN, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+afterEach(() => box?.cleanup(["web.pid"].map((name) => join(box.state, name)).filter((path) => Bun.file(path).size)));
+
+function webhook() {
+  const bodies: string[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      bodies.push(await request.text());
+      return new Response("ok");
+    },
+  });
+  return { bodies, server };
+}
+
+test("restart: verified, notified, ignores given-up and backoff, not counted toward max_restarts", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const hook = webhook();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[notify]
+url = "http://127.0.0.1:${hook.server.port}/topic"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+max_restarts = 1
+[service.check]
+http = "http://127.0.0.1:${port}/"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+`);
+  await box.tend(["watchdog"]); // its first start
+  const first = Number(box.read("web.pid"));
+  // given up and in backoff: a pass would not restart it; an operator's restart does.
+  const state = box.stateOf("web");
+  writeFileSync(
+    join(box.state, "services", "web.json"),
+    JSON.stringify({ ...state, givenUp: true, backoffUntil: Date.now() + 3_600_000 }),
+  );
+  const run = await box.tend(["watchdog", "restart", "web"]);
+  expect(run.code).toBe(0);
+  expect(run.stdout).toMatch(new RegExp(`\\[RESTART\\] web: manual restart: stopped pid ${first}; started pid \\d+`));
+  expect(run.stdout).toContain("[RECOVERED] web recovered");
+  const second = Number(box.read("web.pid"));
+  expect(second).not.toBe(first);
+  await waitFor(() => !alive(first), 5000, "the old process gone");
+  const after = box.stateOf("web");
+  expect(after).toMatchObject({ restartsTotal: 1, restartTimes: [], givenUp: false, recoveriesOk: 1 });
+  await waitFor(() => hook.bodies.some((body) => body.startsWith("⚠️ web: manual restart")), 5000, "⚠️");
+  hook.server.stop(true);
+}, 30_000);
+
+test("stop: the group stopped, the service paused; start: resumed and started; logs: its output", async () => {
+  box = new Sandbox();
+  const script = join(box.dir, "service.sh");
+  writeFileSync(
+    script,
+    `#!/bin/sh\nprintf 'one\\ntwo\\n\\033[31mred\\n'\ni=0\nwhile :; do echo "tick $i"; i=$((i+1)); sleep 0.2; done\n`,
+    { mode: 0o755 },
+  );
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+grace = "0s"
+[service.check]
+process = true
+[service.restart]
+spawn = ["${script}"]
+`);
+  await box.tend(["watchdog"]);
+  const pid = Number(box.read("web.pid"));
+  expect(alive(pid)).toBe(true);
+
+  const logs = await box.tend(["watchdog", "logs", "web", "-n", "50"]);
+  expect(logs.code).toBe(0);
+  expect(logs.stdout).toStartWith("one\ntwo\n\\x1b[31mred\ntick 0\n"); // escaped, not cut
+  // -f follows the file as the service writes it.
+  const follow = Bun.spawn([TEND, "watchdog", "logs", "web", "-n", "1", "-f"], { env: box.env(), stdout: "pipe" });
+  box.track(follow.pid);
+  const reader = follow.stdout.getReader();
+  let seen = "";
+  const last = Number(/tick (\d+)\n$/.exec(box.read("services/web.out"))?.[1] ?? 0);
+  while (!new RegExp(`tick ${last + 5}\\n`).test(seen)) seen += new TextDecoder().decode((await reader.read()).value);
+  follow.kill();
+
+  const stop = await box.tend(["watchdog", "stop", "web"]);
+  expect(stop.code).toBe(0);
+  expect(stop.stdout).toMatch(new RegExp(`\\[SKIP\\] web: stopped by the operator \\(stopped pid ${pid}\\); paused`));
+  await waitFor(() => !alive(pid), 5000, "stopped");
+  const pass = await box.tend(["watchdog"]);
+  expect(pass.stdout).toBe(""); // paused: not restarted behind the operator's back
+  expect(JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout).services[0].state).toBe("paused");
+
+  const start = await box.tend(["watchdog", "start", "web"]);
+  expect(start.code).toBe(0);
+  expect(start.stdout).toMatch(/\[START\] web: started by the operator: started pid \d+/);
+  const again = Number(box.read("web.pid"));
+  expect(alive(again)).toBe(true);
+  expect(box.stateOf("web")).toMatchObject({ paused: false, restartsTotal: 0 });
+  const resumed = await box.tend(["watchdog", "start", "web"]);
+  expect(resumed.stdout).toContain(`resumed (already running: pid ${again})`);
+}, 30_000);
+
+test("tmux: restart, stop and start the pane's process; logs is the pane's scrollback", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "blog"
+grace = "0s"
+verify_timeout = "20s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+timeout = "1s"
+[service.restart]
+tmux = "work:blog"
+run = "echo booting blog; exec '${BUN}' '${SERVER}' ${port}"
+`);
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
+  const panePid = () =>
+    Number(tmux("display-message", "-p", "-t", "=work:=blog", "#{pane_pid}").stdout.toString().trim());
+  expect((await box.tend(["watchdog"])).stdout).toContain("[START] blog: created tmux session work");
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null))?.status === 200, 10_000, "up");
+  const logs = await box.tend(["watchdog", "logs", "blog"]);
+  expect(logs.stdout).toContain("booting blog");
+  expect(logs.stdout).toContain(`listening on ${port}`);
+  const before = panePid();
+  const restart = await box.tend(["watchdog", "restart", "blog"]);
+  expect(restart.code).toBe(0);
+  expect(restart.stdout).toContain("[RESTART] blog: manual restart: tmux respawn-pane -k -t work:blog");
+  expect(panePid()).not.toBe(before);
+  const stop = await box.tend(["watchdog", "stop", "blog"]);
+  expect(stop.code).toBe(0);
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) === null, 5000, "down");
+  const start = await box.tend(["watchdog", "start", "blog"]);
+  expect(start.code).toBe(0);
+  expect(start.stdout).toMatch(/\[START\] blog: started by the operator: /);
+  expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+  box.track(panePid());
+}, 60_000);
+
+test("restart waits for a running pass (the lock), then goes ahead; a watch-only one cannot be restarted", async () => {
+  box = new Sandbox();
+  const slow = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: async () => (await Bun.sleep(1500), new Response("ok")),
+  });
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "api"
+[service.check]
+http = "http://127.0.0.1:${slow.port}/"
+[service.restart]
+command = ["true"]
+[[service]]
+name = "watched"
+[service.check]
+tcp = "127.0.0.1:1"
+`);
+  const pass = box.tend(["watchdog"]);
+  await waitFor(
+    () => Bun.file(join(box.state, "watchdog.lock")).size >= 0 && box.read("watchdog.log") !== "",
+    5000,
+    "pass",
+  );
+  const restart = await box.tend(["watchdog", "restart", "api"]);
+  await pass;
+  slow.stop(true);
+  expect(restart.code).toBe(0);
+  const log = box.read("watchdog.log");
+  expect(log.indexOf("manual restart")).toBeGreaterThan(log.indexOf("[START] watching api"));
+  const watched = await box.tend(["watchdog", "restart", "watched"]);
+  expect(watched.code).toBe(2);
+  expect(watched.stderr).toContain("watched is watch only (no [service.restart]): tend cannot restart it");
+}, 30_000);
