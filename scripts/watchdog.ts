@@ -12,7 +12,8 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
        watchdog pause NAME [--for D] | resume NAME | reset NAME
        watchdog restart NAME | stop NAME | start NAME   verified; stop pauses, start resumes
        watchdog logs NAME [-n N] [-f]         the service's own output (spawn output, tmux pane, journal)
-       watchdog install cron|termux-boot|systemd|launchd [--write]   print (or write) the scheduler entry
+       watchdog install cron|termux-boot|systemd|launchd [--write] [--interval D]   print (or write) it
+       watchdog uninstall cron|termux-boot|systemd|launchd [--write]   remove exactly what install wrote
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
 

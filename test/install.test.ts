@@ -115,3 +115,64 @@ test("systemd: a oneshot service and a timer (OnBootSec, OnUnitActiveSec) that l
   expect(units).toContain("OnUnitActiveSec=300s");
   expect(asUser("watchdog", "install", "nonsense").code).toBe(2);
 });
+
+test("cron round trip: --interval honoured, rounded with a warning, % escaped; uninstall keeps other lines", () => {
+  setup("5m");
+  const odd = join(box.dir, "50%off");
+  Bun.spawnSync(["mkdir", odd]);
+  copyFileSync(box.config, join(odd, "tend.toml"));
+  chmodSync(odd, 0o755);
+  const config = join(odd, "tend.toml");
+  const run = (...args: string[]) =>
+    Bun.spawnSync(["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, binary, ...args, "--config", config]);
+  const exact = run("watchdog", "install", "cron", "--interval", "10m");
+  expect(exact.stdout.toString()).toBe(
+    `*/10 * * * * ${binary} watchdog pass --config ${box.dir}/50\\%off/tend.toml # tend watchdog\n`,
+  );
+  expect(exact.stderr.toString()).toBe("");
+  const rounded = run("watchdog", "install", "cron", "--interval", "90s");
+  expect(rounded.stdout.toString()).toStartWith("*/2 * * * * ");
+  expect(rounded.stderr.toString()).toBe(
+    "watchdog install: cron cannot run every 90s: the line runs every 2m, the nearest it can\n",
+  );
+  Bun.spawnSync(["crontab", "-u", USER, "-"], {
+    stdin: new TextEncoder().encode("0 3 * * * /usr/local/bin/backup.sh\n"),
+  });
+  expect(run("watchdog", "install", "cron", "--write", "--interval", "10m").exitCode).toBe(0);
+  expect(crontab()).toContain("*/10 * * * *");
+  const dry = run("watchdog", "uninstall", "cron");
+  expect(dry.stdout.toString()).toStartWith("would remove from the crontab: */10 * * * *");
+  expect(crontab()).toContain("# tend watchdog");
+  const removed = run("watchdog", "uninstall", "cron", "--write");
+  expect(removed.stdout.toString()).toStartWith("crontab: removed: */10 * * * *");
+  expect(crontab()).toBe("0 3 * * * /usr/local/bin/backup.sh\n");
+  expect(run("watchdog", "uninstall", "cron", "--write").stdout.toString()).toBe("crontab: no tend line\n");
+});
+
+test("systemd: % in paths is %% in ExecStart; launchd: PATH finds Homebrew; uninstall removes the files", () => {
+  setup("5m");
+  const odd = join(box.dir, "50%off");
+  Bun.spawnSync(["mkdir", odd]);
+  copyFileSync(box.config, join(odd, "tend.toml"));
+  const unit = Bun.spawnSync([
+    "runuser",
+    "-u",
+    USER,
+    "--",
+    "env",
+    `HOME=${box.dir}`,
+    binary,
+    "watchdog",
+    "install",
+    "systemd",
+    "--config",
+    join(odd, "tend.toml"),
+  ]).stdout.toString();
+  expect(unit).toContain(`ExecStart=${binary} watchdog pass --config ${box.dir}/50%%off/tend.toml`);
+  const plist = asUser("watchdog", "install", "launchd").stdout;
+  expect(plist).toContain("<string>/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin</string>");
+  expect(asUser("watchdog", "install", "termux-boot", "--write").code).toBe(0);
+  const script = join(box.dir, ".termux", "boot", "tend-watchdog");
+  expect(asUser("watchdog", "uninstall", "termux-boot", "--write").stdout).toBe(`${script}: removed\n`);
+  expect(asUser("watchdog", "uninstall", "termux-boot", "--write").stdout).toBe(`${script}: not installed\n`);
+});

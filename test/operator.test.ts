@@ -191,3 +191,68 @@ tcp = "127.0.0.1:1"
   expect(watched.code).toBe(2);
   expect(watched.stderr).toContain("watched is watch only (no [service.restart]): tend cannot restart it");
 }, 30_000);
+
+test("loop: a crashed process is started again within seconds, not at the next pass", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+`);
+  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
+  box.track(loop.pid);
+  await waitFor(() => box.read("watchdog.log").includes("[START] web: started pid"), 15_000, "the first start");
+  const first = Number(box.read("web.pid"));
+  box.track(first);
+  await waitFor(() => box.stateOf("web").watch?.pid === first, 5000, "the loop to watch it");
+  const killedAt = Date.now();
+  process.kill(first, "SIGKILL");
+  await waitFor(() => Number(box.read("web.pid")) !== first, 10_000, "started again");
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null))?.status === 200, 10_000, "up");
+  expect(Date.now() - killedAt).toBeLessThan(10_000); // an interval of 1 h: only the crash watch can have done it
+  box.track(Number(box.read("web.pid")));
+  expect(box.read("watchdog.log")).toMatch(
+    /\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it \(crash\)/,
+  );
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+}, 30_000);
+
+test("loop: retry_interval probes a failing service again before the next pass; strikes still need N", async () => {
+  box = new Sandbox();
+  let hits = 0;
+  let status = 200;
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => (hits++, new Response("x", { status })) });
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "api"
+failures = 3
+retry_interval = "1s"
+[service.check]
+http = "http://127.0.0.1:${server.port}/"
+`);
+  status = 503;
+  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
+  box.track(loop.pid);
+  await waitFor(() => box.read("watchdog.log").includes("failure 3/3"), 15_000, "three strikes, a second apart");
+  const log = box.read("watchdog.log");
+  expect(log).toContain("failure 1/3");
+  expect(log).toContain("failure 2/3");
+  status = 200;
+  await waitFor(() => box.read("watchdog.log").includes("[RECOVERED] api is healthy again"), 10_000, "recovery seen");
+  const probesAfter = hits;
+  await Bun.sleep(2500); // healthy again: no more retries until the next pass (1 h)
+  expect(hits).toBe(probesAfter);
+  loop.kill("SIGTERM");
+  await loop.exited;
+  server.stop(true);
+}, 30_000);

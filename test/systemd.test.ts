@@ -213,10 +213,16 @@ spawn = ["/usr/bin/python3", "-m", "http.server", "${port}", "--bind", "127.0.0.
     expect(readFileSync(join(systemd.share, name, "state", "watchdog.log"), "utf8")).toMatch(
       /\[START\] web: started pid \d+/,
     );
-    systemd.ct("systemctl", "stop", "tend-watchdog.timer");
+    // uninstall removes exactly what install wrote: disabled, both units gone; twice is fine.
+    const removed = systemd.ct(systemd.tend, "watchdog", "uninstall", "systemd", "--write", "--config", config);
+    expect(removed.stdout).toContain("systemctl disable --now tend-watchdog.timer: ok");
+    expect(removed.stdout).toContain("/etc/systemd/system/tend-watchdog.service: removed");
+    expect(removed.stdout).toContain("/etc/systemd/system/tend-watchdog.timer: removed");
+    expect(systemd.show("tend-watchdog.timer", "LoadState")).toBe("not-found");
+    expect(
+      systemd.ct(systemd.tend, "watchdog", "uninstall", "systemd", "--write", "--config", config).stdout,
+    ).toContain("not installed");
     const pid = readFileSync(join(systemd.share, name, "state", "web.pid"), "utf8").trim();
     systemd.ct("kill", pid);
-    systemd.ct("rm", "-f", "/etc/systemd/system/tend-watchdog.service", "/etc/systemd/system/tend-watchdog.timer");
-    systemd.ct("systemctl", "daemon-reload");
   }, 90_000);
 });

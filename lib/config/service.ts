@@ -24,6 +24,7 @@ export const BUILTIN_TUNABLES: Tunables = {
   restartWindowMs: 3_600_000,
   stopTimeoutMs: 2_000,
   verifyTimeoutMs: 60_000,
+  retryIntervalMs: 0,
 };
 
 export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "duration" | "count" }> = {
@@ -37,6 +38,7 @@ export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "durati
   restart_window: { field: "restartWindowMs", kind: "duration" },
   stop_timeout: { field: "stopTimeoutMs", kind: "duration" },
   verify_timeout: { field: "verifyTimeoutMs", kind: "duration" },
+  retry_interval: { field: "retryIntervalMs", kind: "duration" },
 };
 
 const PID_SOURCES = ["pidfile", "tmux", "unit", "launchd"];
@@ -57,7 +59,8 @@ const SERVICE_KEYS = [
 export function readTunables(table: Reader, into: Tunables) {
   for (const [key, { field, kind }] of Object.entries(TUNABLE_KEYS)) {
     const value = kind === "duration" ? table.duration(key) : table.integer(key, key === "max_restarts" ? 0 : 1);
-    if (value !== undefined) into[field] = value;
+    if (key === "retry_interval" && value !== undefined && value < 1000) table.fail(key, "must be at least 1s");
+    else if (value !== undefined) into[field] = value;
   }
 }
 

@@ -29,6 +29,8 @@ export interface Tunables {
   restartWindowMs: number;
   stopTimeoutMs: number;
   verifyTimeoutMs: number;
+  /** Loop mode: after a failed probe, probe again after this (0: at the next pass, `interval`). */
+  retryIntervalMs: number;
 }
 
 export interface ServiceConfig extends Tunables {

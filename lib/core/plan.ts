@@ -66,6 +66,7 @@ function flattenService(service: ServiceConfig, shown: Shown): Flat {
     restart_window: formatDuration(service.restartWindowMs),
     stop_timeout: formatDuration(service.stopTimeoutMs),
     verify_timeout: formatDuration(service.verifyTimeoutMs),
+    retry_interval: service.retryIntervalMs ? formatDuration(service.retryIntervalMs) : "interval",
     depends_on: service.dependsOn,
   };
   if (service.pidfile) flat.pidfile = service.pidfile;

@@ -161,3 +161,13 @@ export async function mainProcess(
   if (service.launchd) return fromLaunchd(service.launchd);
   return null;
 }
+
+/** What the loop watches between passes: a verified process tend would start again (not systemd's or launchd's). */
+export const watchOf = (main: MainProcess | null) =>
+  main?.running && main.info && !main.supervised ? { pid: main.info.pid, ticks: main.info.startTicks } : null;
+
+/** The watched process is gone: no such PID, a zombie, or another process under its PID. */
+export function watchedIsGone(watch: { pid: number; ticks: string }): boolean {
+  const info = readProc(watch.pid);
+  return !isRunning(info) || info.startTicks !== watch.ticks;
+}

@@ -74,6 +74,8 @@ export interface ServiceState {
   lastHealthyAt: number | null;
   /** The last healthy probe's warning (a certificate that expires soon), or null. */
   checkWarning: string | null;
+  /** The verified process the loop watches between passes (pidfile and tmux sources): PID and start time. */
+  watch: { pid: number; ticks: string } | null;
 
   firstHealthyAt: number | null;
 }
@@ -141,6 +143,7 @@ export function freshState(): ServiceState {
     sourceProblem: null,
     lastHealthyAt: null,
     checkWarning: null,
+    watch: null,
 
     firstHealthyAt: null,
   };

@@ -37,6 +37,9 @@ const operation = (kind: "restart" | "stop" | "start"): Subcommand => ({
   },
 });
 
+/** Where install writes: for this binary, this user. */
+const where = (io: Io) => ({ binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 });
+
 /** `watchdog SUBCOMMAND`: each loaded on demand. */
 export const SUBCOMMANDS: Record<string, Subcommand> = {
   pass: {
@@ -88,12 +91,24 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   install: {
     takes: "one",
     async run({ args, names: [which], config, io }) {
-      const { installFiles, parseScheduler, renderInstall, writeInstall } = await import("./install.ts");
+      const { cronWarning, installFiles, parseScheduler, renderInstall, writeInstall } = await import("./install.ts");
       const scheduler = parseScheduler(which);
-      const where = { binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 };
-      const files = installFiles(scheduler, config, where);
+      const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
+      const warning = scheduler === "cron" ? cronWarning(intervalMs) : null;
+      if (warning) io.err(`watchdog install: ${warning}`);
+      const files = installFiles(scheduler, config, { ...where(io), intervalMs });
       if (!args.write) return (io.out(renderInstall(scheduler, files)), 0);
       for (const line of await writeInstall(scheduler, files)) io.out(line);
+      return 0;
+    },
+  },
+  uninstall: {
+    takes: "one",
+    async run({ args, names: [which], config, io }) {
+      const { installFiles, parseScheduler, removeInstall } = await import("./install.ts");
+      const scheduler = parseScheduler(which);
+      const files = installFiles(scheduler, config, { ...where(io), intervalMs: config.watchdog.intervalMs });
+      for (const line of await removeInstall(scheduler, files, Boolean(args.write))) io.out(line);
       return 0;
     },
   },

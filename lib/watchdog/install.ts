@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
 import type { Config } from "../config/types.ts";
+import { formatDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { runCommand, saidBy } from "../os/run.ts";
 
@@ -19,6 +20,8 @@ export interface InstallOptions {
   binary: string;
   home: string;
   uid: number;
+  /** The period: `--interval`, else [watchdog] interval. */
+  intervalMs: number;
 }
 
 /** Marks tend's crontab line, so --write replaces it instead of adding a second. */
@@ -29,23 +32,47 @@ const UNIT = "tend-watchdog";
 const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
 const xml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
-/** interval -> a cron schedule: every N minutes (N dividing 60), every N hours, else every minute count rounded. */
-export function cronSchedule(intervalMs: number): string {
-  const minutes = Math.max(1, Math.round(intervalMs / 60_000));
-  if (minutes < 60) return minutes === 1 ? "* * * * *" : `*/${minutes} * * * *`;
-  const hours = Math.max(1, Math.round(minutes / 60));
-  return hours >= 24 ? "0 0 * * *" : `0 */${hours} * * *`;
+const MINUTE = 60_000;
+/** Periods cron runs at exactly: minute steps that divide an hour, hour steps that divide a day, a day. */
+const CRON_PERIODS: [number, string][] = [
+  ...[1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30].map((n): [number, string] => [
+    n * MINUTE,
+    n === 1 ? "* * * * *" : `*/${n} * * * *`,
+  ]),
+  ...[1, 2, 3, 4, 6, 8, 12].map((n): [number, string] => [n * 60 * MINUTE, n === 1 ? "0 * * * *" : `0 */${n} * * *`]),
+  [24 * 60 * MINUTE, "0 0 * * *"],
+];
+
+/** interval -> the cron schedule of the nearest period cron can run at exactly (e.g. 90s -> every 2 minutes). */
+export function cronSchedule(intervalMs: number): { schedule: string; periodMs: number } {
+  // A tie goes to the longer period: fewer passes than asked, never more.
+  const [periodMs, schedule] = CRON_PERIODS.reduce((best, candidate) =>
+    Math.abs(candidate[0] - intervalMs) <= Math.abs(best[0] - intervalMs) ? candidate : best,
+  );
+  return { schedule, periodMs };
 }
 
-export function cronLine(config: Config, { binary }: InstallOptions): string {
-  const command = `${quote(binary)} watchdog pass --config ${quote(config.path)}`;
-  return `${cronSchedule(config.watchdog.intervalMs)} ${command} ${CRON_MARK}`;
+/** Said when cron cannot run at the interval asked for: both periods named. */
+export function cronWarning(intervalMs: number): string | null {
+  const { periodMs } = cronSchedule(intervalMs);
+  if (periodMs === intervalMs) return null;
+  const asked = formatDuration(intervalMs);
+  return `cron cannot run every ${asked}: the line runs every ${formatDuration(periodMs)}, the nearest it can`;
+}
+
+/** cron gives % a meaning (newline) in the command: escaped. */
+const cronEscape = (text: string) => text.replace(/%/g, "\\%");
+
+export function cronLine(config: Config, { binary, intervalMs }: InstallOptions): string {
+  const command = cronEscape(`${quote(binary)} watchdog pass --config ${quote(config.path)}`);
+  return `${cronSchedule(intervalMs).schedule} ${command} ${CRON_MARK}`;
 }
 
 /** The files (or crontab line) each scheduler needs. */
 export function installFiles(scheduler: Scheduler, config: Config, options: InstallOptions): InstallFile[] {
-  const { binary, home, uid } = options;
-  const seconds = Math.max(1, Math.round(config.watchdog.intervalMs / 1000));
+  const { binary, home, uid, intervalMs } = options;
+  const seconds = Math.max(1, Math.round(intervalMs / 1000));
+  const every = intervalMs === config.watchdog.intervalMs ? "" : ` --interval ${formatDuration(intervalMs)}`;
   const pass = [binary, "watchdog", "pass", "--config", config.path];
   switch (scheduler) {
     case "cron":
@@ -59,7 +86,7 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
             "#!/data/data/com.termux/files/usr/bin/sh",
             "# Termux:Boot runs this at boot: hold a wake lock so Android does not doze the loop away.",
             "termux-wake-lock",
-            `exec ${quote(binary)} watchdog run --config ${quote(config.path)}`,
+            `exec ${quote(binary)} watchdog run${every} --config ${quote(config.path)}`,
             "",
           ].join("\n"),
         },
@@ -77,7 +104,8 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
             "",
             "[Service]",
             "Type=oneshot",
-            `ExecStart=${pass.map(quote).join(" ")}`,
+            // systemd gives % a meaning (specifiers) in ExecStart: escaped as %%.
+            `ExecStart=${pass.map(quote).join(" ").replace(/%/g, "%%")}`,
             "# Services tend spawns start in their own session; do not kill them with this unit's cgroup.",
             "KillMode=process",
             "",
@@ -119,6 +147,12 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
   <array>
 ${args}
   </array>
+  <!-- launchd starts jobs with a bare PATH: add Homebrew's (arm64 and x86) for what checks run. -->
+  <key>EnvironmentVariables</key>
+  <dict>
+    <key>PATH</key>
+    <string>/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin</string>
+  </dict>
   <key>StartInterval</key>
   <integer>${seconds}</integer>
   <key>RunAtLoad</key>
@@ -191,6 +225,56 @@ async function writeCrontab(line: string): Promise<string> {
   if (written.exitCode !== 0)
     throw new TendError(`crontab -: ${written.error ?? (saidBy(written) || `exit ${written.exitCode}`)}`, 1);
   return `crontab: ${ours.length ? "updated" : "added"}: ${line}`;
+}
+
+/**
+ * `watchdog uninstall KIND`: remove exactly what install wrote (tend's crontab line, other lines
+ * kept; the boot script; both systemd units, disabled first; the launchd plist, booted out first).
+ * Idempotent; without `write`, says what it would do.
+ */
+export async function removeInstall(scheduler: Scheduler, files: InstallFile[], write: boolean): Promise<string[]> {
+  if (scheduler === "cron") {
+    const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000 });
+    const lines = current.exitCode === 0 ? current.stdout.replace(/\n$/, "").split("\n") : [];
+    const ours = lines.filter((line) => line.includes(CRON_MARK));
+    if (!ours.length) return ["crontab: no tend line"];
+    if (!write) return ours.map((line) => `would remove from the crontab: ${line}`);
+    const rest = lines.filter((line) => !line.includes(CRON_MARK));
+    const written = await runCommand(["crontab", "-"], {
+      timeoutMs: 10_000,
+      input: rest.length ? rest.join("\n") + "\n" : "",
+    });
+    if (written.exitCode !== 0)
+      throw new TendError(`crontab -: ${written.error ?? (saidBy(written) || `exit ${written.exitCode}`)}`, 1);
+    return ours.map((line) => `crontab: removed: ${line}`);
+  }
+  const present = files.filter((file) => existsSync(file.path));
+  if (!present.length) return [`${files.map((file) => file.path).join(", ")}: not installed`];
+  if (!write) return present.map((file) => `would remove ${file.path}`);
+  const said: string[] = [];
+  const user = files[0].path.startsWith("/etc/") ? [] : ["--user"];
+  const tell = async (argv: string[]) => {
+    const result = await runCommand(argv, { timeoutMs: 30_000 });
+    said.push(
+      `${argv.join(" ")}: ` +
+        (result.exitCode === 0 ? "ok" : saidBy(result) || result.error || `exit ${result.exitCode}`),
+    );
+  };
+  if (scheduler === "systemd") await tell(["systemctl", ...user, "disable", "--now", `${UNIT}.timer`]);
+  if (scheduler === "launchd") {
+    await tell([
+      "launchctl",
+      "bootout",
+      files[0].path.startsWith("/Library/") ? "system" : `gui/${process.getuid?.()}`,
+      files[0].path,
+    ]);
+  }
+  for (const file of present) {
+    rmSync(file.path, { force: true });
+    said.push(`${file.path}: removed`);
+  }
+  if (scheduler === "systemd") await tell(["systemctl", ...user, "daemon-reload"]);
+  return said;
 }
 
 export function parseScheduler(name: string | undefined): Scheduler {

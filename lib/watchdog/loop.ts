@@ -4,6 +4,8 @@ import { Logger } from "../state/logger.ts";
 import { ensureStateDir } from "../state/dir.ts";
 import { after } from "../os/timer.ts";
 import { runPass } from "./pass.ts";
+import { watchedIsGone } from "../os/pidsource.ts";
+import { readState } from "../state/service.ts";
 
 export interface LoopOptions {
   config: Config;
@@ -13,6 +15,27 @@ export interface LoopOptions {
   /** Stop after this many passes (tests, benchmarks); default: until SIGTERM/SIGINT. */
   maxPasses?: number;
 }
+
+/**
+ * Between passes, every second: services whose watched process is gone (crashed: started again at
+ * once, as a pass would), and services whose last probe failed at least retry_interval ago. No
+ * probes here: a /proc read per watched process.
+ */
+export function dueBetweenPasses(config: Config, intervalMs: number, now: number): string[] {
+  const due: string[] = [];
+  for (const service of config.services) {
+    if (!service.enabled) continue;
+    const { state } = readState(config.watchdog.stateDir, service.name, { repair: false });
+    if (state.paused) continue;
+    const crashed = state.watch !== null && watchedIsGone(state.watch);
+    const retry = service.retryIntervalMs > 0 && service.retryIntervalMs < intervalMs;
+    const failedAt = state.lastProbe && !state.lastProbe.ok ? state.lastProbe.at : null;
+    if (crashed || (retry && failedAt !== null && now - failedAt >= service.retryIntervalMs)) due.push(service.name);
+  }
+  return due;
+}
+
+const TICK_MS = 1000;
 
 /** `watchdog run`: a pass every interval until SIGTERM/SIGINT; a crash in one pass is logged, not fatal. */
 export async function runLoop({
@@ -31,25 +54,33 @@ export async function runLoop({
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
   const logger = new Logger(config.watchdog.log, echo);
+  const failed = (what: string, error: unknown) => {
+    const message = `${what}: ${(error as Error).message}`;
+    try {
+      ensureStateDir(config.watchdog.stateDir); // never log through a state dir that is refused
+      logger.write("ERROR", message);
+    } catch {
+      echo(formatLine("ERROR", message, new Date()));
+    }
+  };
   try {
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
       const started = Date.now();
-      try {
-        await runPass({ config, echo, env, intervalMs });
-      } catch (error) {
-        const message = `pass failed: ${(error as Error).message}`;
-        try {
-          ensureStateDir(config.watchdog.stateDir); // never log through a state dir that is refused
-          logger.write("ERROR", message);
-        } catch {
-          echo(formatLine("ERROR", message, new Date()));
-        }
-      }
+      await runPass({ config, echo, env, intervalMs }).catch((error) => failed("pass failed", error));
       // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
       Bun.gc(true);
-      const wait = Math.max(0, started + intervalMs - Date.now());
-      if (!stopping && passes + 1 < maxPasses)
-        await new Promise<void>((resolve) => ((wake = resolve), after(wait, resolve)));
+      const next = started + intervalMs;
+      while (!stopping && passes + 1 < maxPasses && Date.now() < next) {
+        await new Promise<void>((resolve) => ((wake = resolve), after(Math.min(TICK_MS, next - Date.now()), resolve)));
+        if (stopping || Date.now() >= next) break;
+        const due = dueBetweenPasses(config, intervalMs, Date.now());
+        // Takes the lock without waiting: a pass or an operator holds it, so try again next second.
+        if (due.length) {
+          await runPass({ config, echo, env, intervalMs, only: due }).catch((error) =>
+            failed(`${due.join(", ")}`, error),
+          );
+        }
+      }
     }
   } finally {
     process.off("SIGTERM", stop);

@@ -10,7 +10,7 @@ import { inWords } from "../os/files.ts";
 import { tryLock } from "../os/lock.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { freshState } from "../state/service.ts";
+import { freshState, readState } from "../state/service.ts";
 import { findGap, writeHeartbeat } from "./heartbeat.ts";
 import { limiter } from "./limiter.ts";
 import { renderMetrics } from "./metrics.ts";
@@ -30,6 +30,11 @@ export interface PassOptions {
   env?: Record<string, string | undefined>;
   /** The period this pass runs at (`run --interval`); default [watchdog] interval. Recorded in the heartbeat. */
   intervalMs?: number;
+  /**
+   * Judge only these services, between passes (the loop's crash watch and retry_interval): no
+   * heartbeat, gap, metrics or heartbeat ping, and a held lock is no SKIP line (it tries again).
+   */
+  only?: string[];
 }
 
 export interface PassReport {
@@ -57,13 +62,14 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     : await tryLock(paths.lock).catch((error) => {
         throw new TendError(`cannot lock ${paths.lock}: ${inWords(error)}`, 1);
       });
+  const partial = options.only !== undefined;
   if (!dryRun && !lock) {
-    logger.write("SKIP", "another pass is running: this one exits");
+    if (!partial) logger.write("SKIP", "another pass is running: this one exits");
     return { ran: false, services: [] };
   }
   try {
     const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
-    const gap = dryRun ? null : findGap(stateDir, intervalMs, now());
+    const gap = dryRun || partial ? null : findGap(stateDir, intervalMs, now());
     const gapEvents: Message[] = [];
     if (gap) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
@@ -74,7 +80,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     }
     const services = await judgeAll(config, { ...options, dryRun, echo, now, gap, logger });
     if (!dryRun) {
-      if (config.notify.format === "alertmanager") {
+      if (config.notify.format === "alertmanager" && !partial) {
         // One alert per service and condition, re-sent while it holds, resolved when it ends.
         await sendEvents(config, [], logger); // what an earlier format left in the spool
         const states = services.map(({ name, decision }) => ({
@@ -85,6 +91,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       } else {
         await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger);
       }
+      if (partial) return { ran: true, services };
       const down = services
         .filter((service) => service.decision.next.outage !== null && service.decision.kind !== "skip")
         .map((service) => service.name);
@@ -115,8 +122,15 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
   for (const service of config.services) {
     failing.set(service.name, new Promise((resolve) => publish.set(service.name, resolve)));
   }
+  // A partial pass judges some services; the others say what their last probe said.
+  const judged = config.services.filter((service) => !context.only || context.only.includes(service.name));
+  for (const service of config.services) {
+    if (judged.includes(service)) continue;
+    const { lastProbe } = readState(config.watchdog.stateDir, service.name, { repair: false }).state;
+    publish.get(service.name)!(lastProbe?.ok === false);
+  }
   return Promise.all(
-    config.services.map(async (service): Promise<ServiceOutcome> => {
+    judged.map(async (service): Promise<ServiceOutcome> => {
       const failingDependencies: string[] = [];
       for (const dependency of service.dependsOn)
         if (await failing.get(dependency)) failingDependencies.push(dependency);

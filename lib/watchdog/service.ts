@@ -3,7 +3,7 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { decide, explain, type Decision, type Facts, type LogLine } from "../core/decide.ts";
 import type { Downtime } from "../core/events.ts";
 import { busyEvidence } from "../os/busy.ts";
-import { mainProcess, UNIT_PROPERTIES, type UnitShown } from "../os/pidsource.ts";
+import { mainProcess, UNIT_PROPERTIES, watchOf, type UnitShown } from "../os/pidsource.ts";
 import { uptimeMs } from "../os/proc.ts";
 import { treeRss } from "../os/rss.ts";
 import { showUnit } from "../os/systemd.ts";
@@ -31,6 +31,8 @@ export interface JudgeOptions {
   publish: (failing: boolean) => void;
   /** A heartbeat gap this pass found. */
   gap: Downtime | null;
+  /** A partial pass judges only these. */
+  only?: string[];
 }
 
 export interface ServiceOutcome {
@@ -93,7 +95,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   }
 
   const events: Message[] = [];
-  state = emit(logger, paths.downtime, service.name, decision.next, decision.log, events);
+  state = emit(logger, paths.downtime, service.name, { ...decision.next, watch: watchOf(main) }, decision.log, events);
   writeState(config.watchdog.stateDir, service.name, state);
   if (decision.kind === "restart") {
     const verified = await restartAndVerify(service, state, main, logger, options, decision.reason);

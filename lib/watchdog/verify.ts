@@ -1,7 +1,7 @@
 import { probe, type ProbeResult } from "../checks/index.ts";
 import type { ServiceConfig } from "../config/types.ts";
 import { recordRestart, recordStart, type RestartReason, type Verified } from "../core/decide.ts";
-import { mainProcess, type MainProcess } from "../os/pidsource.ts";
+import { mainProcess, watchOf, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
 import type { ServiceState } from "../state/service.ts";
@@ -74,7 +74,10 @@ export async function restartAndVerify(
     }
     const attemptAt = now();
     last = await probe(service.check, { process: current?.info });
-    if (last.ok) return outcome(true, true, last.detail, last);
+    if (last.ok) {
+      next = { ...next, watch: watchOf(current) }; // the loop watches the new process from now on
+      return outcome(true, true, last.detail, last);
+    }
     detail = `last probe: ${last.detail}`;
     if (now() >= deadline) break;
     await sleep(Math.max(0, Math.min(1000 - (now() - attemptAt), deadline - now())));
