@@ -6,20 +6,21 @@ import { usageError } from "../lib/core/errors.ts";
 import { localStamp } from "../lib/core/time.ts";
 import { applyConfig, listBackups, rollback, updateBinary } from "../lib/tools/update.ts";
 
-const USAGE = `usage: self-update SOURCE [--sha256 HEX] [--target PATH] [--yes]   SOURCE: a path or http(s) URL
+const USAGE = `usage: self-update SOURCE [--sha256 HEX] [--target PATH] [--yes] [--keep N]   SOURCE: a path or URL
        self-update --apply-config NEW.toml [--yes]
-       self-update --rollback [--target PATH]
+       self-update --rollback [--target PATH] [--yes]
        self-update --list [--target PATH]
-The new binary must answer --version, validate the live config and complete a dry-run pass; then
-the current one is backed up (TARGET.bak-YYYYMMDD-HHMMSS, 5 kept), the version change and a diff of
-\`watchdog plan\` are shown, and the swap is one rename. If the installed binary does not run, the
-backup is restored. --yes confirms without asking (needed when stdin is not a terminal).`;
+The new binary must prove it is tend (--version, a plan), validate the live config and complete a
+dry-run pass (an http:// SOURCE needs --sha256: exit 3 without). The version change and a diff of
+\`watchdog plan\` are shown; once confirmed the current one is backed up (TARGET.bak-YYYYMMDD-HHMMSS,
+--keep N newest, 3 by default) and the swap is one rename; if the installed binary does not run,
+the backup is restored. Without --yes and without a terminal: the preview only, exit 2.`;
 
 export function main(argv: string[], io: Io, ask: () => Promise<string> = readLine): Promise<number> {
   const spec = {
     name: "self-update",
     usage: USAGE,
-    string: ["sha256", "target", "apply-config"],
+    string: ["sha256", "target", "apply-config", "keep"],
     boolean: ["yes", "rollback", "list"],
   };
   return runCli(spec, argv, io, async (args) => {
@@ -27,14 +28,16 @@ export function main(argv: string[], io: Io, ask: () => Promise<string> = readLi
     const modes = [args._.length > 0, Boolean(args["apply-config"]), args.rollback, args.list].filter(Boolean).length;
     if (modes !== 1 || args._.length > 1)
       throw usageError(`give one of SOURCE, --apply-config, --rollback, --list\n\n${USAGE}`);
-    if ((args._.length || args["apply-config"]) && !args.yes && !process.stdin.isTTY)
-      throw usageError("stdin is not a terminal: pass --yes to confirm the swap");
+    const keep = args.keep === undefined ? undefined : Number(args.keep);
+    if (keep !== undefined && (!Number.isInteger(keep) || keep < 1))
+      throw usageError(`--keep: ${JSON.stringify(args.keep)} is not a count >= 1`);
     const confirm = async () => {
-      if (args.yes) return true;
+      if (args.yes) return "yes" as const;
+      if (!process.stdin.isTTY) return "preview" as const; // the preview is shown; nothing is written
       io.out("install? [y/N]");
-      return /^y(es)?$/i.test((await ask()).trim());
+      return /^y(es)?$/i.test((await ask()).trim()) ? ("yes" as const) : ("no" as const);
     };
-    const updateIo = { say: io.out, confirm };
+    const updateIo = { say: io.out, confirm, keep };
     if (args.list) {
       const config = (() => {
         try {
@@ -49,7 +52,7 @@ export function main(argv: string[], io: Io, ask: () => Promise<string> = readLi
       }
       return 0;
     }
-    if (args.rollback) return (rollback(target, updateIo), 0);
+    if (args.rollback) return (await rollback(target, updateIo), 0);
     const config = resolve(findConfig({ path: args.config, env: io.env }));
     if (args["apply-config"])
       return (

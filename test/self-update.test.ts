@@ -25,12 +25,15 @@ afterEach(() => {
 const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 const LONG_AGO = new Date("2026-01-02T03:04:05Z");
 
-/** An installed tend (a copy of build/tend) with an old mtime, and a live config. */
+/**
+ * An installed tend with an old mtime, and a live config. The installed one is an older "version"
+ * (a wrapper answering tend 0.0.9), so a real build/tend is a different binary to update to.
+ */
 function install() {
   box = new Sandbox();
   Bun.spawnSync(["mkdir", "-p", join(box.dir, "bin")]);
   const target = join(box.dir, "bin", "tend");
-  copyFileSync(TEND, target);
+  writeFileSync(target, olderTend(), { mode: 0o751 });
   chmodSync(target, 0o751);
   utimesSync(target, LONG_AGO, LONG_AGO);
   box.writeConfig(
@@ -46,6 +49,7 @@ timeout = "200ms"
   const selfUpdate = (...args: string[]) => box.tend(["self-update", ...args, "--target", target]);
   return { target, selfUpdate, original: sha(target) };
 }
+const olderTend = () => `#!/bin/sh\ncase "$1" in --version) echo "tend 0.0.9" ;; *) exec "${TEND}" "$@" ;; esac\n`;
 
 /** A stand-in "binary": a shell script around the real one, or broken on purpose. */
 function standIn(name: string, body: string) {
@@ -57,6 +61,7 @@ const backups = (target: string) =>
   readdirSync(join(box.dir, "bin"))
     .filter((name) => name.startsWith("tend.bak-"))
     .map((name) => join(box.dir, "bin", name));
+const version = Bun.spawnSync([TEND, "--version"]).stdout.toString().trim();
 
 test("a real binary from a path: checked, backed up (mode, times kept), version and plan shown, swapped", async () => {
   const { target, selfUpdate, original } = install();
@@ -65,8 +70,7 @@ test("a real binary from a path: checked, backed up (mode, times kept), version 
   const result = await selfUpdate(fresh, "--yes", "--sha256", sha(fresh));
   expect(result.stderr).toBe("");
   expect(result.code).toBe(0);
-  const version = Bun.spawnSync([TEND, "--version"]).stdout.toString().trim();
-  expect(result.stdout).toContain(`version: ${version} -> ${version}`);
+  expect(result.stdout).toContain(`version: tend 0.0.9 -> ${version}`);
   expect(result.stdout).toContain("plan: no change in behaviour");
   const [saved] = backups(target);
   expect(saved).toMatch(/tend\.bak-\d{8}-\d{6}$/);
@@ -76,54 +80,76 @@ test("a real binary from a path: checked, backed up (mode, times kept), version 
   expect(statSync(saved).mtimeMs).toBe(LONG_AGO.getTime());
   expect(sha(target)).toBe(sha(fresh));
   expect(readdirSync(join(box.dir, "bin")).filter((name) => name.includes(".new-"))).toEqual([]);
+  // The same binary again: already installed, nothing swapped, no second backup.
+  const again = await selfUpdate(fresh, "--yes");
+  expect(again.code).toBe(0);
+  expect(again.stdout).toMatch(
+    /^already installed: .* is that binary \(sha256 [0-9a-f]{12}…\): nothing swapped, no backup\n$/,
+  );
+  expect(backups(target)).toHaveLength(1);
 }, 60_000);
 
-test("from a URL: version change, unified diff of `watchdog plan`; --rollback brings the old one back", async () => {
+test("from a URL (with --sha256): version change, diff of `watchdog plan`; --rollback asks and says", async () => {
   const { target, selfUpdate, original } = install();
   // A "new version" that changes a default: verify_timeout 1m -> 2m.
   const next = standIn(
     "tend-9.9.9",
     `case "$*" in
-  --version) echo "tend 9.9.9-test" ;;
+  --version) echo "tend 9.9.9+test" ;;
   *"watchdog plan"*) "${TEND}" "$@" | sed 's/verify_timeout = "1m"/verify_timeout = "2m"/' ;;
   *) exec "${TEND}" "$@" ;;
 esac`,
   );
+  let downloads = 0;
   server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     fetch: (request) =>
-      new URL(request.url).pathname === "/tend" ? new Response(Bun.file(next)) : new Response("no", { status: 404 }),
+      new URL(request.url).pathname === "/tend"
+        ? (downloads++, new Response(Bun.file(next)))
+        : new Response("no", { status: 404 }),
   });
-  const result = await selfUpdate(`http://127.0.0.1:${server.port}/tend`, "--yes");
+  const url = `http://127.0.0.1:${server.port}/tend`;
+  // Plain HTTP without a checksum: anyone on the path could hand over anything, run as root. Refused.
+  const refusedRun = await selfUpdate(url, "--yes");
+  expect(refusedRun.code).toBe(3);
+  expect(refusedRun.stderr).toContain("an http:// SOURCE needs --sha256");
+  expect(downloads).toBe(0);
+  const result = await selfUpdate(url, "--yes", "--sha256", sha(next));
   expect(result.stderr).toBe("");
-  expect(result.stdout).toMatch(/version: tend \S+ -> tend 9\.9\.9-test/);
-  expect(result.stdout).toContain("--- plan (tend ");
-  expect(result.stdout).toContain("+++ plan (tend 9.9.9-test)");
+  expect(result.stdout).toContain("version: tend 0.0.9 -> tend 9.9.9+test");
+  expect(result.stdout).toContain("--- plan (tend 0.0.9)");
+  expect(result.stdout).toContain("+++ plan (tend 9.9.9+test)");
   expect(result.stdout).toMatch(/@@ -\d+,\d+ \+\d+,\d+ @@/);
   expect(result.stdout).toContain('-verify_timeout = "1m"\n+verify_timeout = "2m"');
-  expect(Bun.spawnSync([target, "--version"]).stdout.toString().trim()).toBe("tend 9.9.9-test");
+  expect(Bun.spawnSync([target, "--version"]).stdout.toString().trim()).toBe("tend 9.9.9+test");
 
-  const back = await box.tend(["self-update", "--rollback", "--target", target]);
+  const preview = await box.tend(["self-update", "--rollback", "--target", target]);
+  expect(preview.code).toBe(2); // asked like an update: no terminal, no --yes, nothing changed
+  expect(preview.stdout).toContain("version: tend 9.9.9+test -> tend 0.0.9");
+  const back = await box.tend(["self-update", "--rollback", "--target", target, "--yes"]);
   expect(back.code).toBe(0);
-  expect(back.stdout).toContain("restored");
+  expect(back.stdout).toMatch(/restored .*tend\.bak-\d{8}-\d{6} over .*: tend 0\.0\.9\n$/);
   expect(sha(target)).toBe(original);
 
-  const missing = await selfUpdate(`http://127.0.0.1:${server.port}/nothing`, "--yes");
+  const missing = await selfUpdate(`https://127.0.0.1:${server.port}/nothing`, "--yes");
   expect(missing.code).toBe(1);
-  expect(missing.stderr).toContain("HTTP 404");
 }, 60_000);
 
-test("broken stand-ins are refused before anything changes: no answer, bad validate, wrong sha256", async () => {
+test("only tend is installed: a script answering like tend is refused before anything changes", async () => {
   const { target, selfUpdate, original } = install();
-  const cases: [string, string[], string][] = [
-    [standIn("dead", "exit 1"), [], "the new binary's --version: exit 1"],
+  const cases: [string, string][] = [
+    [
+      standIn("two-liner", `echo "tend 9.9.9"\nexit 0`),
+      "the new binary is not tend: its `watchdog plan` is not a plan",
+    ],
+    [standIn("hello", `echo "hello 1.0"`), 'the new binary is not tend: its --version says "hello 1.0"'],
+    [standIn("dead", "exit 1"), "the new binary's --version: exit 1"],
     [
       standIn(
         "no-validate",
         `[ "$1" = --version ] && { echo "tend 0.0.1"; exit 0; }\necho "validate: nope" >&2\nexit 2`,
       ),
-      [],
       "the new binary's watchdog validate: exit 2: validate: nope",
     ],
     [
@@ -131,27 +157,30 @@ test("broken stand-ins are refused before anything changes: no answer, bad valid
         "no-pass",
         `[ "$1" = --version ] && { echo "tend 0.0.2"; exit 0; }\n[ "$2" = validate ] && exit 0\nexit 1`,
       ),
-      [],
       "the new binary's watchdog pass --dry-run: exit 1",
     ],
-    [join(box.dir, "missing-file"), [], "missing-file: ENOENT"],
+    [join(box.dir, "missing-file"), "missing-file: ENOENT"],
   ];
-  const good = join(box.dir, "tend-good");
-  copyFileSync(TEND, good);
-  cases.push([good, ["--sha256", "0".repeat(64)], "sha256 mismatch: expected 0000"]);
-  for (const [source, extra, message] of cases) {
-    const result = await selfUpdate(source, "--yes", ...extra);
+  for (const [source, message] of cases) {
+    const result = await selfUpdate(source, "--yes");
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(message);
     expect(sha(target)).toBe(original);
     expect(backups(target)).toEqual([]);
   }
-  const notTty = await selfUpdate(good);
-  expect(notTty.code).toBe(2);
-  expect(notTty.stderr).toContain("pass --yes");
+  const good = join(box.dir, "tend-good");
+  copyFileSync(TEND, good);
+  const mismatch = await selfUpdate(good, "--yes", "--sha256", "0".repeat(64));
+  expect(mismatch.stderr).toContain("sha256 mismatch: expected 0000");
+  // No --yes and no terminal: the preview (version change, plan diff), then exit 2 with nothing written.
+  const preview = await selfUpdate(good);
+  expect(preview.code).toBe(2);
+  expect(preview.stdout).toContain(`version: tend 0.0.9 -> ${version}`);
+  expect(preview.stderr).toContain("no terminal to confirm on and no --yes: nothing changed");
+  expect(sha(target)).toBe(original);
+  expect(backups(target)).toEqual([]);
   expect((await selfUpdate(good, "--yes", "--sha256", "xyz")).code).toBe(2);
 }, 60_000);
-
 test("a binary that passes its checks but does not run once installed is rolled back from the backup", async () => {
   const { target, selfUpdate, original } = install();
   // Works from its temp name, fails from the target path: the failure step (6) catches.
@@ -164,16 +193,22 @@ test("a binary that passes its checks but does not run once installed is rolled 
   expect(statSync(target).mode & 0o777).toBe(0o751);
 }, 60_000);
 
-test("keeps the 5 newest backups; --list shows them", async () => {
+test("keeps the 3 newest backups by default, --keep N otherwise; --list shows them", async () => {
   const { target, selfUpdate } = install();
   const fresh = join(box.dir, "tend-new");
   copyFileSync(TEND, fresh);
-  for (let update = 0; update < 7; update++) expect((await selfUpdate(fresh, "--yes")).code).toBe(0);
+  const older = join(box.dir, "tend-old");
+  writeFileSync(older, olderTend(), { mode: 0o755 });
+  for (let update = 0; update < 6; update++) {
+    expect((await selfUpdate(update % 2 ? older : fresh, "--yes")).code).toBe(0);
+  }
   const kept = backups(target);
-  expect(kept.length).toBe(5);
+  expect(kept.length).toBe(3);
   const list = await box.tend(["self-update", "--list", "--target", target]);
-  expect(list.stdout.trim().split("\n").length).toBe(5);
+  expect(list.stdout.trim().split("\n").length).toBe(3);
   for (const path of kept) expect(list.stdout).toContain(path);
+  expect((await selfUpdate(fresh, "--yes", "--keep", "1")).code).toBe(0);
+  expect(backups(target).length).toBe(1);
 }, 120_000);
 
 test("--apply-config: validated, backed up, plan diff, swapped; an invalid one changes nothing", async () => {
@@ -197,4 +232,13 @@ test("--apply-config: validated, backed up, plan diff, swapped; an invalid one c
   expect(refused.stderr).toContain("watchdog.concurrency: 0 is not an integer");
   expect(readFileSync(box.config, "utf8")).toBe(readFileSync(next, "utf8"));
   expect(existsSync(join(box.dir, "broken.toml"))).toBe(true);
+
+  // NEW's relative paths resolve against the live config's directory, where it will live.
+  const elsewhere = join(box.dir, "drafts");
+  Bun.spawnSync(["mkdir", elsewhere]);
+  const relative = join(elsewhere, "next.toml");
+  writeFileSync(relative, live.replace(`state_dir = "${box.state}"`, 'state_dir = "state-here"'));
+  const moved = await box.tend(["self-update", "--apply-config", relative, "--yes", "--target", target]);
+  expect(moved.code).toBe(0);
+  expect(moved.stdout).toContain(`+state_dir = "${join(box.dir, "state-here")}"`);
 }, 60_000);

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import {
+  existsSync,
   chmodSync,
   copyFileSync,
   readdirSync,
@@ -10,23 +11,56 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, extname, join } from "node:path";
 import { unifiedDiff } from "../core/diff.ts";
-import { TendError, usageError } from "../core/errors.ts";
+import { refused, TendError, usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
 
-export const KEEP_BACKUPS = 5;
+/** Backups kept by default (--keep N): each is the size of the binary, and a phone's storage is small. */
+export const KEEP_BACKUPS = 3;
 const RUN_TIMEOUT_MS = 120_000;
 
 export interface UpdateIo {
   say: (line: string) => void;
-  /** Asked after the diff, before the swap; false stops with nothing changed. */
-  confirm: () => Promise<boolean>;
+  /**
+   * Asked after the version change and the diff, before the backup and the swap: "yes", "no", or
+   * "preview" (no --yes and no terminal to ask on: stop there, exit 2, nothing written).
+   */
+  confirm: () => Promise<"yes" | "no" | "preview">;
   now?: () => Date;
   fetch?: typeof fetch;
+  /** Backups to keep (--keep N). */
+  keep?: number;
+}
+
+/** A binary proves it is tend: `tend X.Y.Z[+BUILD]` as the first line of --version. */
+export const TEND_VERSION_LINE = /^tend \d+\.\d+\.\d+(\+[\w.-]+)?$/;
+
+/** `watchdog plan` output: [blocks] of `key = JSON value` lines, a [watchdog] block among them. */
+export function parsesAsPlan(text: string): boolean {
+  const lines = text.split("\n").filter((line) => line.trim());
+  if (!lines.includes("[watchdog]")) return false;
+  return lines.every((line) => {
+    if (/^\[[^\]]+\]$/.test(line)) return true;
+    const eq = line.indexOf(" = ");
+    if (eq <= 0) return false;
+    try {
+      JSON.parse(line.slice(eq + 3));
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Stop after the preview, or when not confirmed: nothing was changed. */
+async function confirmed(io: UpdateIo): Promise<void> {
+  const answer = await io.confirm();
+  if (answer === "preview") throw new TendError("no terminal to confirm on and no --yes: nothing changed", 2);
+  if (answer === "no") throw new TendError("not confirmed: nothing changed", 1);
 }
 
 /** "2026-11-30 04:29:59" -> "20261130-042959" */
@@ -47,15 +81,15 @@ export function listBackups(target: string): string[] {
 const backupOrder = (suffix: string) =>
   Number(suffix.slice(0, 8) + suffix.slice(9, 15)) * 1000 + Number(suffix.split("-")[2] ?? 0);
 
-/** Copy the current file to TARGET.bak-..., preserving mode and times; keep the newest 5. */
-export function backup(target: string, now: Date): string {
+/** Copy the current file to TARGET.bak-..., preserving mode and times; keep the newest `keep`. */
+export function backup(target: string, now: Date, keep = KEEP_BACKUPS): string {
   let path = `${target}.bak-${stamp(now)}`;
   for (let n = 1; listBackups(target).includes(path); n++) path = `${target}.bak-${stamp(now)}-${n}`;
   const info = statSync(target);
   copyFileSync(target, path);
   chmodSync(path, info.mode & 0o7777);
   utimesSync(path, info.atime, info.mtime);
-  for (const old of listBackups(target).slice(KEEP_BACKUPS)) rmSync(old, { force: true });
+  for (const old of listBackups(target).slice(keep)) rmSync(old, { force: true });
   return path;
 }
 
@@ -111,16 +145,31 @@ export interface BinaryUpdate {
 export async function updateBinary({ source, target, sha256, config }: BinaryUpdate, io: UpdateIo): Promise<void> {
   if (sha256 !== null && !/^[0-9a-f]{64}$/i.test(sha256))
     throw usageError(`--sha256: ${JSON.stringify(sha256)} is not 64 hex digits`);
+  // It will run as root from cron: over plain HTTP anyone on the path could hand over anything.
+  if (/^http:\/\//i.test(source) && !sha256) {
+    throw refused(`${redactUrl(source)}: an http:// SOURCE needs --sha256 (the new binary runs, often as root)`);
+  }
   const temp = tempBeside(target);
   try {
     await fetchSource(source, temp, io.fetch ?? fetch);
-    if (sha256) {
-      const actual = createHash("sha256").update(readFileSync(temp)).digest("hex");
-      if (actual !== sha256.toLowerCase())
-        throw new TendError(`sha256 mismatch: expected ${sha256.toLowerCase()}, got ${actual}`, 1);
+    const actual = sha256File(temp);
+    if (sha256 && actual !== sha256.toLowerCase()) {
+      throw new TendError(`sha256 mismatch: expected ${sha256.toLowerCase()}, got ${actual}`, 1);
+    }
+    if (existsSync(target) && sha256File(target) === actual) {
+      io.say(
+        `already installed: ${target} is that binary (sha256 ${actual.slice(0, 12)}…): nothing swapped, no backup`,
+      );
+      return;
     }
     chmodSync(temp, 0o755);
-    const newVersion = (await run(temp, ["--version"], "the new binary's --version")).trim();
+    const newVersion = (await run(temp, ["--version"], "the new binary's --version")).split("\n")[0].trim();
+    if (!TEND_VERSION_LINE.test(newVersion)) {
+      throw new TendError(
+        `the new binary is not tend: its --version says ${JSON.stringify(newVersion.slice(0, 60))}`,
+        1,
+      );
+    }
     await run(temp, ["watchdog", "validate", "--config", config], "the new binary's watchdog validate");
     await run(temp, ["watchdog", "pass", "--dry-run", "--config", config], "the new binary's watchdog pass --dry-run");
     const oldVersion = (
@@ -132,11 +181,12 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
       "the current binary's watchdog plan",
     ).catch((error: Error) => `# ${error.message}\n`);
     const newPlan = await run(temp, ["watchdog", "plan", "--config", config], "the new binary's watchdog plan");
+    if (!parsesAsPlan(newPlan)) throw new TendError("the new binary is not tend: its `watchdog plan` is not a plan", 1);
     io.say(`version: ${oldVersion} -> ${newVersion}`);
     const diff = unifiedDiff(oldPlan, newPlan, `plan (${oldVersion})`, `plan (${newVersion})`);
     io.say(diff ? diff.trimEnd() : "plan: no change in behaviour");
-    if (!(await io.confirm())) throw new TendError("not confirmed: nothing changed", 1);
-    const saved = backup(target, (io.now ?? (() => new Date()))());
+    await confirmed(io);
+    const saved = backup(target, (io.now ?? (() => new Date()))(), io.keep);
     io.say(`backup: ${saved}`);
     renameSync(temp, target);
     try {
@@ -159,11 +209,17 @@ function restore(saved: string, target: string): void {
   renameSync(temp, target);
 }
 
-export function rollback(target: string, io: UpdateIo): void {
+/** Restore the newest backup: asked like an update, and the version it restored said. */
+export async function rollback(target: string, io: UpdateIo): Promise<void> {
   const [newest] = listBackups(target);
   if (!newest) throw new TendError(`no backup of ${target} to roll back to`, 1);
+  const version = async (binary: string) =>
+    (await run(binary, ["--version"], `${binary} --version`).catch(() => "(does not answer)")).split("\n")[0].trim();
+  const [current, restored] = [await version(target), await version(newest)];
+  io.say(`version: ${current} -> ${restored} (${newest})`);
+  await confirmed(io);
   restore(newest, target);
-  io.say(`restored ${newest} over ${target}`);
+  io.say(`restored ${newest} over ${target}: ${restored}`);
 }
 
 export interface ConfigUpdate {
@@ -174,26 +230,33 @@ export interface ConfigUpdate {
   binary: string;
 }
 
-/** Replace the live configuration: validate the new one, back up, diff the plans, swap atomically. */
+/**
+ * Replace the live configuration: NEW is copied beside the live one first, so its relative paths
+ * resolve where it will live; validated and planned there, backed up, diffed, swapped atomically.
+ */
 export async function applyConfig({ config, next, binary }: ConfigUpdate, io: UpdateIo): Promise<void> {
-  const check = await runCommand([binary, "watchdog", "validate", "--config", next], { timeoutMs: RUN_TIMEOUT_MS });
-  if (check.exitCode !== 0)
-    throw new TendError(`${next} is not a valid configuration, nothing changed:\n${check.stderr.trim()}`, 2);
-  const oldPlan = await run(binary, ["watchdog", "plan", "--config", config], "plan of the live configuration").catch(
-    (error: Error) => `# ${error.message}\n`,
-  );
-  const newPlan = await run(binary, ["watchdog", "plan", "--config", next], "plan of the new configuration");
-  const diff = unifiedDiff(oldPlan, newPlan, config, next);
-  io.say(diff ? diff.trimEnd() : "plan: no change in behaviour");
-  if (!(await io.confirm())) throw new TendError("not confirmed: nothing changed", 1);
-  io.say(`backup: ${backup(config, (io.now ?? (() => new Date()))())}`);
-  const temp = tempBeside(config);
+  const temp = `${tempBeside(config)}${extname(config)}`;
   try {
     copyFileSync(next, temp);
     chmodSync(temp, statSync(config).mode & 0o7777);
+    const check = await runCommand([binary, "watchdog", "validate", "--config", temp], { timeoutMs: RUN_TIMEOUT_MS });
+    if (check.exitCode !== 0) {
+      const said = check.stderr.trim().split(temp).join(next);
+      throw new TendError(`${next} is not a valid configuration (where it would live), nothing changed:\n${said}`, 2);
+    }
+    const oldPlan = await run(binary, ["watchdog", "plan", "--config", config], "plan of the live configuration").catch(
+      (error: Error) => `# ${error.message}\n`,
+    );
+    const newPlan = await run(binary, ["watchdog", "plan", "--config", temp], "plan of the new configuration");
+    const diff = unifiedDiff(oldPlan, newPlan.split(temp).join(config), config, next);
+    io.say(diff ? diff.trimEnd() : "plan: no change in behaviour");
+    await confirmed(io);
+    io.say(`backup: ${backup(config, (io.now ?? (() => new Date()))(), io.keep)}`);
     renameSync(temp, config);
   } finally {
     rmSync(temp, { force: true });
   }
   io.say(`installed ${next} as ${config}`);
 }
+
+const sha256File = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
