@@ -68,7 +68,7 @@ test("502/530/no answer are strikes in the plain counter file; the 3rd respawns 
   expect(count()).toBe("1\n");
   answer.hang = true; // no answer within the timeout: 000
   const second = await run();
-  expect(second.stdout).toContain("(no answer within 0.5s, failure 2/3)");
+  expect(second.stdout).toContain("(no answer within 0.5s (HTTP 000), failure 2/3)");
   expect(count()).toBe("2\n");
   expect(panePid()).toBe(original);
 

@@ -89,7 +89,7 @@ describe("http check", () => {
 
   test("an answer slower than the timeout is a timeout; inside it, healthy", async () => {
     const late = await probe(http("/slow", { timeoutMs: 500 }));
-    expect(late).toMatchObject({ ok: false, timedOut: true, detail: "no answer within 0.5s" });
+    expect(late).toMatchObject({ ok: false, timedOut: true, detail: "no answer within 0.5s (HTTP 000)" });
     expect(late.latencyMs).toBeLessThan(1400);
     const patient = await probe(http("/slow", { timeoutMs: 3000 }));
     expect(patient.ok).toBe(true);
@@ -105,7 +105,7 @@ describe("http check", () => {
     const port = await freePort();
     const result = await probe({ ...http(""), url: `http://127.0.0.1:${port}/` });
     expect(result.ok).toBe(false);
-    expect(result.detail).toBe("no answer: connection refused");
+    expect(result.detail).toBe("no answer: connection refused (HTTP 000)");
   });
 
   test("a SIGSTOP-frozen server: alive by PID, failing by probe", async () => {

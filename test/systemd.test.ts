@@ -109,7 +109,7 @@ systemd = "broken.service"
     const frozen = Number(systemd.show(WEB, "MainPID"));
     systemd.ct("systemctl", "kill", "-s", "STOP", "--kill-who=main", WEB);
     expect(systemd.show(WEB, "SubState")).toBe("running"); // systemd does not notice SIGSTOP
-    expect(pass().stdout).toContain("[WARN] web failed health check (no answer within 1.0s, failure 1/3)");
+    expect(pass().stdout).toContain("[WARN] web failed health check (no answer within 1.0s (HTTP 000), failure 1/3)");
     expect(pass().stdout).toContain("failure 2/3");
     const third = pass().stdout;
     expect(third).toContain("[HUNG] web failed 3 checks in a row");

@@ -68,7 +68,7 @@ test("busy is not hung: no strike while it listens and logs; strikes once the lo
   );
   const first = await box.tend(["watchdog"]);
   expect(first.stdout).toContain(
-    `[BUSY] engine failed health check (no answer within 0.5s) ` +
+    `[BUSY] engine failed health check (no answer within 0.5s (HTTP 000)) ` +
       `but is busy (pid ${engine.pid} listens on port ${port}, log written`,
   );
   expect(box.stateOf("engine").strikes).toBe(0);
@@ -151,12 +151,13 @@ command = ["touch", "${marker}"]
   const pass = await box.tend(["watchdog"]);
   expect(pass.stdout).toContain("[WARN] db failed health check");
   expect(pass.stdout).toContain(
-    "[WAIT] web failed health check (no answer: connection refused) " +
+    "[WAIT] web failed health check (no answer: connection refused (HTTP 000)) " +
       "but dependency db is failing: not counted, not restarted",
   );
   expect(pass.stdout).toContain("[WAIT] worker failed health check");
   expect(pass.stdout).toContain(
-    "[WAIT] tunnel failed health check (no answer: connection refused) but tend-test-name.invalid does not resolve",
+    "[WAIT] tunnel failed health check (no answer: connection refused (HTTP 000)) " +
+      "but tend-test-name.invalid does not resolve",
   );
   expect(pass.stdout).not.toContain("[HUNG]");
   expect(existsSync(marker)).toBe(false);

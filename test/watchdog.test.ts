@@ -74,7 +74,9 @@ describe("watchdog pass against real processes", () => {
     for (const strike of [1, 2]) {
       const pass = await box.tend(["watchdog", "pass"]);
       expect(pass.code).toBe(0);
-      expect(pass.stdout).toContain(`[WARN] web failed health check (no answer within 1.0s, failure ${strike}/3)`);
+      expect(pass.stdout).toContain(
+        `[WARN] web failed health check (no answer within 1.0s (HTTP 000), failure ${strike}/3)`,
+      );
       expect(pass.stdout).not.toContain("[RESTART]");
       expect(Number(box.read("web.pid"))).toBe(frozen);
       expect(procState(frozen)).toBe("T");
@@ -85,7 +87,7 @@ describe("watchdog pass against real processes", () => {
       .trim()
       .split("\n")
       .map((line) => line.replace(/^\[[^\]]+\] /, ""));
-    expect(lines[0]).toBe("[WARN] web failed health check (no answer within 1.0s, failure 3/3)");
+    expect(lines[0]).toBe("[WARN] web failed health check (no answer within 1.0s (HTTP 000), failure 3/3)");
     expect(lines[1]).toStartWith("[HUNG] web failed 3 checks in a row");
     expect(lines[2]).toStartWith(`[RESTART] web: stopped pid ${frozen}`);
     expect(lines[3]).toStartWith("[RECOVERED] web recovered");

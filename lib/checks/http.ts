@@ -58,10 +58,14 @@ export const http = defineCheck<HttpCheck>({
       status = response.status;
       body = await readBounded(response, PROBE_BODY_LIMIT); // `contains` is searched within the first 1 MiB
     } catch (error) {
+      // curl's code for no answer, so `grep 'HTTP 000'` finds these as it did in a watchdog.sh's log.
       if (isTimeout(error)) {
-        return finish(false, `no answer within ${humanDuration(check.timeoutMs)}`, { timedOut: true, status: null });
+        return finish(false, `no answer within ${humanDuration(check.timeoutMs)} (HTTP 000)`, {
+          timedOut: true,
+          status: null,
+        });
       }
-      return finish(false, `no answer: ${networkReason(error)}`, { status: null });
+      return finish(false, `no answer: ${networkReason(error)} (HTTP 000)`, { status: null });
     }
     const detail = `HTTP ${status}`;
     const answer = (ok: boolean, text = detail) => finish(ok, text, { status });
