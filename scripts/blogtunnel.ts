@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { durationFlag, runCli, type Io } from "../lib/cli.ts";
@@ -5,20 +6,38 @@ import { isHttpUrl } from "../lib/core/redact.ts";
 import { usageError } from "../lib/core/errors.ts";
 import { Logger } from "../lib/state/logger.ts";
 import { TMUX_TARGET } from "../lib/os/tmux.ts";
-import { checkTunnel } from "../lib/tools/tunnel.ts";
+import { checkTunnel, watchTunnel } from "../lib/tools/tunnel.ts";
+import { findConfig, loadConfig } from "../lib/config/load.ts";
+import { SERVICE_NAME } from "../lib/config/service.ts";
+import type { Config } from "../lib/config/types.ts";
+
+/** The configuration when the usual lookup finds one (then blogtunnel is part of the watch), else null. */
+function configIfAny(path: string | undefined, io: Io): Config | null {
+  let found: string;
+  try {
+    found = findConfig({ path, env: io.env });
+  } catch {
+    return null;
+  }
+  return path || existsSync(found) ? loadConfig({ path, env: io.env }) : null;
+}
 
 const USAGE = `usage: blogtunnel [--url U] [--timeout 20s] [--strikes 3] [--counter FILE]
                   [--fail-codes 502,503,504,530,000] [--pane TARGET --command CMD]
+                  [--name blogtunnel] [--requires-dns NAME]
 The public-URL tunnel check for crontab: a status in the fail codes (000 = no answer) is a strike,
 counted in a plain-integer file (default ~/.blogtunnel-fail-count); any other answer writes 0.
 At the Nth consecutive strike the tmux pane is respawned with CMD and the counter reset.
+With a configuration (the usual lookup) it is part of the watch: the watchdog's rules (cooldown,
+backoff, max_restarts), its lines in the watchdog log under --name, its restart notified, shown
+by status and report.
 URL: --url or $BLOG_URL.   exit: 0 healthy, 1 failing (struck or restarted), 2 usage`;
 
 export function main(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "blogtunnel",
     usage: USAGE,
-    string: ["url", "timeout", "strikes", "counter", "fail-codes", "pane", "command"],
+    string: ["url", "timeout", "strikes", "counter", "fail-codes", "pane", "command", "name", "requires-dns"],
   };
   return runCli(spec, argv, io, async (args) => {
     if (args._.length) throw usageError(`unexpected ${args._.join(" ")}\n\n${USAGE}`);
@@ -41,7 +60,19 @@ export function main(argv: string[], io: Io): Promise<number> {
       throw usageError(`--pane: ${JSON.stringify(args.pane)} is not "session:window" or "session:window.pane"`);
     const counter = args.counter ?? join(io.env.HOME || homedir(), ".blogtunnel-fail-count");
     const pane = args.pane ? { target: args.pane, command: args.command } : null;
-    const result = await checkTunnel({ url, timeoutMs, strikes, counter, failCodes, pane }, new Logger(null, io.out));
-    return result.healthy ? 0 : 1;
+    const config = configIfAny(args.config, io);
+    if (!config) {
+      const result = await checkTunnel({ url, timeoutMs, strikes, counter, failCodes, pane }, new Logger(null, io.out));
+      return result.healthy ? 0 : 1;
+    }
+    const name = args.name ?? "blogtunnel";
+    if (!SERVICE_NAME.test(name))
+      throw usageError(`--name: ${JSON.stringify(name)} is not a service name (1-64 of A-Z a-z 0-9 _ . @ -)`);
+    if (config.services.some((service) => service.name.toLowerCase() === name.toLowerCase())) {
+      throw usageError(`--name: a configured service is already named ${name}: give the tunnel its own (--name)`);
+    }
+    const httpCodes = failCodes.filter((code) => code !== "000").map(Number);
+    const record = { url, timeoutMs, strikes, failCodes: httpCodes, pane, requiresDns: args["requires-dns"] ?? null };
+    return (await watchTunnel(config, name, record, counter, io.out)).healthy ? 0 : 1;
   });
 }

@@ -111,3 +111,78 @@ test("--fail-codes decides what is a strike; usage errors exit 2", async () => {
   }
   expect((await box.tend(["blogtunnel"], { env: { BLOG_URL: "" } })).code).toBe(2);
 });
+
+test("with a configuration it is part of the watch: logged under its name, notified, in status and report", async () => {
+  box = new Sandbox();
+  const received: string[] = [];
+  const hook = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      received.push(await request.text());
+      return new Response("ok");
+    },
+  });
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
+  tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");
+  const panePid = () =>
+    Number(tmux("display-message", "-p", "-t", "=main:=blog", "#{pane_pid}").stdout.toString().trim());
+  const first = panePid();
+  // The public URL answers 530 until the tunnel's pane has been respawned.
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => new Response("blog", { status: panePid() === first ? 530 : 200 }),
+  });
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[notify]
+url = "http://127.0.0.1:${hook.port}/topic"
+[defaults]
+grace = "0s"
+cooldown = "0s"
+verify_timeout = "5s"
+[[service]]
+name = "tunnel"
+[service.check]
+tcp = "127.0.0.1:1"
+`);
+  const counter = join(box.dir, "count");
+  const run = () =>
+    box.tend([
+      "blogtunnel",
+      "--url",
+      `http://127.0.0.1:${server!.port}/secret-path`,
+      "--counter",
+      counter,
+      "--pane",
+      "main:blog",
+      "--command",
+      "sleep 301",
+    ]);
+  expect((await run()).code).toBe(1);
+  expect(readFileSync(counter, "utf8")).toBe("1\n");
+  expect((await run()).code).toBe(1);
+  expect(readFileSync(counter, "utf8")).toBe("2\n");
+  const third = await run();
+  expect(readFileSync(counter, "utf8")).toBe("0\n"); // restarted: N fresh checks, as watchdog.sh did
+  expect(panePid()).not.toBe(first);
+  const log = box.read("watchdog.log");
+  expect(log).toContain("[WARN] blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
+  expect(log).toContain("[HUNG] blogtunnel failed 3 checks in a row (last: HTTP 530 (a fail code)): restarting");
+  expect(log.match(/\[RESTART\]/g)).toHaveLength(1);
+  expect(log).toContain("[RESTART] blogtunnel: tmux respawn-pane -k -t main:blog");
+  expect(log).toContain("[RECOVERED] blogtunnel recovered");
+  expect(third.stdout).toContain("[RECOVERED] blogtunnel recovered");
+  await waitFor(() => received.some((body) => body.startsWith("✅ blogtunnel")), 5000, "✅");
+  expect(received.some((body) => body.startsWith("⚠️ blogtunnel failed 3 checks"))).toBe(true);
+  // The user's own "tunnel" service is another thing entirely.
+  expect(log).not.toContain("[WARN] tunnel http");
+  const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+  const row = status.services.find((service: { name: string }) => service.name === "blogtunnel");
+  expect(row).toMatchObject({ state: "healthy", restarts: 1, recoveries_ok: 1 });
+  const report = JSON.parse((await box.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
+  expect(report.services.map((service: { name: string }) => service.name)).toEqual(["tunnel", "blogtunnel"]);
+  hook.stop(true);
+}, 60_000);

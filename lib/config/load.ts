@@ -108,7 +108,7 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
   const services = slots.filter((service): service is ServiceConfig => service !== undefined);
 
   if (errors.length) throw new TendError(`${path}: invalid configuration:\n  ${errors.join("\n  ")}`, 2);
-  return { path: resolve(path), watchdog, notify, services };
+  return { path: resolve(path), watchdog, notify, services, defaults };
 }
 
 function readWatchdog(table: Reader, env: Env, home: string, path: string): WatchdogConfig {

@@ -84,6 +84,8 @@ export interface Config {
   watchdog: WatchdogConfig;
   notify: NotifyConfig;
   services: ServiceConfig[];
+  /** [defaults] over the built-in tunables: what a service outside the file (blogtunnel) is judged by. */
+  defaults: Tunables;
 }
 
 /** What a check or restart kind's reader may need beside its own table. */

@@ -76,11 +76,23 @@ export interface ServiceState {
   checkWarning: string | null;
   /** The verified process the loop watches between passes (pidfile and tmux sources): PID and start time. */
   watch: { pid: number; ticks: string } | null;
+  /** A service judged outside the configuration (blogtunnel): how to show it in status and report. */
+  tunnel: TunnelRecord | null;
 
   firstHealthyAt: number | null;
 }
 
 export const LATENCY_HISTORY = 1000;
+
+/** What blogtunnel ran with, so status, stats and report can show it beside the configured services. */
+export interface TunnelRecord {
+  url: string;
+  timeoutMs: number;
+  strikes: number;
+  failCodes: number[];
+  pane: { target: string; command: string } | null;
+  requiresDns: string | null;
+}
 export const OUTAGE_HISTORY = 1000;
 
 export interface OutageRecord {
@@ -144,6 +156,7 @@ export function freshState(): ServiceState {
     lastHealthyAt: null,
     checkWarning: null,
     watch: null,
+    tunnel: null,
 
     firstHealthyAt: null,
   };

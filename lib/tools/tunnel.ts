@@ -1,7 +1,14 @@
 import type { HttpCheck } from "../checks/http.ts";
+import type { Config, ServiceConfig, Tunables } from "../config/types.ts";
+import { TendError } from "../core/errors.ts";
+import { sendEvents } from "../notify/alert.ts";
+import { waitLock } from "../os/lock.ts";
+import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { readState, writeState, type TunnelRecord } from "../state/service.ts";
+import { judgeService } from "../watchdog/service.ts";
 import { readCounter, writeCounter } from "./counter.ts";
 import { humanDuration } from "../core/duration.ts";
-import type { Logger } from "../state/logger.ts";
+import { Logger } from "../state/logger.ts";
 import { probe } from "../checks/index.ts";
 import { redactUrl } from "../core/redact.ts";
 import { respawnPane } from "../os/tmux.ts";
@@ -77,4 +84,81 @@ export async function checkTunnel(options: TunnelOptions, logger: Logger): Promi
   // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.
   writeCounter(options.counter, restart.issued ? 0 : strikes);
   return { healthy: false, strikes, restarted: restart.issued };
+}
+
+/** blogtunnel as a service of the watch: the same check, rules and restart as any configured service. */
+export function tunnelService(name: string, record: TunnelRecord, defaults: Tunables): ServiceConfig {
+  const check: HttpCheck = {
+    kind: "http",
+    url: record.url,
+    expect: null,
+    anyResponse: false,
+    failCodes: record.failCodes, // no answer (000) always fails
+    contains: null,
+    headers: {},
+    timeoutMs: record.timeoutMs,
+  };
+  return {
+    ...defaults,
+    name,
+    enabled: true,
+    pidfile: null,
+    tmux: record.pane?.target ?? null,
+    unit: null,
+    launchd: null,
+    check,
+    restart: record.pane ? { kind: "tmux", target: record.pane.target, run: record.pane.command } : null,
+    dependsOn: [],
+    requiresDns: record.requiresDns,
+    busy: null,
+    memory: null,
+    trackRestarts: false,
+    failures: record.strikes,
+    timeoutMs: record.timeoutMs,
+  };
+}
+
+/**
+ * With a configuration, blogtunnel is part of the watch: judged like a watchdog service (cooldown,
+ * backoff, max_restarts, requires.dns), its lines in the watchdog log under its name, its restart
+ * notified (⚠️, then ✅ or 🚨), its state in the state dir (status and report show it). The counter
+ * file stays the plain integer old scripts share: it is the strike count (`echo 0 > FILE` resets it).
+ */
+export async function watchTunnel(
+  config: Config,
+  name: string,
+  record: TunnelRecord,
+  counter: string,
+  echo: (line: string) => void,
+): Promise<{ healthy: boolean }> {
+  const service = tunnelService(name, record, config.defaults);
+  const { stateDir } = config.watchdog;
+  ensureStateDir(stateDir);
+  const lock = await waitLock(statePaths(stateDir).lock, 30_000);
+  if (!lock) throw new TendError("a watchdog pass is running (it held the lock for 30s): try again", 1);
+  const logger = new Logger(config.watchdog.log, echo);
+  try {
+    const { value, problem } = readCounter(counter);
+    if (problem) logger.write("ERROR", `${name}: ${problem}`);
+    const { state } = readState(stateDir, name);
+    writeState(stateDir, name, { ...state, strikes: Math.min(value, service.failures), tunnel: record });
+    const outcome = await judgeService(service, {
+      config: { ...config, services: [service] },
+      logger,
+      dryRun: false,
+      echo,
+      now: Date.now,
+      sleep: Bun.sleep,
+      failingDependencies: [],
+      publish: () => {},
+      gap: null,
+    });
+    const restarted = outcome.decision.kind === "restart";
+    // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.
+    writeCounter(counter, restarted ? 0 : outcome.decision.next.strikes);
+    await sendEvents(config, outcome.events, logger);
+    return { healthy: outcome.decision.kind === "ok" };
+  } finally {
+    lock.release();
+  }
 }

@@ -1,3 +1,4 @@
+import { watchedServices } from "./external.ts";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { localStamp } from "../core/time.ts";
@@ -54,7 +55,7 @@ function covered(spans: Span[], within: Span): number {
 export function buildReport(config: Config, sinceMs: number, now = Date.now(), cells = 48): Report {
   const window: Span = [now - sinceMs, now];
   const cellMs = sinceMs / cells;
-  const services = config.services.map((service): ServiceReport => {
+  const services = watchedServices(config).map((service): ServiceReport => {
     const state = readState(config.watchdog.stateDir, service.name, { repair: false }).state;
     const hostGaps: Span[] = state.gaps.map((gap) => [gap.from, gap.to]);
     const spans: Span[] = state.outages.map((outage) => [outage.from, outage.to]);

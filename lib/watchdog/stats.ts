@@ -1,3 +1,4 @@
+import { watchedServices } from "./external.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
@@ -91,9 +92,10 @@ function niceStep(raw: number): number {
 }
 
 export function collectStats(config: Config, names: string[] = []): ServiceStats[] {
-  const unknown = names.filter((name) => !config.services.some((service) => service.name === name));
+  const all = watchedServices(config);
+  const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length) throw usageError(`no such service: ${unknown.join(", ")}`);
-  return config.services
+  return all
     .filter((service) => !names.length || names.includes(service.name))
     .map((service) =>
       (({ latencies, outages }) => serviceStats(service, latencies, outages))(

@@ -1,3 +1,4 @@
+import { watchedServices } from "./external.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
@@ -43,12 +44,13 @@ export async function collectStatus(
   config: Config,
   { names = [], cached = false, now = Date.now }: StatusOptions = {},
 ): Promise<StatusReport> {
-  const unknown = names.filter((name) => !config.services.some((service) => service.name === name));
+  const all = watchedServices(config);
+  const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length)
     throw usageError(
-      `no such service: ${unknown.join(", ")} (configured: ${config.services.map((s) => s.name).join(", ") || "none"})`,
+      `no such service: ${unknown.join(", ")} (configured: ${all.map((s) => s.name).join(", ") || "none"})`,
     );
-  const chosen = config.services.filter((service) => names.length === 0 || names.includes(service.name));
+  const chosen = all.filter((service) => names.length === 0 || names.includes(service.name));
   const limit = limiter(config.watchdog.concurrency); // the same bound as a pass
   const rows = await Promise.all(
     chosen.map((service) =>

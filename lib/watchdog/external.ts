@@ -1,0 +1,25 @@
+import { readdirSync } from "node:fs";
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { statePaths } from "../state/dir.ts";
+import { readState } from "../state/service.ts";
+import { tunnelService } from "../tools/tunnel.ts";
+
+/**
+ * The configured services, then those judged outside the configuration (blogtunnel, from the
+ * state it keeps in services/): status, stats and report show both.
+ */
+export function watchedServices(config: Config): ServiceConfig[] {
+  const configured = new Set(config.services.map((service) => service.name));
+  let names: string[] = [];
+  try {
+    names = readdirSync(statePaths(config.watchdog.stateDir).services);
+  } catch {}
+  const external = names
+    .filter((file) => file.endsWith(".json") && !configured.has(file.slice(0, -5)))
+    .flatMap((file) => {
+      const name = file.slice(0, -5);
+      const { state } = readState(config.watchdog.stateDir, name, { repair: false });
+      return state.tunnel ? [tunnelService(name, state.tunnel, config.defaults)] : [];
+    });
+  return [...config.services, ...external];
+}
