@@ -112,7 +112,7 @@ test("--fail-codes decides what is a strike; usage errors exit 2", async () => {
   expect((await box.tend(["blogtunnel"], { env: { BLOG_URL: "" } })).code).toBe(2);
 });
 
-test("with a configuration it is part of the watch: logged under its name, notified, in status and report", async () => {
+test("with a configuration it is part of the watch: logged under its name, notified, in status, report", async () => {
   box = new Sandbox();
   const received: string[] = [];
   const hook = Bun.serve({

@@ -27,4 +27,4 @@ test("the sources are formatted by prettier (make fmt)", () => {
   });
   expect(check.stderr.toString()).toBe("");
   expect(check.exitCode).toBe(0);
-});
+}, 60_000);
