@@ -2,6 +2,7 @@ import { runCli, type Io } from "../lib/cli.ts";
 import { loadConfig } from "../lib/config/load.ts";
 import { killRunningChecks } from "../lib/os/run.ts";
 import { subcommand } from "../lib/watchdog/commands.ts";
+import { logConfigError } from "../lib/watchdog/config-error.ts";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
        watchdog run [--interval D]           passes in a loop until SIGTERM/SIGINT
@@ -12,7 +13,7 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
        watchdog pause NAME [--for D] | resume NAME | reset NAME
        watchdog restart NAME | stop NAME | start NAME   verified; stop pauses, start resumes
        watchdog logs NAME [-n N] [-f]         the service's own output (spawn output, tmux pane, journal)
-       watchdog install cron|termux-boot|systemd|launchd [--write] [--interval D]   print (or write) it
+       watchdog install cron|termux-boot|systemd|launchd [--write] [--interval D] [--replace PATTERN]
        watchdog uninstall cron|termux-boot|systemd|launchd [--write]   remove exactly what install wrote
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
@@ -21,13 +22,20 @@ export function main(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "watchdog",
     usage: USAGE,
-    string: ["interval", "for", "since", "n"],
+    string: ["interval", "for", "since", "n", "replace"],
     boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [name = "pass", ...names] = args._.map(String);
     const command = subcommand(name, names, USAGE);
-    const config = loadConfig({ path: args.config, env: io.env });
+    let config;
+    try {
+      config = loadConfig({ path: args.config, env: io.env });
+    } catch (error) {
+      // From cron, stderr may be lost: say it in the watchdog's own log too, where it can.
+      if (name === "pass" || name === "run") logConfigError(args.config, io.env, (error as Error).message);
+      throw error;
+    }
     if (name === "pass") {
       // Stopped by a signal: the check commands this pass started go with it.
       for (const [signal, code] of [

@@ -1,6 +1,6 @@
 // Configuration: lookup order, defaults, and a table of malformed configs, each run through the binary.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig } from "../lib/config/load.ts";
 import { formatDuration, parseDuration } from "../lib/core/duration.ts";
@@ -27,6 +27,23 @@ describe("malformed configurations: exit 2, the key path named, nothing done", (
     expect(existsSync(join(dir, "state"))).toBe(false);
   });
   test("there are at least 30 of them", () => expect(MALFORMED.length).toBeGreaterThanOrEqual(30));
+  test("a pass from cron logs the config error in the existing state dir, and does nothing else", async () => {
+    const dir = join(box.dir, "cron-case");
+    const state = join(dir, "state");
+    mkdirSync(state, { recursive: true, mode: 0o700 });
+    const path = join(dir, "tend.toml");
+    writeFileSync(
+      path,
+      `state_dir = "${state}"\n[[service]]\nname = "web"\ncheck = { http = "nope://x\\u001b[31m" }\n`,
+    );
+    const pass = await box.tend(["watchdog", "pass", "--config", path]);
+    expect(pass.code).toBe(2);
+    const log = readFileSync(join(state, "watchdog.log"), "utf8");
+    expect(log).toMatch(/\[ERROR\] configuration: .*service\[0\]\.check\.http/);
+    expect(log).not.toContain("\u001b");
+    expect(readdirSync(state).filter((name) => name !== "services")).toEqual(["watchdog.log"]);
+    expect(existsSync(join(state, "services", "web.json"))).toBe(false);
+  });
 });
 
 describe("configuration lookup and defaults", () => {

@@ -1,6 +1,6 @@
 // watchdog install: what each scheduler gets, written idempotently (real crontab, real plist parser).
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox, TEND } from "./helpers.ts";
 
@@ -49,12 +49,17 @@ function asUser(...args: string[]) {
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 const crontab = () => Bun.spawnSync(["crontab", "-l", "-u", USER]).stdout.toString();
+/** Where cron cannot mail (no sendmail), the line appends its output to the state dir's cron.log. */
+const mailless = (state: string) =>
+  ["/usr/sbin/sendmail", "/usr/lib/sendmail"].some((path) => existsSync(path)) ? "" : ` >> ${state}/cron.log 2>&1`;
 
 test("cron: the line runs a pass at the interval; --write adds it once, keeps other lines, updates in place", () => {
   setup("5m");
   const printed = asUser("watchdog", "install", "cron");
   expect(printed.code).toBe(0);
-  expect(printed.stdout).toBe(`*/5 * * * * ${binary} watchdog pass --config ${box.config} # tend watchdog\n`);
+  expect(printed.stdout).toBe(
+    `*/5 * * * * ${binary} watchdog pass --config ${box.config}${mailless(box.state)} # tend watchdog\n`,
+  );
   Bun.spawnSync(["crontab", "-u", USER, "-"], {
     stdin: new TextEncoder().encode("0 3 * * * /usr/local/bin/backup.sh\n"),
   });
@@ -126,8 +131,9 @@ test("cron round trip: --interval honoured, rounded with a warning, % escaped; u
   const run = (...args: string[]) =>
     Bun.spawnSync(["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, binary, ...args, "--config", config]);
   const exact = run("watchdog", "install", "cron", "--interval", "10m");
+  const escaped = `${box.dir}/50\\%off/tend.toml`;
   expect(exact.stdout.toString()).toBe(
-    `*/10 * * * * ${binary} watchdog pass --config ${box.dir}/50\\%off/tend.toml # tend watchdog\n`,
+    `*/10 * * * * ${binary} watchdog pass --config ${escaped}${mailless(box.state)} # tend watchdog\n`,
   );
   expect(exact.stderr.toString()).toBe("");
   const rounded = run("watchdog", "install", "cron", "--interval", "90s");
@@ -175,4 +181,36 @@ test("systemd: % in paths is %% in ExecStart; launchd: PATH finds Homebrew; unin
   const script = join(box.dir, ".termux", "boot", "tend-watchdog");
   expect(asUser("watchdog", "uninstall", "termux-boot", "--write").stdout).toBe(`${script}: removed\n`);
   expect(asUser("watchdog", "uninstall", "termux-boot", "--write").stdout).toBe(`${script}: not installed\n`);
+});
+
+test("install warns of a watchdog.sh still in the crontab; --replace comments it out, uninstall restores it", () => {
+  setup("5m");
+  const old = "*/5 * * * * /home/op/bin/watchdog.sh >> /home/op/watchdog.cron.log 2>&1";
+  Bun.spawnSync(["crontab", "-u", USER, "-"], {
+    stdin: new TextEncoder().encode(`0 3 * * * /usr/local/bin/backup.sh\n${old}\n`),
+  });
+  const warned = asUser("watchdog", "install", "cron", "--write");
+  expect(warned.stderr).toContain(`the crontab still runs another watchdog: ${old}`);
+  expect(warned.stderr).toContain("--replace PATTERN comments it out");
+  expect(crontab()).toContain(`\n${old}\n`); // only warned: both lines run
+  const replaced = asUser("watchdog", "install", "cron", "--write", "--replace", "watchdog.sh");
+  expect(replaced.stdout).toContain(`crontab: commented out: ${old}`);
+  expect(crontab()).toContain(`#${old} # replaced by tend\n`);
+  expect(asUser("watchdog", "install", "cron").stderr).not.toContain("still runs another watchdog");
+  const removed = asUser("watchdog", "uninstall", "cron", "--write");
+  expect(removed.stdout).toContain(`crontab: restored: ${old}`);
+  expect(crontab()).toBe(`0 3 * * * /usr/local/bin/backup.sh\n${old}\n`);
+});
+
+test("where cron cannot mail (no sendmail, as on Termux) the line appends to the state dir's cron.log", async () => {
+  setup("5m");
+  const { cronLine } = await import("../lib/watchdog/install.ts");
+  const config = { path: "/c/tend.toml", watchdog: { stateDir: "/s" } } as Parameters<typeof cronLine>[0];
+  const options = { binary: "/bin/tend", home: "/h", uid: 1000, intervalMs: 300_000 };
+  expect(cronLine(config, { ...options, mail: false })).toBe(
+    "*/5 * * * * /bin/tend watchdog pass --config /c/tend.toml >> /s/cron.log 2>&1 # tend watchdog",
+  );
+  expect(cronLine(config, { ...options, mail: true })).toBe(
+    "*/5 * * * * /bin/tend watchdog pass --config /c/tend.toml # tend watchdog",
+  );
 });

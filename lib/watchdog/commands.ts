@@ -91,14 +91,21 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   install: {
     takes: "one",
     async run({ args, names: [which], config, io }) {
-      const { cronWarning, installFiles, parseScheduler, renderInstall, writeInstall } = await import("./install.ts");
-      const scheduler = parseScheduler(which);
+      const install = await import("./install.ts");
+      const scheduler = install.parseScheduler(which);
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
-      const warning = scheduler === "cron" ? cronWarning(intervalMs) : null;
-      if (warning) io.err(`watchdog install: ${warning}`);
-      const files = installFiles(scheduler, config, { ...where(io), intervalMs });
-      if (!args.write) return (io.out(renderInstall(scheduler, files)), 0);
-      for (const line of await writeInstall(scheduler, files)) io.out(line);
+      const replace: string | null = args.replace ?? null;
+      if (replace !== null && scheduler !== "cron") throw usageError("--replace is for install cron");
+      const warnings = scheduler === "cron" ? await install.crontabWarnings(replace) : [];
+      const rounded = scheduler === "cron" ? install.cronWarning(intervalMs) : null;
+      for (const warning of [...(rounded ? [rounded] : []), ...warnings]) io.err(`watchdog install: ${warning}`);
+      const files = install.installFiles(scheduler, config, {
+        ...where(io),
+        intervalMs,
+        mail: install.cronCanMail(io.env.PREFIX),
+      });
+      if (!args.write) return (io.out(install.renderInstall(scheduler, files)), 0);
+      for (const line of await install.writeInstall(scheduler, files, replace)) io.out(line);
       return 0;
     },
   },

@@ -22,6 +22,8 @@ export interface InstallOptions {
   uid: number;
   /** The period: `--interval`, else [watchdog] interval. */
   intervalMs: number;
+  /** cron can mail a job's output (else the line appends it to the state dir's cron.log). */
+  mail?: boolean;
 }
 
 /** Marks tend's crontab line, so --write replaces it instead of adding a second. */
@@ -63,9 +65,55 @@ export function cronWarning(intervalMs: number): string | null {
 /** cron gives % a meaning (newline) in the command: escaped. */
 const cronEscape = (text: string) => text.replace(/%/g, "\\%");
 
-export function cronLine(config: Config, { binary, intervalMs }: InstallOptions): string {
-  const command = cronEscape(`${quote(binary)} watchdog pass --config ${quote(config.path)}`);
+/**
+ * cron mails a job's output through sendmail (its MAILCMD, a fixed path); where there is none
+ * (Termux, a host without an MTA) that output would be lost.
+ */
+export const cronCanMail = (prefix = process.env.PREFIX ?? "") =>
+  ["/usr/sbin/sendmail", "/usr/lib/sendmail", `${prefix}/bin/sendmail`].some((path) => existsSync(path));
+
+export function cronLine(config: Config, { binary, intervalMs, mail = cronCanMail() }: InstallOptions): string {
+  // No mail: the line appends its output (a configuration error, say) to the state dir's cron.log.
+  const output = mail ? "" : ` >> ${quote(join(config.watchdog.stateDir, "cron.log"))} 2>&1`;
+  const command = cronEscape(`${quote(binary)} watchdog pass --config ${quote(config.path)}${output}`);
   return `${cronSchedule(intervalMs).schedule} ${command} ${CRON_MARK}`;
+}
+
+/** Marks a crontab line install commented out (--replace), so uninstall can restore it. */
+const REPLACED_MARK = " # replaced by tend";
+
+/** Crontab lines that run another watchdog: a watchdog.sh, or the user's --replace PATTERN. */
+export function otherWatchdogs(lines: string[], pattern: string | null): string[] {
+  return lines.filter(
+    (line) =>
+      !line.trimStart().startsWith("#") &&
+      !line.includes(CRON_MARK) &&
+      (line.includes("watchdog.sh") || (pattern !== null && line.includes(pattern))),
+  );
+}
+
+/** The user's crontab lines ([] when there is none). */
+async function crontabLines(): Promise<string[]> {
+  const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000 });
+  if (current.error) throw new TendError(`crontab: ${current.error} (install cron)`, 1);
+  // `crontab -l` exits 1 with "no crontab for USER" when there is none yet.
+  return current.exitCode === 0
+    ? current.stdout
+        .replace(/\n$/, "")
+        .split("\n")
+        .filter((line, i, all) => line || i < all.length - 1)
+    : [];
+}
+
+/** What install cron says about the crontab it would share: another watchdog still runs from it. */
+export async function crontabWarnings(pattern: string | null): Promise<string[]> {
+  const others = otherWatchdogs(await crontabLines().catch(() => []), pattern);
+  if (!others.length || pattern !== null) return [];
+  return others.map(
+    (line) =>
+      `the crontab still runs another watchdog: ${line}\n` +
+      "  two watchdogs restart the same services with separate locks: --replace PATTERN comments it out",
+  );
 }
 
 /** The files (or crontab line) each scheduler needs. */
@@ -179,8 +227,12 @@ export function renderInstall(scheduler: Scheduler, files: InstallFile[]): strin
 }
 
 /** Write the entry idempotently; returns what changed, one line each. */
-export async function writeInstall(scheduler: Scheduler, files: InstallFile[]): Promise<string[]> {
-  if (scheduler === "cron") return [await writeCrontab(files[0].content.trim())];
+export async function writeInstall(
+  scheduler: Scheduler,
+  files: InstallFile[],
+  replace: string | null = null,
+): Promise<string[]> {
+  if (scheduler === "cron") return writeCrontab(files[0].content.trim(), replace);
   const said: string[] = [];
   for (const file of files) {
     let current: string | null = null;
@@ -209,22 +261,36 @@ export async function writeInstall(scheduler: Scheduler, files: InstallFile[]): 
   return said;
 }
 
-/** Replace tend's line in the user's crontab (or add it): never a second one. */
-async function writeCrontab(line: string): Promise<string> {
-  const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000 });
-  if (current.error) throw new TendError(`crontab: ${current.error} (install cron)`, 1);
-  // `crontab -l` exits 1 with "no crontab for USER" when there is none yet.
-  const lines =
-    current.exitCode === 0
-      ? current.stdout.split("\n").filter((existing, index, all) => existing !== "" || index < all.length - 1)
-      : [];
+/**
+ * Replace tend's line in the user's crontab (or add it): never a second one. With `replace`, the
+ * lines running another watchdog that match it are commented out, marked, for uninstall to restore.
+ */
+async function writeCrontab(line: string, replace: string | null = null): Promise<string[]> {
+  const lines = await crontabLines();
+  const replaced = otherWatchdogs(lines, replace).filter((other) => replace !== null && other.includes(replace));
   const ours = lines.filter((existing) => existing.includes(CRON_MARK));
-  if (ours.length === 1 && ours[0] === line) return "crontab: unchanged";
-  const next = [...lines.filter((existing) => !existing.includes(CRON_MARK)), line];
-  const written = await runCommand(["crontab", "-"], { timeoutMs: 10_000, input: next.join("\n") + "\n" });
-  if (written.exitCode !== 0)
+  if (ours.length === 1 && ours[0] === line && !replaced.length) return ["crontab: unchanged"];
+  const next = [
+    ...lines
+      .filter((existing) => !existing.includes(CRON_MARK))
+      .map((existing) => (replaced.includes(existing) ? `#${existing}${REPLACED_MARK}` : existing)),
+    line,
+  ];
+  await saveCrontab(next);
+  return [
+    ...replaced.map((other) => `crontab: commented out: ${other}`),
+    `crontab: ${ours.length ? "updated" : "added"}: ${line}`,
+  ];
+}
+
+async function saveCrontab(lines: string[]) {
+  const written = await runCommand(["crontab", "-"], {
+    timeoutMs: 10_000,
+    input: lines.length ? lines.join("\n") + "\n" : "",
+  });
+  if (written.exitCode !== 0) {
     throw new TendError(`crontab -: ${written.error ?? (saidBy(written) || `exit ${written.exitCode}`)}`, 1);
-  return `crontab: ${ours.length ? "updated" : "added"}: ${line}`;
+  }
 }
 
 /**
@@ -234,19 +300,25 @@ async function writeCrontab(line: string): Promise<string> {
  */
 export async function removeInstall(scheduler: Scheduler, files: InstallFile[], write: boolean): Promise<string[]> {
   if (scheduler === "cron") {
-    const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000 });
-    const lines = current.exitCode === 0 ? current.stdout.replace(/\n$/, "").split("\n") : [];
+    const lines = await crontabLines();
     const ours = lines.filter((line) => line.includes(CRON_MARK));
-    if (!ours.length) return ["crontab: no tend line"];
-    if (!write) return ours.map((line) => `would remove from the crontab: ${line}`);
-    const rest = lines.filter((line) => !line.includes(CRON_MARK));
-    const written = await runCommand(["crontab", "-"], {
-      timeoutMs: 10_000,
-      input: rest.length ? rest.join("\n") + "\n" : "",
-    });
-    if (written.exitCode !== 0)
-      throw new TendError(`crontab -: ${written.error ?? (saidBy(written) || `exit ${written.exitCode}`)}`, 1);
-    return ours.map((line) => `crontab: removed: ${line}`);
+    const restored = lines.filter((line) => line.endsWith(REPLACED_MARK));
+    if (!ours.length && !restored.length) return ["crontab: no tend line"];
+    const original = (line: string) => line.slice(1, -REPLACED_MARK.length);
+    if (!write) {
+      return [
+        ...ours.map((line) => `would remove from the crontab: ${line}`),
+        ...restored.map((line) => `would restore: ${original(line)}`),
+      ];
+    }
+    const rest = lines
+      .filter((line) => !line.includes(CRON_MARK))
+      .map((line) => (line.endsWith(REPLACED_MARK) ? original(line) : line));
+    await saveCrontab(rest);
+    return [
+      ...ours.map((line) => `crontab: removed: ${line}`),
+      ...restored.map((line) => `crontab: restored: ${original(line)}`),
+    ];
   }
   const present = files.filter((file) => existsSync(file.path));
   if (!present.length) return [`${files.map((file) => file.path).join(", ")}: not installed`];

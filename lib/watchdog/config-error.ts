@@ -1,0 +1,28 @@
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { expandPath, findConfig } from "../config/load.ts";
+import type { Env } from "../config/types.ts";
+import { readRegularFile } from "../os/files.ts";
+import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { Logger } from "../state/logger.ts";
+
+/**
+ * A pass (from cron) that cannot read its configuration says so in the log of the state dir it
+ * would use, when it can tell which: the file's own state_dir if that much parses, else the
+ * default. Never creates the state dir; never throws (the error itself is what the caller reports).
+ */
+export function logConfigError(path: string | undefined, env: Env, message: string): void {
+  try {
+    const file = findConfig({ path, env });
+    const home = env.HOME || homedir();
+    let stateDir = env.TEND_STATE_DIR ?? join(env.XDG_STATE_HOME || join(home, ".local", "state"), "tend");
+    try {
+      const setting = /^\s*state_dir\s*=\s*"([^"]+)"/m.exec(readRegularFile(file, 65_536))?.[1];
+      if (setting) stateDir = expandPath(setting, home, dirname(resolve(file)));
+    } catch {}
+    if (!existsSync(stateDir)) return;
+    ensureStateDir(stateDir); // tend's own, or nothing is written
+    new Logger(statePaths(stateDir).log).write("ERROR", `configuration: ${message.split("\n").join("; ")}`);
+  } catch {}
+}
