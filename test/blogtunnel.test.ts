@@ -186,3 +186,18 @@ tcp = "127.0.0.1:1"
   expect(report.services.map((service: { name: string }) => service.name)).toEqual(["tunnel", "blogtunnel"]);
   hook.stop(true);
 }, 60_000);
+
+test("with a configuration, a pane started within grace is skipped, not failing: exit 0, counter untouched", async () => {
+  box = new Sandbox();
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
+  tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");
+  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[defaults]\ngrace = "10m"\n`);
+  const counter = join(box.dir, "count");
+  writeFileSync(counter, "1\n");
+  const pane = ["--pane", "main:blog", "--command", "sleep 300", "--counter", counter];
+  const result = await box.tend(["blogtunnel", "--url", `http://127.0.0.1:${server.port}/`, ...pane]);
+  expect(result.stdout).toBe(""); // nothing probed: the pane's process started moments ago
+  expect(result.code).toBe(0);
+  expect(readFileSync(counter, "utf8")).toBe("1\n");
+});
