@@ -169,21 +169,23 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
   }
 }
 
+const emptyReport = (spoolError: string | null): DeliverReport => ({
+  outcomes: [],
+  flushed: 0,
+  buried: 0,
+  waiting: 0,
+  dead: 0,
+  failure: null,
+  spoolError,
+});
+
 async function deliverLocked(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
   const { stateDir, channel, minIntervalMs, now = Date.now } = options;
   const state = readNotifyState(stateDir);
   const spool = readSpool(stateDir);
   const dead = readDead(stateDir);
   state.dropped += spool.unreadable;
-  const report: DeliverReport = {
-    outcomes: [],
-    flushed: 0,
-    buried: 0,
-    waiting: 0,
-    dead: 0,
-    failure: null,
-    spoolError: null,
-  };
+  const report = emptyReport(null);
   const channelOf = (entry: Spooled): Channel => ({
     url: entry.url,
     format: entry.format,
@@ -315,15 +317,7 @@ async function deliverUnspooled(
   options: DeliverOptions,
   spoolError: string,
 ): Promise<DeliverReport> {
-  const report: DeliverReport = {
-    outcomes: [],
-    flushed: 0,
-    buried: 0,
-    waiting: 0,
-    dead: 0,
-    failure: null,
-    spoolError,
-  };
+  const report = emptyReport(spoolError);
   for (const message of messages) {
     if (!options.channel) break;
     const result = await send(buildRequest(message, options.channel), options.channel, options);
