@@ -5,7 +5,8 @@ import { subcommand } from "../lib/watchdog/commands.ts";
 import { logConfigError } from "../lib/watchdog/config-error.ts";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
-       watchdog run [--interval D]           passes in a loop until SIGTERM/SIGINT
+       watchdog run [--interval D] [--serve]  passes in a loop until SIGTERM/SIGINT (--serve: and serve)
+       watchdog serve [--listen ADDR:PORT]    read-only HTTP: /healthz /api/status /api/report /api/stats /metrics
        watchdog status [NAME...] [--json] [--cached]
        watchdog stats [NAME...] [--json]      probe latency percentiles, timeouts, histogram
        watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
@@ -22,8 +23,8 @@ export function main(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "watchdog",
     usage: USAGE,
-    string: ["interval", "for", "since", "n", "replace"],
-    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f"],
+    string: ["interval", "for", "since", "n", "replace", "listen"],
+    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [name = "pass", ...names] = args._.map(String);

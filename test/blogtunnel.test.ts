@@ -187,7 +187,7 @@ tcp = "127.0.0.1:1"
   hook.stop(true);
 }, 60_000);
 
-test("with a configuration, a pane started within grace is skipped, not failing: exit 0, counter untouched", async () => {
+test("with a configuration, a pane within grace is skipped, not failing: exit 0, counter kept", async () => {
   box = new Sandbox();
   const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
   tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
+import { parseListen } from "../core/listen.ts";
 import { httpUrlProblem, shownUrl } from "../core/redact.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
@@ -18,6 +19,7 @@ import {
   type Env,
   type NotifyConfig,
   type NotifyFormat,
+  type ServeConfig,
   type ServiceConfig,
   type WatchdogConfig,
 } from "./types.ts";
@@ -85,6 +87,7 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
   const watchdog = readWatchdog(root.sub("watchdog") ?? new Reader({}, "watchdog", errors), env, home, path);
   const inState = (value: string) => expandPath(value, home, watchdog.stateDir);
   const notify = readNotify(root.sub("notify") ?? new Reader({}, "notify", errors), env);
+  const serve = readServe(root.sub("serve") ?? new Reader({}, "serve", errors));
 
   const defaults = { ...BUILTIN_TUNABLES };
   const defaultsTable = root.sub("defaults");
@@ -103,12 +106,30 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
       readService(new Reader(table, `service[${index}]`, errors), defaults, inState, watchdog.stateDir),
     );
   }
-  root.finish(["watchdog", "notify", "defaults", "service"]);
+  root.finish(["watchdog", "notify", "serve", "defaults", "service"]);
   checkServiceGraph(slots, errors);
   const services = slots.filter((service): service is ServiceConfig => service !== undefined);
 
   if (errors.length) throw new TendError(`${path}: invalid configuration:\n  ${errors.join("\n  ")}`, 2);
-  return { path: resolve(path), watchdog, notify, services, defaults };
+  return { path: resolve(path), watchdog, notify, serve, services, defaults };
+}
+
+function readServe(table: Reader): ServeConfig {
+  const listen = table.string("listen") ?? "127.0.0.1:9841";
+  const address = parseListen(listen);
+  if (!address) table.fail("listen", `${show(listen)} is not ADDR:PORT (127.0.0.1:9841, [::1]:9841, 0.0.0.0:9841)`);
+  const token = table.string("token") ?? null;
+  if (token !== null && (token.length < 16 || /\s/.test(token)))
+    table.fail("token", "must be at least 16 characters, without spaces");
+  if (address && !address.loopback && token === null)
+    table.fail(
+      "token",
+      `is required when serve.listen is not loopback (${listen}): anyone on the network could read it`,
+    );
+  // The fleet view belongs to the status page, which this version does not have yet: refused, not ignored.
+  if (table.has("peers")) table.fail("peers", "is not supported by this version (it comes with the status page)");
+  table.finish(["listen", "token", "peers"]);
+  return { listen, token };
 }
 
 function readWatchdog(table: Reader, env: Env, home: string, path: string): WatchdogConfig {

@@ -79,10 +79,19 @@ export interface NotifyConfig {
   minIntervalMs: number;
 }
 
+/** `watchdog serve`: read-only HTTP over the state dir. */
+export interface ServeConfig {
+  /** ADDR:PORT; anything but loopback needs a token. */
+  listen: string;
+  /** Every request must carry `Authorization: Bearer TOKEN` when set. */
+  token: string | null;
+}
+
 export interface Config {
   path: string;
   watchdog: WatchdogConfig;
   notify: NotifyConfig;
+  serve: ServeConfig;
   services: ServiceConfig[];
   /** [defaults] over the built-in tunables: what a service outside the file (blogtunnel) is judged by. */
   defaults: Tunables;

@@ -23,6 +23,7 @@ export function renderPlan(config: Config, shown: Shown = HIDDEN): string {
         min_interval: formatDuration(config.notify.minIntervalMs),
       },
     ],
+    ["serve", { listen: config.serve.listen, token: config.serve.token ? shown.value(config.serve.token) : "" }],
     [
       "watchdog",
       {

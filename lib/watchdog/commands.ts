@@ -37,6 +37,14 @@ const operation = (kind: "restart" | "stop" | "start"): Subcommand => ({
   },
 });
 
+/** `watchdog serve` / `run --serve`: listening, and saying where. */
+async function serveFor(args: Args, config: Config, io: Io) {
+  const { startServer } = await import("./serve.ts");
+  const serving = startServer(config, args.listen ?? config.serve.listen);
+  io.out(`serving ${serving.url} (${config.serve.token ? "token required" : "loopback only, no token"})`);
+  return serving;
+}
+
 /** Where install writes: for this binary, this user. */
 const where = (io: Io) => ({ binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 });
 
@@ -53,9 +61,26 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     takes: "none",
     async run({ args, config, io }) {
       const [{ becomeLean }, { runLoop }] = await Promise.all([import("../os/lean.ts"), import("./loop.ts")]);
-      await becomeLean(io.env);
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
-      return runLoop({ config, intervalMs, echo: io.out, env: io.env });
+      await becomeLean(io.env); // re-executes itself (same argv): before any socket is open
+      const serving = args.serve || args.listen ? await serveFor(args, config, io) : null;
+      try {
+        return await runLoop({ config, intervalMs, echo: io.out, env: io.env });
+      } finally {
+        serving?.stop();
+      }
+    },
+  },
+  serve: {
+    takes: "none",
+    async run({ args, config, io }) {
+      const serving = await serveFor(args, config, io);
+      await new Promise<void>((resolve) => {
+        process.once("SIGTERM", resolve);
+        process.once("SIGINT", resolve);
+      });
+      serving.stop();
+      return 0;
     },
   },
   status: {

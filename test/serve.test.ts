@@ -1,0 +1,176 @@
+// watchdog serve (and run --serve): the binary listening on a real port, asked over real HTTP.
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+const stops: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of stops.splice(0)) stop();
+  box?.cleanup();
+});
+
+const TOKEN = "s3cret-serve-token-0123456789";
+const SECRETS = ["hunter2pass", "notifysecrettopic", "hb-uuid-secret", TOKEN];
+
+function configWith(url: string, serve = "") {
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+heartbeat_url = ""
+[notify]
+url = "http://127.0.0.1:9/notifysecrettopic"
+${serve}
+[[service]]
+name = "web"
+[service.check]
+http = "${url.replace("http://", "http://op:hunter2pass@")}"
+`);
+}
+
+/** Start `tend watchdog ARGS` in its own group; resolves with the URL it says it serves. */
+async function start(args: string[]): Promise<{ url: string; child: ReturnType<typeof Bun.spawn>; lines: string[] }> {
+  const child = Bun.spawn([TEND, "watchdog", ...args], {
+    env: box.env(),
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true,
+  });
+  box.track(child.pid);
+  stops.push(() => child.kill("SIGKILL"));
+  const lines: string[] = [];
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  void (async () => {
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value);
+      const parts = buffer.split("\n");
+      buffer = parts.pop()!;
+      lines.push(...parts);
+    }
+  })();
+  await waitFor(() => lines.some((line) => line.startsWith("serving ")), 10_000, "serving line");
+  const url = /serving (\S+)/.exec(lines.find((line) => line.startsWith("serving "))!)![1];
+  return { url, child, lines };
+}
+
+const get = (url: string, init: RequestInit = {}) => fetch(url, { ...init, redirect: "manual" });
+
+test("serve: /healthz fresh or stale, /api/* = the --json outputs, /metrics valid, 400/404/405", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  configWith(web.url);
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);
+  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+
+  const health = await get(`${url}healthz`);
+  expect(health.status).toBe(200);
+  expect(await health.text()).toMatch(/^ok: last pass \d+s ago, expected every 300s\n$/);
+  for (const [name, value] of Object.entries({
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+  }))
+    expect(health.headers.get(name)).toBe(value);
+
+  const status = await (await get(`${url}api/status`)).json();
+  const cli = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+  expect(status).toEqual(cli);
+  expect(status.services[0]).toMatchObject({ name: "web", state: "healthy" });
+  const stats = await (await get(`${url}api/stats`)).json();
+  expect(stats).toEqual(JSON.parse((await box.tend(["watchdog", "stats", "--json"])).stdout));
+  const report = await (await get(`${url}api/report?since=1h`)).json();
+  expect(report.services.map((row: { name: string }) => row.name)).toEqual(["web"]);
+  expect(Date.parse(report.until) - Date.parse(report.since)).toBe(3_600_000);
+
+  const metrics = await (await get(`${url}metrics`)).text();
+  expect(metrics).toContain('tend_service_up{service="web"} 1');
+  const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
+  if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: make test builds it`);
+  const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(metrics) });
+  expect(check.stderr.toString() + check.stdout.toString()).toBe("");
+
+  const bad = await get(`${url}api/report?since=%1b[31mnever`);
+  expect(bad.status).toBe(400);
+  expect(await bad.text()).toStartWith('since: "\\x1b[31mnever" is not a duration');
+  expect((await get(`${url}nope`)).status).toBe(404);
+  const post = await get(`${url}api/status`, { method: "POST", body: "x" });
+  expect(post.status).toBe(405);
+  expect(post.headers.get("allow")).toBe("GET, HEAD");
+
+  // The last pass 20 minutes ago, every 5 minutes expected: stale, and the body says so.
+  const old = new Date(Date.now() - 20 * 60_000).toISOString();
+  writeFileSync(join(box.state, "heartbeat"), `${old}\ninterval 5m\n`);
+  const stale = await get(`${url}healthz`);
+  expect(stale.status).toBe(503);
+  expect(await stale.text()).toMatch(/^stale: the watchdog is not running \(last pass 1[12]\d\ds ago/);
+}, 60_000);
+
+test("serve: off loopback a token is required; without it 401; no secret in any answer", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  configWith(web.url, `[serve]\nlisten = "0.0.0.0:0"`);
+  const refused = await box.tend(["watchdog", "validate"]);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain("serve.token: is required when serve.listen is not loopback (0.0.0.0:0)");
+  configWith(web.url);
+  const flag = await box.tend(["watchdog", "serve", "--listen", "0.0.0.0:0"]);
+  expect(flag.code).toBe(2);
+  expect(flag.stderr).toContain("is not loopback: set [serve] token first");
+
+  configWith(web.url, `[serve]\nlisten = "0.0.0.0:0"\ntoken = "${TOKEN}"`);
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  const plan = (await box.tend(["watchdog", "plan"])).stdout;
+  expect(plan).not.toContain(TOKEN);
+  const { url, lines } = await start(["serve"]);
+  expect(lines[0]).toContain("(token required)");
+  const local = url.replace("0.0.0.0", "127.0.0.1");
+  for (const authorization of [undefined, "Bearer wrong-token-0123456789", `Basic ${btoa(`x:${TOKEN}`)}`, TOKEN]) {
+    const answer = await get(`${local}api/status`, { headers: authorization ? { authorization } : {} });
+    expect(answer.status).toBe(401);
+    expect(answer.headers.get("www-authenticate")).toBe('Bearer realm="tend"');
+  }
+  const authorized = { headers: { authorization: `Bearer ${TOKEN}` } };
+  for (const path of ["healthz", "api/status", "api/stats", "api/report?since=1d", "metrics", "nope"]) {
+    const answer = await get(`${local}${path}`, authorized);
+    expect(answer.status).toBe(path === "nope" ? 404 : 200);
+    const body = await answer.text();
+    for (const secret of SECRETS) expect(body).not.toContain(secret);
+  }
+}, 60_000);
+
+test("serve: configuration errors exit 2 and name the key", async () => {
+  box = new Sandbox();
+  for (const [serve, message] of [
+    ['listen = "9841"', 'serve.listen: "9841" is not ADDR:PORT'],
+    ['listen = "127.0.0.1:70000"', 'serve.listen: "127.0.0.1:70000" is not ADDR:PORT'],
+    ['token = "short"', "serve.token: must be at least 16 characters, without spaces"],
+    ['peers = ["http://vm:9841"]', "serve.peers: is not supported by this version"],
+    ['listen = "127.0.0.1:1"\ncolour = true', "serve.colour: unknown key"],
+  ]) {
+    configWith("http://127.0.0.1:9/", `[serve]\n${serve}`);
+    const result = await box.tend(["watchdog", "serve"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+  }
+});
+
+test("run --serve: one process runs the passes and answers; SIGTERM stops both, exit 0", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  configWith(web.url);
+  const { url, child } = await start(["run", "--interval", "1s", "--serve", "--listen", "127.0.0.1:0"]);
+  await waitFor(async () => (await get(`${url}healthz`)).status === 200, 20_000, "a fresh pass");
+  await waitFor(async () => (await (await get(`${url}api/status`)).json()).services[0].state === "healthy", 20_000);
+  child.kill("SIGTERM");
+  expect(await child.exited).toBe(0);
+  expect(await get(`${url}healthz`).catch(() => null)).toBeNull();
+}, 60_000);
