@@ -233,6 +233,66 @@ const bench: Record<string, () => Promise<void>> = {
       met: share < 0.01 ? "yes" : "no",
     });
   },
+  async P10() {
+    // watchdog serve must not leak, and must answer quickly: 20 services, 10 clients at once.
+    const dir = join(WORK, "p10");
+    const ports = Array.from({ length: 20 }, port);
+    const { config } = configFor(
+      dir,
+      ports.map((p, i) => ({ name: `s${i}`, url: `http://127.0.0.1:${p}/` })),
+    );
+    for (const p of ports) await startServer(p);
+    Bun.spawnSync([TEND, "watchdog", "pass", "--config", config]);
+    const servePort = port();
+    const server = spawnDetached([TEND, "watchdog", "serve", "--listen", `127.0.0.1:${servePort}`, "--config", config]);
+    const base = `http://127.0.0.1:${servePort}`;
+    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => null)) !== null, 10_000, "serve");
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) / 1024;
+    const paths = ["/api/status", "/healthz", "/metrics", "/api/stats", "/api/report?since=1d"];
+    const latencies: number[] = [];
+    let sent = 0;
+    const hammer = async (total: number, measure: boolean) => {
+      await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          while (sent < total) {
+            const path = measure ? "/api/status" : paths[sent % paths.length];
+            sent++;
+            const started = performance.now();
+            await (await fetch(base + path)).arrayBuffer();
+            if (measure) latencies.push(performance.now() - started);
+          }
+        }),
+      );
+    };
+    await hammer(1000, false);
+    const after1k = rss();
+    await hammer(100_000, false);
+    const after100k = rss();
+    sent = 0;
+    await hammer(2000, true);
+    server.kill("SIGTERM");
+    await server.exited;
+    rows.push({
+      id: "P10",
+      what: "watchdog serve RSS, after 1,000 → 100,000 requests (5 endpoints, 10 clients)",
+      tend: `${after1k.toFixed(1)} → ${after100k.toFixed(1)} MiB`,
+      peer: "-",
+      ratio: `${after100k - after1k >= 0 ? "+" : ""}${(after100k - after1k).toFixed(2)} MiB`,
+      goal: "growth ≤ 2 MiB",
+      met: after100k - after1k <= 2 ? "yes" : "no",
+    });
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+    rows.push({
+      id: "P11",
+      what: "/api/status latency, 20 services, 10 concurrent clients (2,000 requests)",
+      tend: `p50 ${p(0.5).toFixed(1)} ms, p99 ${p(0.99).toFixed(1)} ms`,
+      peer: "-",
+      ratio: "-",
+      goal: "measured",
+      met: "-",
+    });
+  },
   async P4() {
     // The floor: a hello world compiled by the same Bun with the same flags.
     const hello = join(WORK, "hello");

@@ -74,6 +74,8 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   serve: {
     takes: "none",
     async run({ args, config, io }) {
+      const { becomeLean } = await import("../os/lean.ts");
+      await becomeLean(io.env); // long-running: the optimizing JITs' code would grow RSS (as in the loop)
       const serving = await serveFor(args, config, io);
       await new Promise<void>((resolve) => {
         process.once("SIGTERM", resolve);
