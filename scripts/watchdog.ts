@@ -6,7 +6,7 @@ import { logConfigError } from "../lib/watchdog/config-error.ts";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
        watchdog run [--interval D] [--serve]  passes in a loop until SIGTERM/SIGINT (--serve: and serve)
-       watchdog serve [--listen ADDR:PORT]    read-only HTTP: /healthz /api/status /api/report /api/stats /metrics
+       watchdog serve [--listen ADDR:PORT]    read-only HTTP: the page /, /healthz, /api/status
        watchdog status [NAME...] [--json] [--cached]
        watchdog stats [NAME...] [--json]      probe latency percentiles, timeouts, histogram
        watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)

@@ -1,8 +1,8 @@
 // watchdog serve (and run --serve): the binary listening on a real port, asked over real HTTP.
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { controlledServer, freePort, ROOT, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -152,7 +152,8 @@ test("serve: configuration errors exit 2 and name the key", async () => {
     ['listen = "9841"', 'serve.listen: "9841" is not ADDR:PORT'],
     ['listen = "127.0.0.1:70000"', 'serve.listen: "127.0.0.1:70000" is not ADDR:PORT'],
     ['token = "short"', "serve.token: must be at least 16 characters, without spaces"],
-    ['peers = ["http://vm:9841"]', "serve.peers: is not supported by this version"],
+    ['peers = ["ftp://vm:9841"]', "serve.peers[0].url:"],
+    ['peers = [{ url = "http://vm:9841", token = "x" }]', "serve.peers[0].token: must be a string of at least 16"],
     ['listen = "127.0.0.1:1"\ncolour = true', "serve.colour: unknown key"],
   ]) {
     configWith("http://127.0.0.1:9/", `[serve]\n${serve}`);
@@ -174,3 +175,93 @@ test("run --serve: one process runs the passes and answers; SIGTERM stops both, 
   expect(await child.exited).toBe(0);
   expect(await get(`${url}healthz`).catch(() => null)).toBeNull();
 }, 60_000);
+
+/** Debian's chromium, headless: the DOM after rendering, and a screenshot at the window size. */
+function chromium(url: string, size: string, screenshot: string): string {
+  const flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", `--window-size=${size}`];
+  const profile = [`--user-data-dir=${join(box.dir, `chromium-${size}`)}`, "--no-first-run"];
+  const shot = Bun.spawnSync(["chromium", ...flags, ...profile, `--screenshot=${screenshot}`, url], {
+    timeout: 60_000,
+  });
+  if (!existsSync(screenshot)) throw new Error(`chromium made no screenshot: ${shot.stderr.toString().slice(-500)}`);
+  const dom = Bun.spawnSync(["chromium", ...flags, ...profile, "--dump-dom", url], { timeout: 60_000 });
+  return dom.stdout.toString();
+}
+
+test("the page in chromium, 360 and 1280 px: every service, state, peer up and down; hostile text inert", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  // A peer host: another tend with its own state dir and serve.
+  const peerBox = new Sandbox();
+  stops.push(() => peerBox.cleanup());
+  peerBox.writeConfig(
+    `[watchdog]\nstate_dir = "${peerBox.state}"\n` +
+      `[[service]]\nname = "phone-recorder"\n[service.check]\nhttp = "${web.url}"\n`,
+  );
+  expect((await peerBox.tend(["watchdog", "pass"])).code).toBe(0);
+  const peerServe = Bun.spawn([TEND, "watchdog", "serve", "--listen", "127.0.0.1:0"], {
+    env: peerBox.env(),
+    stdout: "pipe",
+    detached: true,
+  });
+  peerBox.track(peerServe.pid);
+  const peerLine = (await new Response(peerServe.stdout).body!.getReader().read()).value!;
+  const peerUrl = /serving (\S+)/.exec(new TextDecoder().decode(peerLine))![1];
+  const downPeer = `http://127.0.0.1:${await freePort()}/`;
+
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[serve]
+peers = ["${peerUrl}", "${downPeer}"]
+[[service]]
+name = "blog"
+[service.check]
+http = "${web.url}"
+[[service]]
+name = "hostile"
+[service.check]
+command = ["sh", "-c", "echo '<script>alert(1)</script><img src=x>'; exit 1"]
+`);
+  for (let pass = 0; pass < 3; pass++) await box.tend(["watchdog", "pass"]);
+  const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);
+  const page = await get(url);
+  expect(page.status).toBe(200);
+  const csp = page.headers.get("content-security-policy")!;
+  expect(csp).toMatch(/^default-src 'none'; style-src 'nonce-[A-Za-z0-9+/=]+'; /);
+  const body = await page.text();
+  expect(body).not.toMatch(/<(script|img|link|iframe)\b/i); // nothing to load, nothing to run
+  expect(body).not.toMatch(/<[a-z]+\s[^>]*\b(src|href|xlink:href)=/i);
+  expect(body).toContain("&#60;script&#62;alert(1)&#60;/script&#62;");
+
+  for (const size of ["360,800", "1280,800"]) {
+    const screenshot = join(ROOT, "build", `page-${size.split(",")[0]}.png`);
+    rmSync(screenshot, { force: true });
+    const dom = chromium(url, size, screenshot);
+    for (const text of ["blog", "healthy", "hostile", "failing", "phone-recorder", "unreachable", "Recent events"])
+      expect(dom).toContain(text);
+    expect(dom).not.toContain("<script>alert");
+    expect(statSync(screenshot).size).toBeGreaterThan(10_000);
+  }
+}, 180_000);
+
+test("the page takes ?token= once: a cookie, the token gone from the URL; the cookie then opens the API", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  configWith(web.url, `[serve]\ntoken = "${TOKEN}"`);
+  const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);
+  expect((await get(url)).status).toBe(401);
+  expect((await get(`${url}?token=wrong-token-0123456789`)).status).toBe(401);
+  const handed = await get(`${url}?token=${TOKEN}`);
+  expect(handed.status).toBe(303);
+  expect(handed.headers.get("location")).toBe("/");
+  const cookie = handed.headers.get("set-cookie")!;
+  expect(cookie).toMatch(/^tend_token=[^;]+; Path=\/; HttpOnly; SameSite=Strict/);
+  const headers = { cookie: cookie.split(";")[0] };
+  const page = await get(url, { headers });
+  expect(page.status).toBe(200);
+  expect(await page.text()).not.toContain(TOKEN);
+  expect((await get(`${url}api/status`, { headers })).status).toBe(200);
+});

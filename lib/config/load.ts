@@ -126,10 +126,31 @@ function readServe(table: Reader): ServeConfig {
       "token",
       `is required when serve.listen is not loopback (${listen}): anyone on the network could read it`,
     );
-  // The fleet view belongs to the status page, which this version does not have yet: refused, not ignored.
-  if (table.has("peers")) table.fail("peers", "is not supported by this version (it comes with the status page)");
+  const peers = readPeers(table);
   table.finish(["listen", "token", "peers"]);
-  return { listen, token };
+  return { listen, token, peers };
+}
+
+/** `peers = ["http://vm:9841", { url = "http://mac:9841", token = "..." }]` */
+function readPeers(table: Reader): ServeConfig["peers"] {
+  const raw = table.raw("peers");
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw)) return (table.fail("peers", "must be a list of URLs or { url, token } tables"), []);
+  const peers: ServeConfig["peers"] = [];
+  raw.forEach((entry, index) => {
+    const key = `peers[${index}]`;
+    const url = typeof entry === "string" ? entry : isTable(entry) ? entry.url : undefined;
+    const token = isTable(entry) ? entry.token : undefined;
+    const extra = isTable(entry) ? Object.keys(entry).filter((name) => name !== "url" && name !== "token") : [];
+    if (typeof url !== "string") return table.fail(key, "must be a URL or a { url, token } table");
+    const problem = httpUrlProblem(url);
+    if (problem) return table.fail(`${key}.url`, `${show(url)}: ${problem}`);
+    if (token !== undefined && (typeof token !== "string" || token.length < 16))
+      return table.fail(`${key}.token`, "must be a string of at least 16 characters");
+    if (extra.length) return table.fail(`${key}.${extra[0]}`, "unknown key (allowed: url, token)");
+    peers.push({ url: url.endsWith("/") ? url : `${url}/`, token: (token as string | undefined) ?? null });
+  });
+  return peers;
 }
 
 function readWatchdog(table: Reader, env: Env, home: string, path: string): WatchdogConfig {

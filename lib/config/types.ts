@@ -85,6 +85,8 @@ export interface ServeConfig {
   listen: string;
   /** Every request must carry `Authorization: Bearer TOKEN` when set. */
   token: string | null;
+  /** Other hosts' `watchdog serve`: the page shows their services too. */
+  peers: { url: string; token: string | null }[];
 }
 
 export interface Config {

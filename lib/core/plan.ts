@@ -23,7 +23,14 @@ export function renderPlan(config: Config, shown: Shown = HIDDEN): string {
         min_interval: formatDuration(config.notify.minIntervalMs),
       },
     ],
-    ["serve", { listen: config.serve.listen, token: config.serve.token ? shown.value(config.serve.token) : "" }],
+    [
+      "serve",
+      {
+        listen: config.serve.listen,
+        token: config.serve.token ? shown.value(config.serve.token) : "",
+        peers: config.serve.peers.map((peer) => shown.url(peer.url) + (peer.token ? " (token …)" : "")).join(", "),
+      },
+    ],
     [
       "watchdog",
       {

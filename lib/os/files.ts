@@ -75,3 +75,30 @@ export function appendNoFollow(path: string, text: string, mode = 0o600): void {
     closeSync(fd);
   }
 }
+
+/** The last `count` lines of a regular file, reading at most its last `limit` bytes (never through a symlink). */
+export function tailLines(path: string, count: number, limit = 65_536): string[] {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch {
+    return [];
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) return [];
+    const from = Math.max(0, stats.size - limit);
+    const buffer = Buffer.alloc(stats.size - from);
+    let size = 0;
+    while (size < buffer.length) {
+      const read = readSync(fd, buffer, size, buffer.length - size, from + size);
+      if (read === 0) break;
+      size += read;
+    }
+    const lines = buffer.subarray(0, size).toString("utf8").split("\n");
+    if (from > 0) lines.shift(); // a cut first line
+    return lines.filter((line) => line !== "").slice(-count);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,4 +1,11 @@
 import { timingSafeEqual } from "node:crypto";
+import { hostname } from "node:os";
+import { tailLines } from "../os/files.ts";
+import { statePaths } from "../state/dir.ts";
+import { renderPage, type PageData, type PeerView } from "./page.ts";
+import { readBounded } from "../os/net.ts";
+import { shownUrl } from "../core/redact.ts";
+import type { StatusReport } from "./status.ts";
 import type { Config } from "../config/types.ts";
 import { parseDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
@@ -35,9 +42,77 @@ function sameToken(given: string, token: string): boolean {
   return timingSafeEqual(digest(given), digest(token));
 }
 
+const COOKIE = "tend_token";
+
+function cookieValue(header: string, name: string): string | undefined {
+  for (const part of header.slice(0, 4096).split(";")) {
+    const [key, ...value] = part.trim().split("=");
+    if (key === name) {
+      try {
+        return decodeURIComponent(value.join("="));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** A peer's /api/status, server-side (3 s, 1 MiB, no redirects); anything else is `unreachable` and why. */
+async function askPeer(peer: Config["serve"]["peers"][number]): Promise<PeerView> {
+  const url = shownUrl(peer.url);
+  try {
+    const response = await fetch(new URL("api/status", peer.url), {
+      signal: AbortSignal.timeout(3000),
+      redirect: "manual",
+      headers: peer.token ? { Authorization: `Bearer ${peer.token}` } : {},
+    });
+    if (response.status !== 200) {
+      await response.body?.cancel().catch(() => {});
+      return { url, status: null, problem: `HTTP ${response.status}` };
+    }
+    const status = JSON.parse(await readBounded(response, 1024 * 1024)) as StatusReport;
+    const wellFormed =
+      Array.isArray(status?.services) &&
+      status.services.every((row) => typeof row?.name === "string" && typeof row?.state === "string") &&
+      typeof status.watchdog?.stale === "boolean";
+    return wellFormed
+      ? { url, status, problem: null }
+      : { url, status: null, problem: "not a tend /api/status answer" };
+  } catch (error) {
+    const name = (error as Error).name;
+    const problem = name === "TimeoutError" ? "no answer within 3s" : oneLine((error as Error).message, 120);
+    return { url, status: null, problem };
+  }
+}
+
 type Route = (config: Config, url: URL, now: number) => Promise<Response> | Response;
 
 const ROUTES: Record<string, Route> = {
+  async "/"(config, _url, now) {
+    const data: PageData = {
+      host: hostname(),
+      now,
+      status: await collectStatus(config, { cached: true, now: () => now }),
+      report: buildReport(config, 86_400_000, now),
+      stats: collectStats(config),
+      events: tailLines(config.watchdog.log, 20),
+      downtime: tailLines(statePaths(config.watchdog.stateDir).downtime, 10),
+      refreshS: Math.min(60, Math.max(10, Math.round(config.watchdog.intervalMs / 1000))),
+      peers: await Promise.all(config.serve.peers.map(askPeer)),
+    };
+    const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
+    return new Response(renderPage(data, nonce), {
+      headers: {
+        ...HEADERS,
+        "Content-Type": "text/html; charset=utf-8",
+        "Content-Security-Policy":
+          `default-src 'none'; style-src 'nonce-${nonce}'; ` +
+          "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      },
+    });
+  },
+
   async "/healthz"(config, _url, now) {
     const { watchdog } = await collectStatus(config, { cached: true, now: () => now });
     const last = watchdog.last_pass
@@ -78,12 +153,21 @@ export async function answer(config: Config, request: Request, now = Date.now())
     return text(400, "bad request");
   }
   if (config.serve.token !== null) {
-    const given = /^Bearer (\S+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
+    const asked = url.searchParams.get("token");
+    // The page's link form: ?token= becomes a cookie and leaves the URL (and the history) at once.
+    if (url.pathname === "/" && asked !== null && sameToken(asked, config.serve.token)) {
+      const cookie = `${COOKIE}=${encodeURIComponent(asked)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`;
+      return new Response(null, { status: 303, headers: { ...HEADERS, Location: "/", "Set-Cookie": cookie } });
+    }
+    const bearer = /^Bearer (\S+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
+    const given = bearer ?? cookieValue(request.headers.get("cookie") ?? "", COOKIE);
     if (!given || !sameToken(given, config.serve.token))
-      return text(401, "unauthorized: send Authorization: Bearer TOKEN", { "WWW-Authenticate": 'Bearer realm="tend"' });
+      return text(401, "unauthorized: send Authorization: Bearer TOKEN (the page: /?token=TOKEN)", {
+        "WWW-Authenticate": 'Bearer realm="tend"',
+      });
   }
   const route = Object.hasOwn(ROUTES, url.pathname) ? ROUTES[url.pathname] : undefined;
-  if (!route) return text(404, `not found: ${oneLine(url.pathname, 80)} (try /healthz, /api/status, /metrics)`);
+  if (!route) return text(404, `not found: ${oneLine(url.pathname, 80)} (try /, /healthz, /api/status, /metrics)`);
   if (request.method !== "GET" && request.method !== "HEAD")
     return text(405, `method not allowed: ${oneLine(request.method, 16)}`, { Allow: "GET, HEAD" });
   try {
