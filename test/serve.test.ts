@@ -12,7 +12,8 @@ afterEach(() => {
 });
 
 const TOKEN = "s3cret-serve-token-0123456789";
-const SECRETS = ["hunter2pass", "notifysecrettopic", "hb-uuid-secret", TOKEN];
+const SECRETS = ["hunter2pass", "notifysecrettopic", "peersecretpath", "peer-token-secret-0123", TOKEN];
+const PEER = `peers = [{ url = "http://127.0.0.1:9/peersecretpath", token = "peer-token-secret-0123" }]`;
 
 function configWith(url: string, serve = "") {
   box.writeConfig(`
@@ -125,7 +126,7 @@ test("serve: off loopback a token is required; without it 401; no secret in any 
   expect(flag.code).toBe(2);
   expect(flag.stderr).toContain("is not loopback: set [serve] token first");
 
-  configWith(web.url, `[serve]\nlisten = "0.0.0.0:0"\ntoken = "${TOKEN}"`);
+  configWith(web.url, `[serve]\nlisten = "0.0.0.0:0"\ntoken = "${TOKEN}"\n${PEER}`);
   expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
   const plan = (await box.tend(["watchdog", "plan"])).stdout;
   expect(plan).not.toContain(TOKEN);
@@ -138,7 +139,7 @@ test("serve: off loopback a token is required; without it 401; no secret in any 
     expect(answer.headers.get("www-authenticate")).toBe('Bearer realm="tend"');
   }
   const authorized = { headers: { authorization: `Bearer ${TOKEN}` } };
-  for (const path of ["healthz", "api/status", "api/stats", "api/report?since=1d", "metrics", "nope"]) {
+  for (const path of ["", "healthz", "api/status", "api/stats", "api/report?since=1d", "metrics", "nope"]) {
     const answer = await get(`${local}${path}`, authorized);
     expect(answer.status).toBe(path === "nope" ? 404 : 200);
     const body = await answer.text();
