@@ -2,7 +2,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, Sandbox, waitFor } from "./helpers.ts";
+import { alive, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 let server: ReturnType<typeof Bun.serve> | null = null;
@@ -184,6 +184,16 @@ tcp = "127.0.0.1:1"
   expect(row).toMatchObject({ state: "healthy", restarts: 1, recoveries_ok: 1 });
   const report = JSON.parse((await box.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
   expect(report.services.map((service: { name: string }) => service.name)).toEqual(["tunnel", "blogtunnel"]);
+  // And the status page shows it.
+  const serve = Bun.spawn([TEND, "watchdog", "serve", "--listen", "127.0.0.1:0"], {
+    env: box.env(),
+    stdout: "pipe",
+    detached: true,
+  });
+  box.track(serve.pid);
+  const said = new TextDecoder().decode((await serve.stdout.getReader().read()).value);
+  const page = await (await fetch(/serving (\S+)/.exec(said)![1])).text();
+  expect(page).toMatch(/<h2>blogtunnel <span class="state s-calm">healthy<\/span><\/h2>/);
   hook.stop(true);
 }, 60_000);
 
