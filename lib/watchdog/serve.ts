@@ -12,7 +12,7 @@ import { TendError, usageError } from "../core/errors.ts";
 import { stateWord } from "../core/health.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { freshState, readState } from "../state/service.ts";
+import { readState } from "../state/service.ts";
 import { watchedServices } from "./external.ts";
 import { readHeartbeat } from "./heartbeat.ts";
 import { renderMetrics } from "./metrics.ts";
@@ -132,8 +132,7 @@ const ROUTES: Record<string, Route> = {
   },
   "/metrics"(config, _url, now) {
     const rows = watchedServices(config).map((service) => {
-      const loaded = readState(config.watchdog.stateDir, service.name, { repair: false });
-      const state = loaded.problem && loaded.problem !== "missing" ? freshState() : loaded.state;
+      const { state } = readState(config.watchdog.stateDir, service.name, { repair: false });
       return { name: service.name, state, word: stateWord(service, state, null, now) };
     });
     const heartbeat = readHeartbeat(config.watchdog.stateDir);

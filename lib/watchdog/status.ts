@@ -8,7 +8,7 @@ import { readHeartbeat } from "./heartbeat.ts";
 import { limiter } from "./limiter.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
-import { freshState, readState, type ServiceState } from "../state/service.ts";
+import { readState, type ServiceState } from "../state/service.ts";
 import { readDead, readNotifyState, readSpool } from "../notify/spool.ts";
 
 export interface StatusRow {
@@ -55,8 +55,8 @@ export async function collectStatus(
   const rows = await Promise.all(
     chosen.map((service) =>
       limit(async () => {
-        const loaded = readState(config.watchdog.stateDir, service.name, { repair: false });
-        const state = loaded.problem && loaded.problem !== "missing" ? freshState() : loaded.state;
+        // Missing or corrupt: readState gives a fresh state (a pass repairs and logs it, status does not).
+        const { state } = readState(config.watchdog.stateDir, service.name, { repair: false });
         let result: ProbeResult | null = null;
         let at: number | null = null;
         if (cached) {
