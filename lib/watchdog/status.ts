@@ -72,22 +72,28 @@ export async function collectStatus(
     ),
   );
   const spooled = readSpool(config.watchdog.stateDir).messages.length;
-  const heartbeat = readHeartbeat(config.watchdog.stateDir);
-  const intervalMs = heartbeat?.intervalMs ?? config.watchdog.intervalMs;
-  const lastPass = heartbeat ? Date.parse(heartbeat.at) : null;
+  const watchdog = watchdogFreshness(config, now());
   return {
-    last_pass: heartbeat?.at ?? null,
-    watchdog: {
-      last_pass: heartbeat?.at ?? null,
-      stale: isStale(lastPass, intervalMs, now()),
-      expected_every_s: Math.round(intervalMs / 1000),
-    },
+    last_pass: watchdog.last_pass,
+    watchdog,
     services: rows,
     notify: {
       spooled,
       dead: readDead(config.watchdog.stateDir).length,
       last_error: readNotifyState(config.watchdog.stateDir).lastError,
     },
+  };
+}
+
+/** The watchdog itself, from its heartbeat: stale when the last pass is older than 2 x interval + 30 s. */
+export function watchdogFreshness(config: Config, now: number): StatusReport["watchdog"] {
+  const heartbeat = readHeartbeat(config.watchdog.stateDir);
+  const intervalMs = heartbeat?.intervalMs ?? config.watchdog.intervalMs;
+  const lastPass = heartbeat ? Date.parse(heartbeat.at) : null;
+  return {
+    last_pass: heartbeat?.at ?? null,
+    stale: isStale(lastPass, intervalMs, now),
+    expected_every_s: Math.round(intervalMs / 1000),
   };
 }
 
