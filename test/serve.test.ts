@@ -111,6 +111,7 @@ test("serve: /healthz fresh or stale, /api/* = the --json outputs, /metrics vali
   const stale = await get(`${url}healthz`);
   expect(stale.status).toBe(503);
   expect(await stale.text()).toMatch(/^stale: the watchdog is not running \(last pass 1[12]\d\ds ago/);
+  expect(await (await get(url)).text()).toContain("⚠ STALE: the watchdog is not running — last pass 20 min ago");
 }, 60_000);
 
 test("serve: off loopback a token is required; without it 401; no secret in any answer", async () => {
