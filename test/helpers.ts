@@ -141,15 +141,25 @@ export async function waitFor(
 }
 
 /** A port that was free a moment ago (for services whose port must be in the config). */
+/**
+ * A port a fixture server can bind later (a restart binds it again). Chosen below the ephemeral
+ * range (32768+), where the kernel also picks the source ports of outgoing connections: a port
+ * from bind(0) can be taken by some client's connection before the fixture binds it. Never the
+ * same port twice in one run.
+ */
+const handedOut = new Set<number>();
 export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    const free = await new Promise<boolean>((resolveFree) => {
+      const server = createServer();
+      server.once("error", () => resolveFree(false));
+      server.listen(port, "127.0.0.1", () => server.close(() => resolveFree(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 export const procState = (pid: number): string | null => {

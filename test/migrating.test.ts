@@ -57,10 +57,20 @@ class World {
     this.ntfyUrl = `http://127.0.0.1:${ntfy.port}/my-topic`;
     this.engineCmd = `exec '${BUN}' '${SERVER}' ${this.enginePort}${engineDelayMs ? ` --delay ${engineDelayMs}` : ""}`;
     this.tunnelCmd = `exec '${BUN}' '${SERVER}' ${this.tunnelPort}`;
-    this.tmux("new-session", "-d", "-s", "main", "-n", "engine", this.engineCmd);
-    this.tmux("new-window", "-d", "-t", "main:", "-n", "blogtunnel", this.tunnelCmd);
-    for (const port of [this.enginePort, this.tunnelPort])
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 15_000, "panes");
+    for (const args of [
+      ["new-session", "-d", "-s", "main", "-n", "engine", this.engineCmd],
+      ["new-window", "-d", "-t", "main:", "-n", "blogtunnel", this.tunnelCmd],
+    ]) {
+      const made = this.tmux(...args);
+      if (made.exitCode !== 0) throw new Error(`tmux ${args[0]}: ${made.stderr.toString()}`);
+    }
+    for (const port of [this.enginePort, this.tunnelPort]) {
+      const panes = () => this.tmux("list-windows", "-a").stdout.toString();
+      const answers = async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null;
+      await waitFor(answers, 30_000, `the pane on port ${port}`).catch((error) => {
+        throw new Error(`${error.message}; tmux windows now: ${panes()}`);
+      });
+    }
     if (this.kind === "tend") this.box.writeConfig(this.derivedConfig());
   }
 
