@@ -153,13 +153,13 @@ function readPeers(table: Reader): ServeConfig["peers"] {
   return peers;
 }
 
+/** Where state lives without a `state_dir` setting: $TEND_STATE_DIR, else $XDG_STATE_HOME/tend. */
+export const defaultStateDir = (env: Env, home: string) =>
+  env.TEND_STATE_DIR ?? join(env.XDG_STATE_HOME || join(home, ".local", "state"), "tend");
+
 function readWatchdog(table: Reader, env: Env, home: string, path: string): WatchdogConfig {
   const stateDirSetting = table.string("state_dir");
-  const stateDir = expandPath(
-    stateDirSetting ?? env.TEND_STATE_DIR ?? join(env.XDG_STATE_HOME || join(home, ".local", "state"), "tend"),
-    home,
-    dirname(resolve(path)),
-  );
+  const stateDir = expandPath(stateDirSetting ?? defaultStateDir(env, home), home, dirname(resolve(path)));
   const inState = (value: string) => expandPath(value, home, stateDir);
   const metrics = table.string("metrics_file", { nonEmpty: false });
   const logSetting = table.string("log");

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { expandPath, findConfig } from "../config/load.ts";
+import { dirname, resolve } from "node:path";
+import { defaultStateDir, expandPath, findConfig } from "../config/load.ts";
 import type { Env } from "../config/types.ts";
 import { readRegularFile } from "../os/files.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
@@ -16,7 +16,7 @@ export function logConfigError(path: string | undefined, env: Env, message: stri
   try {
     const file = findConfig({ path, env });
     const home = env.HOME || homedir();
-    let stateDir = env.TEND_STATE_DIR ?? join(env.XDG_STATE_HOME || join(home, ".local", "state"), "tend");
+    let stateDir = defaultStateDir(env, home);
     try {
       const setting = /^\s*state_dir\s*=\s*"([^"]+)"/m.exec(readRegularFile(file, 65_536))?.[1];
       if (setting) stateDir = expandPath(setting, home, dirname(resolve(file)));
