@@ -1,10 +1,12 @@
 # tend: `make` builds build/tend and build/bin/<command> symlinks.
+# --compile-jit-policy=64: JSC tiers up 64x later, so a one-shot command (a pass: ~12 ms) does not pay
+# for compiling code it runs once; `watchdog run` and `serve` go back to the normal policy (bench P1, P5).
 BUN      := node_modules/.bin/bun
 VERSION  := $(shell node -p "require('./package.json').version")+$(shell git rev-parse --short HEAD 2>/dev/null || echo nogit)
 COMMANDS := watchdog safe-kill notify blogtunnel self-update
 SOURCES  := $(shell find scripts lib -name '*.ts') package.json
 FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
-            --define 'TEND_VERSION="$(VERSION)"'
+            --compile-jit-policy=64 --define 'TEND_VERSION="$(VERSION)"'
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 
 .PHONY: all cross cross-check demo test test-deps typecheck fmt clean bench faults
@@ -42,7 +44,7 @@ fmt: node_modules/.installed
 	node_modules/.bin/prettier --write $$(git ls-files --cached --others --exclude-standard '*.ts')
 
 # What the tests run besides node/npm: installed with apt when root, else named in one line.
-TEST_TOOLS := chromium:chromium tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils
+TEST_TOOLS := chromium:chromium tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace
 test-deps:
 	@missing=""; for pair in $(TEST_TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \

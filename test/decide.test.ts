@@ -4,8 +4,9 @@ import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import { decide, explain, recordRestart, type Facts } from "../lib/core/decide.ts";
 import { classifyGap, isStale } from "../lib/core/health.ts";
+import { uptimeClock } from "../lib/os/proc.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
-import { freshState, type ServiceState } from "../lib/state/service.ts";
+import { freshState, onlyObservations, type ServiceState } from "../lib/state/service.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 const MIN = 60_000;
@@ -468,6 +469,9 @@ describe("decide: one row per rule and per origin incident", () => {
     if (row.strikes !== undefined) expect(decision.next.strikes).toBe(row.strikes);
     if (row.tags) expect(decision.log.map((line) => line.tag as string)).toEqual(row.tags);
     if (row.next) expect(decision.next).toMatchObject(row.next);
+    // What a pass fsyncs: every decision that logs, strikes, restarts or opens/closes an outage.
+    const decided = decision.log.length > 0 || decision.kind === "restart" || decision.next.strikes !== state.strikes;
+    if (decided || decision.next.outage !== state.outage) expect(onlyObservations(state, decision.next)).toBe(false);
     // The pass asks first without a probe: a verdict the probe cannot change comes back as it is.
     const before = decide(service, state, facts(row.facts), null);
     if (before.kind !== "probe") expect(before).toEqual(decision);
@@ -482,6 +486,22 @@ describe("decide: one row per rule and per origin incident", () => {
       "blog memory grows 12 MiB/h (100 MiB now): reaches the limit 200 MiB in 8h 20m",
     );
     expect(decision.log[0].event).toBe("memory");
+  });
+
+  test("a healthy answer like the last one is only an observation (its state write is not fsynced)", () => {
+    const seen = { firstSeenAt: NOW - 60 * MIN, firstHealthyAt: NOW - 60 * MIN, lastHealthyAt: NOW - MIN };
+    const state = {
+      ...freshState(),
+      ...seen,
+      lastProbe: { at: NOW - MIN, ok: true, detail: "HTTP 200", latencyMs: 30 },
+    };
+    expect(onlyObservations(freshState(), decide(SERVICE, freshState(), facts(), OK).next)).toBe(false); // first seen
+    const decision = decide(SERVICE, state, facts(), OK);
+    expect(decision.kind).toBe("ok");
+    expect(decision.next.latencies).toHaveLength(1);
+    expect(onlyObservations(state, decision.next)).toBe(true);
+    expect(onlyObservations(state, { ...decision.next, strikes: 1 })).toBe(false);
+    expect(onlyObservations(state, { ...decision.next, paused: true })).toBe(false);
   });
 
   test("the pure function does not touch its input state", () => {
@@ -571,6 +591,19 @@ describe("the watchdog itself: a heartbeat gap is a reboot or a watchdog that di
     ["interval 10s, last pass 40 s ago: fresh", 40_000, false],
   ] as const)("%s", (_name, ago, stale) => {
     expect(isStale(NOW - ago, 10_000, NOW)).toBe(stale);
+  });
+  test("a pass reads the host's uptime once and advances it by its clock", () => {
+    let clock = NOW;
+    let reads = 0;
+    const uptime = uptimeClock(
+      () => clock,
+      () => (reads++, 5 * MIN),
+    );
+    expect(reads).toBe(0); // not before it is asked
+    expect(uptime()).toBe(5 * MIN);
+    clock += 1500;
+    expect(uptime()).toBe(5 * MIN + 1500);
+    expect(reads).toBe(1);
   });
   test("before the first pass there is nothing to be stale", () => expect(isStale(null, 10_000, NOW)).toBe(false));
 });

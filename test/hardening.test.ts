@@ -86,6 +86,11 @@ spawn = ["${BUN}", "${SERVER}", "${port}"]
   const pass = await box.tend(["watchdog"]);
   expect(pass.stdout).toContain("[FAILED] web could not be started (spawn"); // its first start
   expect(pass.stdout).toContain("is a symlink (not followed)");
+  Bun.spawnSync(["rm", "-f", join(box.state, "services", "web.json")]);
+  symlinkSync(precious, join(box.state, "services", "web.json"));
+  const refused = await box.tend(["watchdog"]);
+  expect(refused.stdout).toContain(`[ERROR] web: state file ${join(box.state, "services", "web.json")} is a symlink`);
+  expect(refused.stdout).not.toContain("corrupt state file reset"); // refused, not reset over the link
   symlinkSync(precious, join(box.state, "notify-spool.jsonl"));
   const notify = await box.tend(["notify", "--url", `http://127.0.0.1:${await freePort()}/x`, "hello"]);
   expect(notify.code).toBe(1);

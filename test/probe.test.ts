@@ -101,6 +101,33 @@ describe("http check", () => {
     expect(result).toMatchObject({ ok: false, timedOut: true });
   });
 
+  test("a declared-length body that stalls times out; a declared gzip bomb is cut at 1 MiB (raw HTTP)", async () => {
+    // Raw sockets: headers say 100 bytes (read natively) or gzip (streamed and cut), then what they do.
+    // 900 gzip members of 1 MiB of "a" each: under 1 MiB on the wire (a length within the bound), 900 MiB inflated.
+    const member = Bun.gzipSync(new Uint8Array(1024 * 1024).fill(0x61));
+    const bomb = Buffer.concat(Array.from({ length: 900 }, () => member));
+    const sockets: import("node:net").Socket[] = [];
+    const raw: Server = createServer((socket) => {
+      sockets.push(socket);
+      socket.once("data", (request) => {
+        if (request.toString().startsWith("GET /stall ")) {
+          socket.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial"); // and nothing more
+        } else {
+          socket.write(`HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: ${bomb.length}\r\n\r\n`);
+          socket.end(bomb);
+        }
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(raw.address() as { port: number }).port}`;
+    const stalled = await probe({ ...http(""), url: `${base}/stall`, timeoutMs: 700 });
+    const bombed = await probe({ ...http(""), url: `${base}/bomb`, contains: "needle", timeoutMs: 5000 });
+    for (const socket of sockets) socket.destroy();
+    raw.close();
+    expect(stalled).toMatchObject({ ok: false, timedOut: true });
+    expect(bombed).toMatchObject({ ok: false, detail: 'HTTP 200 but the body lacks "needle"' }); // cut at 1 MiB
+  });
+
   test("refused connection is a failure that says so", async () => {
     const port = await freePort();
     const result = await probe({ ...http(""), url: `http://127.0.0.1:${port}/` });

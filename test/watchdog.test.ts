@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, controlledServer, freePort, procState, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, BUN, controlledServer, freePort, procState, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 let pidfiles: string[] = [];
@@ -172,6 +172,48 @@ describe("watchdog pass against real processes", () => {
     expect(Date.parse(at)).toBeGreaterThan(Date.now() - 30_000);
     expect(interval).toBe("interval 5m"); // the interval the pass ran for
     expect(statSync(box.state).mode & 0o777).toBe(0o700);
+  }, 30_000);
+
+  test("fsync only for decisions: a repeat healthy pass syncs no state file, a strike syncs it (strace)", async () => {
+    box = new Sandbox();
+    const { control, server, url } = controlledServer();
+    box.writeConfig(checkOnly(url));
+    /** The files a pass fsyncs, as strace -y names them. */
+    const synced = async () => {
+      const trace = join(box.dir, "fsync.trace");
+      const argv = ["strace", "-f", "-y", "-e", "trace=fsync,fdatasync", "-o", trace, TEND, "watchdog", "pass"];
+      const pass = await run(argv, { env: box.env() });
+      expect(pass.code).toBe(0);
+      return readFileSync(trace, "utf8")
+        .split("\n")
+        .filter((line) => /fsync|fdatasync/.test(line) && line.includes("= 0"));
+    };
+    const stateTemp = /<[^>]*\/services\/\.api\.json\.[^>]*\.tmp>/;
+    expect((await synced()).filter((line) => stateTemp.test(line))).toHaveLength(1); // START: first seen
+    expect((await synced()).filter((line) => stateTemp.test(line))).toHaveLength(0); // answered as before
+    expect(box.stateOf("api").latencies).toHaveLength(2); // still written: the sample is there
+    control.status = 500;
+    expect((await synced()).filter((line) => stateTemp.test(line))).toHaveLength(1); // a strike
+    server.stop(true);
+    expect(box.stateOf("api").strikes).toBe(1);
+  }, 30_000);
+
+  test("files of an earlier version (NAME.json, NAME.out beside tend's own) move into services/, kept", async () => {
+    box = new Sandbox();
+    const { server, url } = controlledServer();
+    box.writeConfig(checkOnly(url));
+    Bun.spawnSync(["mkdir", "-m", "700", box.state]);
+    writeFileSync(join(box.state, "api.json"), JSON.stringify({ version: 1, restartsTotal: 7, firstSeenAt: 1 }));
+    writeFileSync(join(box.state, "api.out"), "old output\n");
+    writeFileSync(join(box.state, "gone.json"), "{}"); // no such service: left alone
+    const pass = await box.tend(["watchdog"]);
+    server.stop(true);
+    expect(pass.code).toBe(0);
+    expect(pass.stdout).not.toContain("[START]"); // its history came along: not a new service
+    expect(box.stateOf("api").restartsTotal).toBe(7);
+    expect(box.read("services/api.out")).toBe("old output\n");
+    expect(Bun.spawnSync(["ls", box.state]).stdout.toString().split("\n")).toContain("gone.json");
+    expect(Bun.spawnSync(["ls", box.state]).stdout.toString()).not.toMatch(/^api\./m);
   }, 30_000);
 
   test("a corrupt state file is logged and reset, never a crash", async () => {

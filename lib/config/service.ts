@@ -149,11 +149,7 @@ function readCheck(table: Reader, context: ReadContext): CheckConfig | undefined
   const { keys } = CHECKS[kind];
   const timeoutMs = table.duration("timeout") ?? context.timeoutMs;
   if (timeoutMs === 0) table.fail("timeout", "must be more than 0");
-  table.refuseForeign(
-    keys,
-    Object.values(CHECKS).flatMap((other) => other.keys),
-    `a ${kind} check`,
-  );
+  table.refuseForeign(keys, keysOfAll(CHECKS), `a ${kind} check`);
   const check = CHECKS[kind].read(table, { ...context, timeoutMs });
   table.finish(keys);
   return check;
@@ -165,23 +161,29 @@ function readRestart(table: Reader, context: ReadContext): RestartConfig | undef
   const kind = table.oneOf(Object.keys(RESTARTS));
   if (!kind) return undefined;
   const { keys } = RESTARTS[kind];
-  table.refuseForeign(
-    keys,
-    Object.values(RESTARTS).flatMap((other) => other.keys),
-    `restart.${kind}`,
-  );
+  table.refuseForeign(keys, keysOfAll(RESTARTS), `restart.${kind}`);
   const action = RESTARTS[kind].read(table, context);
   table.finish(keys);
   return action;
+}
+
+type Kinds = Record<string, { keys: string[] }>;
+const allKeys = new WeakMap<Kinds, string[]>();
+
+/** Every key any kind of a registry takes (computed once: it is asked per service). */
+function keysOfAll(kinds: Kinds): string[] {
+  let keys = allKeys.get(kinds);
+  if (!keys) allKeys.set(kinds, (keys = Object.values(kinds).flatMap((kind) => kind.keys)));
+  return keys;
 }
 
 /**
  * No kind given, but a key that is a typo of one (`htp`): name that key and what it meant, rather
  * than "needs exactly one of …". True when it did.
  */
-function suggestKind(table: Reader, kinds: Record<string, { keys: string[] }>): boolean {
+function suggestKind(table: Reader, kinds: Kinds): boolean {
   if (Object.keys(kinds).some((kind) => table.has(kind))) return false;
-  const known = new Set(Object.values(kinds).flatMap((kind) => kind.keys));
+  const known = new Set(keysOfAll(kinds));
   const typos = Object.keys(table.table).filter((key) => !known.has(key) && nearest(key, Object.keys(kinds)));
   for (const key of typos) table.unknown(key, Object.keys(kinds));
   return typos.length > 0;

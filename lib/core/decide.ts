@@ -469,7 +469,10 @@ function failedVerification(
 }
 
 function recordProbe(state: ServiceState, probe: ProbeResult, now: number): ServiceState {
-  const sample: LatencySample = [now, probe.latencyMs, probe.ok ? 1 : 0, probe.timedOut ? 1 : 0];
+  // A sample that did not time out leaves the flag out: a thousand of them are in every state write.
+  const sample: LatencySample = probe.timedOut
+    ? [now, probe.latencyMs, probe.ok ? 1 : 0, 1]
+    : [now, probe.latencyMs, probe.ok ? 1 : 0];
   const latencies = [...state.latencies, sample].slice(-LATENCY_HISTORY);
   const lastProbe = { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs };
   if (!probe.ok) return { ...state, latencies, lastProbe };

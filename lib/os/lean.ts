@@ -5,6 +5,14 @@
  */
 const LEAN_ENV = { BUN_JSC_useDFGJIT: "0", BUN_JSC_useFTLJIT: "0" };
 
+/**
+ * The binary starts with JSC's tier-up thresholds scaled up (Makefile: --compile-jit-policy), right
+ * for one-shot commands; a long-running one (the loop, serve) goes back to the normal policy.
+ */
+export function normalJitPolicy(): void {
+  Bun.unsafe?.setJITPolicy?.(1);
+}
+
 /** Replaces the process when it can; returns (and the loop runs as it is) when it cannot. */
 export async function becomeLean(env: Record<string, string | undefined>): Promise<void> {
   const compiled = process.argv[1]?.startsWith("/$bunfs/");

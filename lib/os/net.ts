@@ -25,6 +25,12 @@ export const ANSWER_BODY_LIMIT = 64 * 1024;
 
 /** Read at most `limit` bytes of a response's body (the rest is never read: the stream is cancelled). */
 export async function readBounded(response: Response, limit: number): Promise<string> {
+  // A plain body whose length is declared and within the bound: read natively (HTTP framing stops
+  // it there), sparing a stream reader per probe. Compressed or undeclared: streamed and cut.
+  const length = response.headers.get("content-length");
+  const encoding = response.headers.get("content-encoding");
+  if (length !== null && /^\d+$/.test(length) && Number(length) <= limit && (!encoding || encoding === "identity"))
+    return response.text();
   const reader = response.body?.getReader();
   if (!reader) return "";
   const chunks: Uint8Array[] = [];

@@ -92,6 +92,18 @@ export function uptimeMs(): number {
   return Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 1000;
 }
 
+/**
+ * The host's uptime read once (at the first call), then advanced by the clock: a pass reads
+ * /proc/uptime (spawns sysctl on macOS) once, not once per service.
+ */
+export function uptimeClock(now: () => number = Date.now, read: () => number = uptimeMs): () => number {
+  let base: { uptime: number; at: number } | null = null;
+  return () => {
+    base ??= { uptime: read(), at: now() };
+    return base.uptime + (now() - base.at);
+  };
+}
+
 /** PIDs from `pid` up to 1 (inclusive): the ancestors a signal must never reach. */
 export function ancestry(pid: number = process.pid): number[] {
   const chain: number[] = [];

@@ -1,10 +1,28 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, readlinkSync, renameSync, type Stats } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  type Stats,
+} from "node:fs";
 import { join } from "node:path";
 import { TendError } from "../core/errors.ts";
 import { inWords } from "../os/files.ts";
 
 /** Every file tend keeps in its state dir, in one place. */
+const pathsCache = new Map<string, ReturnType<typeof makePaths>>();
+
+/** Every path in the state dir (computed once per dir: a pass asks for them per service). */
 export function statePaths(stateDir: string) {
+  let paths = pathsCache.get(stateDir);
+  if (!paths) pathsCache.set(stateDir, (paths = Object.freeze(makePaths(stateDir))));
+  return paths;
+}
+
+function makePaths(stateDir: string) {
   const at = (name: string) => join(stateDir, name);
   return {
     dir: stateDir,
@@ -60,11 +78,14 @@ export function ensureStateDir(stateDir: string): void {
 /** Per-service files of earlier versions (`NAME.json`, `NAME.out` beside tend's own files) move into services/. */
 export function moveLegacyFiles(stateDir: string, serviceNames: string[]): void {
   const paths = statePaths(stateDir);
+  const present = new Set(readdirSync(stateDir)); // one read of the dir, not two failed lstats per service
   for (const name of serviceNames) {
-    for (const [old, now] of [
-      [join(stateDir, `${name}.json`), paths.service(name)],
-      [join(stateDir, `${name}.out`), paths.serviceOutput(name)],
+    for (const [file, now] of [
+      [`${name}.json`, paths.service(name)],
+      [`${name}.out`, paths.serviceOutput(name)],
     ]) {
+      if (!present.has(file)) continue;
+      const old = join(stateDir, file);
       try {
         if (lstatSync(old).isFile() && !existsSync(now)) renameSync(old, now);
       } catch {}

@@ -49,7 +49,7 @@ export interface ServiceState {
   /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
   gaps: GapRecord[];
   lastProbe: ProbeRecord | null;
-  /** Bounded latency history: [at, latencyMs, ok ? 1 : 0, timed out ? 1 : 0]. */
+  /** Bounded latency history: [at, latencyMs, ok ? 1 : 0] and a 4th element 1 when the probe timed out. */
   latencies: LatencySample[];
   /** Bounded history of restarts and their outcome, for `watchdog report`. */
   history: HistoryEntry[];
@@ -176,8 +176,9 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { state: freshState(), problem: "missing" };
     return { state: freshState(), problem: `unreadable: ${(error as Error).message}` };
   }
-  const problem = validate(text);
-  if (problem === null) return { state: { ...freshState(), ...JSON.parse(text) }, problem: null };
+  const parsed = parseState(text);
+  if (typeof parsed !== "string") return { state: { ...freshState(), ...parsed }, problem: null };
+  const problem = parsed;
   if (repair) {
     try {
       renameSync(path, path + ".corrupt");
@@ -186,7 +187,8 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
   return { state: freshState(), problem };
 }
 
-function validate(text: string): string | null {
+/** The state a file holds, or what is wrong with it. */
+function parseState(text: string): Partial<ServiceState> | string {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -205,9 +207,36 @@ function validate(text: string): string | null {
   for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
-  return null;
+  return record as Partial<ServiceState>;
 }
 
-export function writeState(stateDir: string, name: string, state: ServiceState): void {
-  writeFileAtomic(stateFile(stateDir, name), JSON.stringify(state) + "\n");
+/**
+ * Save a service's state (temp file + rename). `durable` (the default) fsyncs it first: every
+ * write that records a decision. A pass that only observed a service answering as before may
+ * skip it (see onlyObservations): on ext4 and btrfs a rename over the old file is ordered after
+ * the new file's data anyway, and elsewhere a power cut loses at most a probe sample — a phone
+ * is spared a flash flush per service every pass.
+ */
+export function writeState(stateDir: string, name: string, state: ServiceState, { durable = true } = {}): void {
+  const text = JSON.stringify(state) + "\n";
+  writeFileAtomic(stateFile(stateDir, name), text, 0o600, { durable });
+}
+
+/** What every probe records: a state that differs from the last only in these holds no new decision. */
+const OBSERVATIONS = new Set<string>([
+  "latencies",
+  "lastProbe",
+  "lastHealthyAt",
+  "firstHealthyAt",
+  "checkWarning",
+  "rss",
+  "watch",
+]);
+
+/** Whether `next` differs from `previous` only in observations (strikes, outages, restarts, events: no). */
+export function onlyObservations(previous: ServiceState, next: ServiceState): boolean {
+  for (const key of Object.keys(next) as (keyof ServiceState)[]) {
+    if (!OBSERVATIONS.has(key) && next[key] !== previous[key]) return false;
+  }
+  return true;
 }

@@ -60,9 +60,10 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   run: {
     takes: "none",
     async run({ args, config, io }) {
-      const [{ becomeLean }, { runLoop }] = await Promise.all([import("../os/lean.ts"), import("./loop.ts")]);
+      const [lean, { runLoop }] = await Promise.all([import("../os/lean.ts"), import("./loop.ts")]);
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
-      await becomeLean(io.env); // re-executes itself (same argv): before any socket is open
+      await lean.becomeLean(io.env); // re-executes itself (same argv): before any socket is open
+      lean.normalJitPolicy();
       const serving = args.serve || args.listen ? await serveFor(args, config, io) : null;
       try {
         return await runLoop({ config, intervalMs, echo: io.out, env: io.env });
@@ -74,8 +75,9 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   serve: {
     takes: "none",
     async run({ args, config, io }) {
-      const { becomeLean } = await import("../os/lean.ts");
-      await becomeLean(io.env); // long-running: the optimizing JITs' code would grow RSS (as in the loop)
+      const lean = await import("../os/lean.ts");
+      await lean.becomeLean(io.env); // long-running: the optimizing JITs' code would grow RSS (as in the loop)
+      lean.normalJitPolicy();
       const serving = await serveFor(args, config, io);
       await new Promise<void>((resolve) => {
         process.once("SIGTERM", resolve);

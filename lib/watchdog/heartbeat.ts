@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import type { Downtime } from "../core/events.ts";
 import { formatDuration, parseDuration } from "../core/duration.ts";
-import { classifyGap } from "../core/health.ts";
+import { classifyGap, isStale } from "../core/health.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { bootTimeMs } from "../os/proc.ts";
@@ -26,20 +26,29 @@ export function readHeartbeat(stateDir: string): Heartbeat | null {
   }
 }
 
+/**
+ * Not fsynced: its precision is the pass interval, and the journal commits the rename within
+ * seconds (ext4: 5 s); a flush per pass would cost more than the whole pass's probes.
+ */
 export function writeHeartbeat(stateDir: string, passAt: number, intervalMs: number): void {
-  writeFileAtomic(
-    statePaths(stateDir).heartbeat,
-    `${new Date(passAt).toISOString()}\ninterval ${formatDuration(intervalMs)}\n`,
-  );
+  const text = `${new Date(passAt).toISOString()}\ninterval ${formatDuration(intervalMs)}\n`;
+  writeFileAtomic(statePaths(stateDir).heartbeat, text, 0o600, { durable: false });
 }
 
 /** The gap since the last pass, when it is longer than the recorded interval allows: host down or watchdog not run. */
-export function findGap(stateDir: string, intervalMs: number, now: number, bootedAt = bootTimeMs()): Downtime | null {
+export function findGap(
+  stateDir: string,
+  intervalMs: number,
+  now: number,
+  bootedAt: () => number = bootTimeMs,
+): Downtime | null {
   let last: number;
   try {
     last = statSync(statePaths(stateDir).heartbeat).mtimeMs;
   } catch {
     return null;
   }
-  return classifyGap(last, readHeartbeat(stateDir)?.intervalMs ?? intervalMs, bootedAt, now);
+  const recordedMs = readHeartbeat(stateDir)?.intervalMs ?? intervalMs;
+  // The boot time (a read of /proc/stat) only when there is a gap to classify.
+  return isStale(last, recordedMs, now) ? classifyGap(last, recordedMs, bootedAt(), now) : null;
 }

@@ -8,6 +8,7 @@ import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
 import { tryLock } from "../os/lock.ts";
+import { uptimeClock } from "../os/proc.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { freshState, readState } from "../state/service.ts";
@@ -78,7 +79,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       const message = eventMessage("watchdog", line, new Date(now()));
       if (message) gapEvents.push(message);
     }
-    const services = await judgeAll(config, { ...options, dryRun, echo, now, gap, logger });
+    const uptime = options.uptime ?? uptimeClock(now);
+    const services = await judgeAll(config, { ...options, dryRun, echo, now, uptime, gap, logger });
     if (!dryRun) {
       if (config.notify.format === "alertmanager" && !partial) {
         // One alert per service and condition, re-sent while it holds, resolved when it ends.

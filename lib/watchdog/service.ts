@@ -12,7 +12,7 @@ import type { Message } from "../notify/send.ts";
 import { describeRestart, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
-import { readState, writeState, type ServiceState } from "../state/service.ts";
+import { onlyObservations, readState, writeState, type ServiceState } from "../state/service.ts";
 import { restartAndVerify } from "./verify.ts";
 import { waitReason } from "./wait.ts";
 
@@ -47,8 +47,9 @@ export interface ServiceOutcome {
 export async function judgeService(service: ServiceConfig, options: JudgeOptions): Promise<ServiceOutcome> {
   const { config, logger, dryRun, now, uptime = uptimeMs } = options;
   const paths = statePaths(config.watchdog.stateDir);
-  refuseSymlink(paths.service(service.name));
   const loaded = readState(config.watchdog.stateDir, service.name);
+  // A symlink is refused (never read: O_NOFOLLOW), not reset: the service is not judged.
+  if (loaded.problem !== null && loaded.problem !== "missing") refuseSymlink(paths.service(service.name));
   let state = loaded.state;
   if (!dryRun && loaded.problem === "missing")
     logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
@@ -96,7 +97,8 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
 
   const events: Message[] = [];
   state = emit(logger, paths.downtime, service.name, { ...decision.next, watch: watchOf(main) }, decision.log, events);
-  writeState(config.watchdog.stateDir, service.name, state);
+  // A pass that only saw it answer as before records no decision: no fsync (see writeState).
+  writeState(config.watchdog.stateDir, service.name, state, { durable: !onlyObservations(loaded.state, state) });
   if (decision.kind === "restart") {
     const verified = await restartAndVerify(service, state, main, logger, options, decision.reason);
     state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
