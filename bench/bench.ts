@@ -105,8 +105,9 @@ const bench: Record<string, () => Promise<void>> = {
     for (let i = 0; i < ports.length; i++) {
       const file = join(stateDir, `s${i}.json`);
       const state = JSON.parse(readFileSync(file, "utf8"));
-      const last = state.latencies.at(-1)[0];
-      state.latencies = Array.from({ length: 1000 }, (_, k) => [last - (1000 - k) * 30_000, 2 + (k % 7), 1]);
+      const last = state.lastProbe.at;
+      const samples = Array.from({ length: 1000 }, (_, k) => [last - (1000 - k) * 30_000, 2 + (k % 7), 1].join(","));
+      Object.assign(state, { latencyLog: samples.join(" "), latencyCount: 1000 });
       writeFileSync(file, JSON.stringify(state) + "\n");
     }
     const [full] = hyperfine([`${TEND} watchdog pass --config ${config}`], Math.max(RUNS, 10), 2);

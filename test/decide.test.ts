@@ -6,7 +6,11 @@ import { decide, explain, recordRestart, type Facts } from "../lib/core/decide.t
 import { classifyGap, isStale } from "../lib/core/health.ts";
 import { uptimeClock } from "../lib/os/proc.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
-import { freshState, onlyObservations, type ServiceState } from "../lib/state/service.ts";
+import { freshState, onlyObservations, readState, type ServiceState } from "../lib/state/service.ts";
+import { appendSample, parseSamples } from "../lib/core/latency.ts";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Sandbox } from "./helpers.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 const MIN = 60_000;
@@ -498,7 +502,7 @@ describe("decide: one row per rule and per origin incident", () => {
     expect(onlyObservations(freshState(), decide(SERVICE, freshState(), facts(), OK).next)).toBe(false); // first seen
     const decision = decide(SERVICE, state, facts(), OK);
     expect(decision.kind).toBe("ok");
-    expect(decision.next.latencies).toHaveLength(1);
+    expect(decision.next.latencyCount).toBe(1);
     expect(onlyObservations(state, decision.next)).toBe(true);
     expect(onlyObservations(state, { ...decision.next, strikes: 1 })).toBe(false);
     expect(onlyObservations(state, { ...decision.next, paused: true })).toBe(false);
@@ -606,4 +610,43 @@ describe("the watchdog itself: a heartbeat gap is a reboot or a watchdog that di
     expect(reads).toBe(1);
   });
   test("before the first pass there is nothing to be stale", () => expect(isStale(null, 10_000, NOW)).toBe(false));
+});
+
+describe("the latency history: one string in the state file, bounded, and files of earlier versions read", () => {
+  test("appended oldest first, the oldest dropped beyond the bound; a timed-out probe is flagged", () => {
+    let history = { latencyLog: "", latencyCount: 0 };
+    for (let at = 1; at <= 5; at++)
+      history = appendSample(history.latencyLog, history.latencyCount, [at, 10 * at, 1], 3);
+    history = appendSample(history.latencyLog, history.latencyCount, [6, 5000, 0, 1], 3);
+    expect(history).toEqual({ latencyLog: "4,40,1 5,50,1 6,5000,0,1", latencyCount: 3 });
+    expect(parseSamples(history.latencyLog)).toEqual([
+      [4, 40, 1],
+      [5, 50, 1],
+      [6, 5000, 0, 1],
+    ]);
+    expect(parseSamples("1,2,1 nonsense 3,x,1 4,5,0")).toEqual([
+      [1, 2, 1],
+      [4, 5, 0],
+    ]);
+  });
+
+  test("a state file of an earlier version ([at, ms, ok, timedOut] arrays) is read into the log", () => {
+    const box = new Sandbox();
+    mkdirSync(join(box.state, "services"), { recursive: true });
+    const old = {
+      version: 1,
+      strikes: 1,
+      latencies: [
+        [1000, 12, 1, 0],
+        [2000, 5000, 0, 1],
+      ],
+    };
+    writeFileSync(join(box.state, "services", "web.json"), JSON.stringify(old));
+    const { state, problem } = readState(box.state, "web");
+    box.cleanup();
+    expect(problem).toBeNull();
+    expect(state).toMatchObject({ strikes: 1, latencyLog: "1000,12,1,0 2000,5000,0,1", latencyCount: 2 });
+    expect("latencies" in state).toBe(false);
+    expect(parseSamples(state.latencyLog)[1]).toEqual([2000, 5000, 0, 1]);
+  });
 });

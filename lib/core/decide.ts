@@ -2,6 +2,7 @@ import type { ProbeResult } from "../checks/kind.ts";
 import type { ServiceConfig } from "../config/types.ts";
 import { remember, LATENCY_HISTORY, OUTAGE_HISTORY, type LatencySample, type ServiceState } from "../state/service.ts";
 import { humanDuration } from "./duration.ts";
+import { appendSample } from "./latency.ts";
 import { downtimeLine, type Downtime, type LogLine } from "./events.ts";
 import { judgeMemory, RSS_HISTORY } from "./memory.ts";
 import { localStamp } from "./time.ts";
@@ -473,15 +474,15 @@ function recordProbe(state: ServiceState, probe: ProbeResult, now: number): Serv
   const sample: LatencySample = probe.timedOut
     ? [now, probe.latencyMs, probe.ok ? 1 : 0, 1]
     : [now, probe.latencyMs, probe.ok ? 1 : 0];
-  const latencies = [...state.latencies, sample].slice(-LATENCY_HISTORY);
+  const latencies = appendSample(state.latencyLog, state.latencyCount, sample, LATENCY_HISTORY);
   const lastProbe = { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs };
-  if (!probe.ok) return { ...state, latencies, lastProbe };
+  if (!probe.ok) return { ...state, ...latencies, lastProbe };
   const healthy = {
     lastHealthyAt: now,
     firstHealthyAt: state.firstHealthyAt ?? now,
     checkWarning: probe.warning ?? null,
   };
-  return { ...state, latencies, lastProbe, ...healthy };
+  return { ...state, ...latencies, lastProbe, ...healthy };
 }
 
 function openOutage(state: ServiceState, now: number, reason: string): ServiceState {

@@ -4,6 +4,7 @@ import { readRegularFile } from "../os/files.ts";
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
 import { writeFileAtomic } from "../os/atomic.ts";
+import { encodeSamples } from "../core/latency.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { statePaths } from "./dir.ts";
 
@@ -49,8 +50,10 @@ export interface ServiceState {
   /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
   gaps: GapRecord[];
   lastProbe: ProbeRecord | null;
-  /** Bounded latency history: [at, latencyMs, ok ? 1 : 0] and a 4th element 1 when the probe timed out. */
-  latencies: LatencySample[];
+  /** Bounded latency history, "at,ms,ok[,1]" per sample, oldest first (lib/core/latency.ts). */
+  latencyLog: string;
+  /** How many samples latencyLog holds. */
+  latencyCount: number;
   /** Bounded history of restarts and their outcome, for `watchdog report`. */
   history: HistoryEntry[];
   /** When tend first watched this service (report: no data before). */
@@ -140,7 +143,8 @@ export function freshState(): ServiceState {
     outages: [],
     gaps: [],
     lastProbe: null,
-    latencies: [],
+    latencyLog: "",
+    latencyCount: 0,
     history: [],
     firstSeenAt: null,
     lastEvent: null,
@@ -207,6 +211,17 @@ function parseState(text: string): Partial<ServiceState> | string {
   for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
+  if (record.latencyLog !== undefined && typeof record.latencyLog !== "string") return "latencyLog is not a string";
+  const count = record.latencyCount;
+  if (count !== undefined && (typeof count !== "number" || !Number.isInteger(count) || count < 0))
+    return `latencyCount is ${JSON.stringify(count)}`;
+  if (Array.isArray(record.latencies)) {
+    // An earlier version's [at, ms, ok, timedOut] arrays: into the log.
+    const samples = (record.latencies as LatencySample[]).slice(-LATENCY_HISTORY);
+    record.latencyLog = encodeSamples(samples);
+    record.latencyCount = samples.length;
+    delete record.latencies;
+  }
   return record as Partial<ServiceState>;
 }
 
@@ -224,7 +239,8 @@ export function writeState(stateDir: string, name: string, state: ServiceState, 
 
 /** What every probe records: a state that differs from the last only in these holds no new decision. */
 const OBSERVATIONS = new Set<string>([
-  "latencies",
+  "latencyLog",
+  "latencyCount",
   "lastProbe",
   "lastHealthyAt",
   "firstHealthyAt",

@@ -2,6 +2,7 @@ import { watchedServices } from "./external.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
+import { parseSamples } from "../core/latency.ts";
 import { readState, type LatencySample, type OutageRecord } from "../state/service.ts";
 import type { Paint } from "./status.ts";
 
@@ -98,7 +99,7 @@ export function collectStats(config: Config, names: string[] = []): ServiceStats
   return all
     .filter((service) => !names.length || names.includes(service.name))
     .map((service) =>
-      (({ latencies, outages }) => serviceStats(service, latencies, outages))(
+      (({ latencyLog, outages }) => serviceStats(service, parseSamples(latencyLog), outages))(
         readState(config.watchdog.stateDir, service.name, { repair: false }).state,
       ),
     );
