@@ -284,8 +284,11 @@ const bench: Record<string, () => Promise<void>> = {
         }),
       );
     };
+    // RSS at 1k answers (before the heap has its working size, like P5a), then after warm-up: 10k → 100k.
     await hammer(1000, false);
     const after1k = rss();
+    await hammer(10_000, false);
+    const after10k = rss();
     await hammer(100_000, false);
     const after100k = rss();
     sent = 0;
@@ -294,12 +297,12 @@ const bench: Record<string, () => Promise<void>> = {
     await server.exited;
     rows.push({
       id: "P10",
-      what: "watchdog serve RSS, after 1,000 → 100,000 requests (5 endpoints, 10 clients)",
-      tend: `${after1k.toFixed(1)} → ${after100k.toFixed(1)} MiB`,
+      what: "watchdog serve RSS after 10,000 → 100,000 requests (5 endpoints, 10 clients; at 1,000 in brackets)",
+      tend: `${after10k.toFixed(1)} → ${after100k.toFixed(1)} MiB (${after1k.toFixed(1)})`,
       peer: "-",
-      ratio: `${after100k - after1k >= 0 ? "+" : ""}${(after100k - after1k).toFixed(2)} MiB`,
+      ratio: `${after100k - after10k >= 0 ? "+" : ""}${(after100k - after10k).toFixed(2)} MiB`,
       goal: "growth ≤ 2 MiB",
-      met: after100k - after1k <= 2 ? "yes" : "no",
+      met: after100k - after10k <= 2 ? "yes" : "no",
     });
     const sorted = [...latencies].sort((a, b) => a - b);
     const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
