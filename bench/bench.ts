@@ -113,7 +113,7 @@ const bench: Record<string, () => Promise<void>> = {
     const [full] = hyperfine([`${TEND} watchdog pass --config ${config}`], Math.max(RUNS, 10), 2);
     rows.push({
       id: "P1b",
-      what: "P1 with full histories (1,000 latency samples per service)",
+      what: "P1 with full histories (1,000 latency samples per service, as after ~8 h at 30 s)",
       tend: fmt(full),
       peer: `${fmt(peer)} (bash+curl, P1's)`,
       ratio: `${(full / peer).toFixed(2)}×`,
@@ -336,7 +336,7 @@ const bench: Record<string, () => Promise<void>> = {
     );
     rows.push({
       id: "P4c",
-      what: "start-up vs the Bun floor (hello world, same Bun, same flags)",
+      what: "start-up vs the Bun floor (hello world, same Bun, same flags, same bytecode-order build)",
       tend: fmt(version),
       peer: `${fmt(floor)} (hello world)`,
       ratio: `${(version / floor).toFixed(2)}×`,
