@@ -227,10 +227,11 @@ function parseState(text: string): Partial<ServiceState> | string {
 
 /**
  * Save a service's state (temp file + rename). `durable` (the default) fsyncs it first: every
- * write that records a decision. A pass that only observed a service answering as before may
- * skip it (see onlyObservations): on ext4 and btrfs a rename over the old file is ordered after
- * the new file's data anyway, and elsewhere a power cut loses at most a probe sample — a phone
- * is spared a flash flush per service every pass.
+ * write that records a decision. A pass that only observed a service answering as before skips
+ * it (see onlyObservations), sparing a phone a flash flush per service every pass: on ext4 and
+ * btrfs a rename over the old file writes the new data first, so a power cut leaves the old file
+ * or the new one; on a file system that does not, a cut within the journal's commit interval can
+ * leave it empty, and the next pass logs and resets it like any corrupt state file.
  */
 export function writeState(stateDir: string, name: string, state: ServiceState, { durable = true } = {}): void {
   const text = JSON.stringify(state) + "\n";
