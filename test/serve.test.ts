@@ -1,6 +1,6 @@
 // watchdog serve (and run --serve): the binary listening on a real port, asked over real HTTP.
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { controlledServer, freePort, ROOT, Sandbox, TEND, waitFor } from "./helpers.ts";
 
@@ -30,9 +30,12 @@ http = "${url.replace("http://", "http://op:hunter2pass@")}"
 `);
 }
 
-/** Start `tend watchdog ARGS` in its own group; resolves with the URL it says it serves. */
-async function start(args: string[]): Promise<{ url: string; child: ReturnType<typeof Bun.spawn>; lines: string[] }> {
-  const child = Bun.spawn([TEND, "watchdog", ...args], {
+/** Start `tend watchdog ARGS` in its own group (under `wrapper`, if given); resolves with the URL it serves. */
+async function start(
+  args: string[],
+  wrapper: string[] = [],
+): Promise<{ url: string; child: ReturnType<typeof Bun.spawn>; lines: string[] }> {
+  const child = Bun.spawn([...wrapper, TEND, "watchdog", ...args], {
     env: box.env(),
     stdout: "pipe",
     stderr: "pipe",
@@ -113,6 +116,30 @@ test("serve: /healthz fresh or stale, /api/* = the --json outputs, /metrics vali
   expect(await stale.text()).toMatch(/^stale: the watchdog is not running \(last pass 1[12]\d\ds ago/);
   expect(await (await get(url)).text()).toContain("⚠ STALE: the watchdog is not running — last pass 20 min ago");
 }, 60_000);
+
+test("the page reads each service's state file once, though it shows it three ways (strace)", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  configWith(web.url);
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  const trace = join(box.dir, "open.trace");
+  const { url } = await start(
+    ["serve", "--listen", "127.0.0.1:0"],
+    ["strace", "-f", "-e", "trace=openat", "-o", trace],
+  );
+  const opens = () =>
+    readFileSync(trace, "utf8")
+      .split("\n")
+      .filter((line) => line.includes("/services/web.json")).length;
+  const before = opens();
+  const page = await get(url);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain("web"); // status, the 24-hour report and the histogram
+  expect(opens() - before).toBe(1);
+  await (await get(`${url}api/status`)).text();
+  expect(opens() - before).toBe(2); // a new request reads it anew
+});
 
 test("serve: off loopback a token is required; without it 401; no secret in any answer", async () => {
   box = new Sandbox();

@@ -192,6 +192,21 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
 }
 
 /** The state a file holds, or what is wrong with it. */
+/** A service's state as the read-only views see it (status, stats, report, serve): never repaired. */
+export type StateReader = (name: string) => ServiceState;
+
+/** Reads states from `stateDir`; with `once`, each at most once (a page shows every state three ways). */
+export function stateReader(stateDir: string, { once = false } = {}): StateReader {
+  const read: StateReader = (name) => readState(stateDir, name, { repair: false }).state;
+  if (!once) return read;
+  const seen = new Map<string, ServiceState>();
+  return (name) => {
+    let state = seen.get(name);
+    if (!state) seen.set(name, (state = read(name)));
+    return state;
+  };
+}
+
 function parseState(text: string): Partial<ServiceState> | string {
   let data: unknown;
   try {

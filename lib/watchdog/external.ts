@@ -1,14 +1,17 @@
 import { readdirSync } from "node:fs";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { statePaths } from "../state/dir.ts";
-import { readState } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service.ts";
 import { tunnelService } from "../tools/tunnel.ts";
 
 /**
  * The configured services, then those judged outside the configuration (blogtunnel, from the
  * state it keeps in services/): status, stats and report show both.
  */
-export function watchedServices(config: Config): ServiceConfig[] {
+export function watchedServices(
+  config: Config,
+  read: StateReader = stateReader(config.watchdog.stateDir),
+): ServiceConfig[] {
   const configured = new Set(config.services.map((service) => service.name));
   let names: string[] = [];
   try {
@@ -18,7 +21,7 @@ export function watchedServices(config: Config): ServiceConfig[] {
     .filter((file) => file.endsWith(".json") && !configured.has(file.slice(0, -5)))
     .flatMap((file) => {
       const name = file.slice(0, -5);
-      const { state } = readState(config.watchdog.stateDir, name, { repair: false });
+      const state = read(name);
       return state.tunnel ? [tunnelService(name, state.tunnel, config.defaults)] : [];
     });
   return [...config.services, ...external];

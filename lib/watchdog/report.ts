@@ -2,7 +2,7 @@ import { watchedServices } from "./external.ts";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { localStamp } from "../core/time.ts";
-import { readState } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service.ts";
 import type { Paint } from "./status.ts";
 
 export type Cell = "up" | "degraded" | "down" | "none";
@@ -52,11 +52,17 @@ function covered(spans: Span[], within: Span): number {
  * recoveries and MTTR, from the outages and gaps recorded in the state files (so it survives the watchdog's own
  * restarts). Time before tend first watched a service, and the host's own gaps, are "no data".
  */
-export function buildReport(config: Config, sinceMs: number, now = Date.now(), cells = 48): Report {
+export function buildReport(
+  config: Config,
+  sinceMs: number,
+  now = Date.now(),
+  cells = 48,
+  read: StateReader = stateReader(config.watchdog.stateDir),
+): Report {
   const window: Span = [now - sinceMs, now];
   const cellMs = sinceMs / cells;
-  const services = watchedServices(config).map((service): ServiceReport => {
-    const state = readState(config.watchdog.stateDir, service.name, { repair: false }).state;
+  const services = watchedServices(config, read).map((service): ServiceReport => {
+    const state = read(service.name);
     const hostGaps: Span[] = state.gaps.map((gap) => [gap.from, gap.to]);
     const spans: Span[] = state.outages.map((outage) => [outage.from, outage.to]);
     if (state.outage) spans.push([state.outage.since, now]);

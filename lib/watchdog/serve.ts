@@ -12,7 +12,7 @@ import { TendError, usageError } from "../core/errors.ts";
 import { stateWord } from "../core/health.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { readState } from "../state/service.ts";
+import { stateReader } from "../state/service.ts";
 import { watchedServices } from "./external.ts";
 import { readHeartbeat } from "./heartbeat.ts";
 import { renderMetrics } from "./metrics.ts";
@@ -90,12 +90,13 @@ type Route = (config: Config, url: URL, now: number) => Promise<Response> | Resp
 
 const ROUTES: Record<string, Route> = {
   async "/"(config, _url, now) {
+    const read = stateReader(config.watchdog.stateDir, { once: true }); // one read per file, three views
     const data: PageData = {
       host: hostname(),
       now,
-      status: await collectStatus(config, { cached: true, now: () => now }),
-      report: buildReport(config, 86_400_000, now),
-      stats: collectStats(config),
+      status: await collectStatus(config, { cached: true, now: () => now, read }),
+      report: buildReport(config, 86_400_000, now, 48, read),
+      stats: collectStats(config, [], read),
       events: tailLines(config.watchdog.log, 20),
       downtime: tailLines(statePaths(config.watchdog.stateDir).downtime, 10),
       refreshS: Math.min(60, Math.max(10, Math.round(config.watchdog.intervalMs / 1000))),
@@ -131,8 +132,9 @@ const ROUTES: Record<string, Route> = {
     return json(buildReport(config, sinceMs, now));
   },
   "/metrics"(config, _url, now) {
-    const rows = watchedServices(config).map((service) => {
-      const { state } = readState(config.watchdog.stateDir, service.name, { repair: false });
+    const read = stateReader(config.watchdog.stateDir);
+    const rows = watchedServices(config, read).map((service) => {
+      const state = read(service.name);
       return { name: service.name, state, word: stateWord(service, state, null, now) };
     });
     const heartbeat = readHeartbeat(config.watchdog.stateDir);

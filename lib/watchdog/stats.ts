@@ -3,7 +3,7 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { parseSamples } from "../core/latency.ts";
-import { readState, type LatencySample, type OutageRecord } from "../state/service.ts";
+import { stateReader, type LatencySample, type OutageRecord, type StateReader } from "../state/service.ts";
 import type { Paint } from "./status.ts";
 
 export interface ServiceStats {
@@ -92,16 +92,18 @@ function niceStep(raw: number): number {
   return steps.find((step) => step >= raw) ?? Math.ceil(raw / 60_000) * 60_000;
 }
 
-export function collectStats(config: Config, names: string[] = []): ServiceStats[] {
-  const all = watchedServices(config);
+export function collectStats(
+  config: Config,
+  names: string[] = [],
+  read: StateReader = stateReader(config.watchdog.stateDir),
+): ServiceStats[] {
+  const all = watchedServices(config, read);
   const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length) throw usageError(`no such service: ${unknown.join(", ")}`);
   return all
     .filter((service) => !names.length || names.includes(service.name))
     .map((service) =>
-      (({ latencyLog, outages }) => serviceStats(service, parseSamples(latencyLog), outages))(
-        readState(config.watchdog.stateDir, service.name, { repair: false }).state,
-      ),
+      (({ latencyLog, outages }) => serviceStats(service, parseSamples(latencyLog), outages))(read(service.name)),
     );
 }
 

@@ -8,7 +8,7 @@ import { readHeartbeat } from "./heartbeat.ts";
 import { limiter } from "./limiter.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
-import { readState, type ServiceState } from "../state/service.ts";
+import { stateReader, type ServiceState, type StateReader } from "../state/service.ts";
 import { readDead, readNotifyState, readSpool } from "../notify/spool.ts";
 
 export interface StatusRow {
@@ -37,14 +37,15 @@ export interface StatusOptions {
   /** Use the last pass's probe instead of probing now. */
   cached?: boolean;
   now?: () => number;
+  read?: StateReader;
 }
 
 /** Probe every (named) service now, with the pass's own probe, and describe it. Changes nothing. */
 export async function collectStatus(
   config: Config,
-  { names = [], cached = false, now = Date.now }: StatusOptions = {},
+  { names = [], cached = false, now = Date.now, read = stateReader(config.watchdog.stateDir) }: StatusOptions = {},
 ): Promise<StatusReport> {
-  const all = watchedServices(config);
+  const all = watchedServices(config, read);
   const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length)
     throw usageError(
@@ -55,8 +56,8 @@ export async function collectStatus(
   const rows = await Promise.all(
     chosen.map((service) =>
       limit(async () => {
-        // Missing or corrupt: readState gives a fresh state (a pass repairs and logs it, status does not).
-        const { state } = readState(config.watchdog.stateDir, service.name, { repair: false });
+        // Missing or corrupt: a fresh state (a pass repairs and logs it, status does not).
+        const state = read(service.name);
         let result: ProbeResult | null = null;
         let at: number | null = null;
         if (cached) {
