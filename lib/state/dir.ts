@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { TendError } from "../core/errors.ts";
 import { inWords } from "../os/files.ts";
 
-/** Every file tend keeps in its state dir, in one place. */
 const pathsCache = new Map<string, ReturnType<typeof makePaths>>();
 
 /** Every path in the state dir (computed once per dir: a pass asks for them per service). */
@@ -22,6 +21,7 @@ export function statePaths(stateDir: string) {
   return paths;
 }
 
+/** Every file tend keeps in its state dir, in one place. */
 function makePaths(stateDir: string) {
   const at = (name: string) => join(stateDir, name);
   return {

@@ -191,8 +191,7 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
   return { state: freshState(), problem };
 }
 
-/** The state a file holds, or what is wrong with it. */
-/** A service's state as the read-only views see it (status, stats, report, serve): never repaired. */
+/** A service's state as what only reads it sees it (status, stats, report, serve, the loop): never repaired. */
 export type StateReader = (name: string) => ServiceState;
 
 /** Reads states from `stateDir`; with `once`, each at most once (a page shows every state three ways). */
@@ -207,6 +206,7 @@ export function stateReader(stateDir: string, { once = false } = {}): StateReade
   };
 }
 
+/** The state a file holds, or what is wrong with it. */
 function parseState(text: string): Partial<ServiceState> | string {
   let data: unknown;
   try {
@@ -249,8 +249,7 @@ function parseState(text: string): Partial<ServiceState> | string {
  * leave it empty, and the next pass logs and resets it like any corrupt state file.
  */
 export function writeState(stateDir: string, name: string, state: ServiceState, { durable = true } = {}): void {
-  const text = JSON.stringify(state) + "\n";
-  writeFileAtomic(stateFile(stateDir, name), text, 0o600, { durable });
+  writeFileAtomic(stateFile(stateDir, name), JSON.stringify(state) + "\n", 0o600, { durable });
 }
 
 /** What every probe records: a state that differs from the last only in these holds no new decision. */

@@ -5,7 +5,7 @@ import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { fromPidfile, fromTmux, fromUnit, mainProcess, readPidfile, type MainProcess } from "../os/pidsource.ts";
 import type { ProcInfo } from "../os/proc.ts";
-import { readState } from "../state/service.ts";
+import { stateReader } from "../state/service.ts";
 import { isUnitName } from "../os/systemd.ts";
 import { TMUX_TARGET } from "../os/tmux.ts";
 
@@ -29,7 +29,7 @@ export async function resolveTarget(target: string, config: Config | null, cwd =
     if (path === resolve(cwd)) throw usageError("pidfile: needs a path, e.g. pidfile:/run/app.pid");
     // A configured service's pidfile, however it is named: checked against the start time tend recorded.
     const owner = config?.services.find((service) => service.pidfile && sameFile(service.pidfile, path));
-    const recorded = owner ? readState(config!.watchdog.stateDir, owner.name, { repair: false }).state : undefined;
+    const recorded = owner ? stateReader(config!.watchdog.stateDir)(owner.name) : undefined;
     label = owner?.name ?? path;
     const named = readPidfile(path);
     if ("pid" in named) refuseUnsafe(named.pid); // 0, 1, self, ancestors: exit 3 before anything else
@@ -41,10 +41,7 @@ export async function resolveTarget(target: string, config: Config | null, cwd =
   } else {
     const service = config?.services.find((candidate) => candidate.name === target);
     if (service) {
-      const main = await mainProcess(
-        service,
-        readState(config!.watchdog.stateDir, service.name, { repair: false }).state,
-      );
+      const main = await mainProcess(service, stateReader(config!.watchdog.stateDir)(service.name));
       if (!main) throw usageError(`service ${target} has no PID source (set pidfile, tmux, unit or launchd)`);
       found = main;
     } else if (isUnitName(target)) {

@@ -5,7 +5,7 @@ import { ensureStateDir } from "../state/dir.ts";
 import { after } from "../os/timer.ts";
 import { runPass } from "./pass.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
-import { readState } from "../state/service.ts";
+import { stateReader } from "../state/service.ts";
 
 export interface LoopOptions {
   config: Config;
@@ -23,9 +23,10 @@ export interface LoopOptions {
  */
 export function dueBetweenPasses(config: Config, intervalMs: number, now: number): string[] {
   const due: string[] = [];
+  const read = stateReader(config.watchdog.stateDir);
   for (const service of config.services) {
     if (!service.enabled) continue;
-    const { state } = readState(config.watchdog.stateDir, service.name, { repair: false });
+    const state = read(service.name);
     if (state.paused) continue;
     const crashed = state.watch !== null && watchedIsGone(state.watch);
     const retry = service.retryIntervalMs > 0 && service.retryIntervalMs < intervalMs;

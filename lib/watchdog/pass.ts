@@ -11,7 +11,7 @@ import { tryLock } from "../os/lock.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { freshState, readState } from "../state/service.ts";
+import { freshState, stateReader } from "../state/service.ts";
 import { findGap, writeHeartbeat } from "./heartbeat.ts";
 import { limiter } from "./limiter.ts";
 import { renderMetrics } from "./metrics.ts";
@@ -126,9 +126,10 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
   }
   // A partial pass judges some services; the others say what their last probe said.
   const judged = config.services.filter((service) => !context.only || context.only.includes(service.name));
+  const read = stateReader(config.watchdog.stateDir);
   for (const service of config.services) {
     if (judged.includes(service)) continue;
-    const { lastProbe } = readState(config.watchdog.stateDir, service.name, { repair: false }).state;
+    const { lastProbe } = read(service.name);
     publish.get(service.name)!(lastProbe?.ok === false);
   }
   return Promise.all(
