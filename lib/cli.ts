@@ -2,7 +2,7 @@ import minimist from "minimist";
 import { DURATION_MAX_MS, parseDuration } from "./core/duration.ts";
 import { errorMessage, EXIT, TendError, usageError } from "./core/errors.ts";
 import { escapeLines } from "./core/sanitize.ts";
-import type { Paint } from "./watchdog/status.ts";
+import type { Paint } from "./views/status.ts";
 import { VERSION, type Io } from "./io.ts";
 
 export { processIo, VERSION, type Io } from "./io.ts";

@@ -1,8 +1,8 @@
 import { runCli, type Io } from "../lib/cli.ts";
 import { loadConfig } from "../lib/config/load.ts";
 import { killRunningChecks } from "../lib/os/run.ts";
-import { subcommand } from "../lib/watchdog/commands.ts";
-import { logConfigError } from "../lib/watchdog/config-error.ts";
+import { subcommand } from "../lib/subcommands.ts";
+import { logConfigError } from "../lib/pass/config-error.ts";
 
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
        watchdog run [--interval D] [--serve]  passes in a loop until SIGTERM/SIGINT (--serve: and serve)

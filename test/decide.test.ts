@@ -6,7 +6,8 @@ import { decide, explain, recordRestart, type Facts } from "../lib/core/decide.t
 import { classifyGap, isStale } from "../lib/core/health.ts";
 import { uptimeClock } from "../lib/os/proc.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
-import { freshState, onlyObservations, readState, type ServiceState } from "../lib/state/service.ts";
+import { readState } from "../lib/state/service.ts";
+import { freshState, onlyObservations, type ServiceState } from "../lib/core/state.ts";
 import { appendSample, parseSamples } from "../lib/core/latency.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

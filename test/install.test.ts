@@ -204,7 +204,7 @@ test("install warns of a watchdog.sh still in the crontab; --replace comments it
 
 test("where cron cannot mail (no sendmail, as on Termux) the line appends to the state dir's cron.log", async () => {
   setup("5m");
-  const { cronLine } = await import("../lib/watchdog/install.ts");
+  const { cronLine } = await import("../lib/operator/install.ts");
   const config = { path: "/c/tend.toml", watchdog: { stateDir: "/s" } } as Parameters<typeof cronLine>[0];
   const options = { binary: "/bin/tend", home: "/h", uid: 1000, intervalMs: 300_000 };
   expect(cronLine(config, { ...options, mail: false })).toBe(

@@ -1,10 +1,10 @@
 import { humanDuration } from "../core/duration.ts";
 import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
+import { isTimeout, networkReason, PROBE_BODY_LIMIT, readBounded } from "../os/net.ts";
+import { defineCheck, stopwatch } from "./kind.ts";
 
 /** An HTTP header name: a token (RFC 9110). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-import { isTimeout, networkReason, PROBE_BODY_LIMIT, readBounded } from "../os/net.ts";
-import { defineCheck, stopwatch } from "./kind.ts";
 
 export type HttpCheck = {
   kind: "http";

@@ -6,15 +6,12 @@ import { parseListen } from "../core/listen.ts";
 import { httpUrlProblem, shownUrl } from "../core/redact.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
-
-/** A configuration larger than this is not one. */
-const CONFIG_LIMIT = 4 * 1024 * 1024;
 import { checkServiceGraph } from "./graph.ts";
-import { TELEGRAM_NEEDS_CHAT } from "../notify/send.ts";
 import { isTable, Reader, show, type Table } from "./reader.ts";
 import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service.ts";
 import {
   NOTIFY_FORMATS,
+  TELEGRAM_NEEDS_CHAT,
   type Config,
   type Env,
   type NotifyConfig,
@@ -23,6 +20,9 @@ import {
   type ServiceConfig,
   type WatchdogConfig,
 } from "./types.ts";
+
+/** A configuration larger than this is not one. */
+const CONFIG_LIMIT = 4 * 1024 * 1024;
 
 export interface LoadOptions {
   /** --config; wins over everything. */

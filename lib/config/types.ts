@@ -70,6 +70,8 @@ export interface WatchdogConfig {
 export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager"] as const;
 export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
 
+export const TELEGRAM_NEEDS_CHAT = "format telegram needs chat_id in the URL (…/bot<TOKEN>/sendMessage?chat_id=<ID>)";
+
 export interface NotifyConfig {
   /** null: no channel configured (notifications are then spooled until one is) */
   url: string | null;

@@ -1,6 +1,6 @@
 import type { ProbeResult } from "../checks/kind.ts";
 import type { ServiceConfig } from "../config/types.ts";
-import { remember, LATENCY_HISTORY, OUTAGE_HISTORY, type LatencySample, type ServiceState } from "../state/service.ts";
+import { remember, LATENCY_HISTORY, OUTAGE_HISTORY, type LatencySample, type ServiceState } from "./state.ts";
 import { humanDuration } from "./duration.ts";
 import { appendSample } from "./latency.ts";
 import { downtimeLine, type Downtime, type LogLine } from "./events.ts";

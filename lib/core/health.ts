@@ -1,5 +1,5 @@
 import type { ServiceConfig } from "../config/types.ts";
-import type { ServiceState } from "../state/service.ts";
+import type { ServiceState } from "./state.ts";
 import type { Downtime } from "./events.ts";
 
 /** The words `status`, the metrics and the page use for a service's state. */

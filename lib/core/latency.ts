@@ -1,4 +1,4 @@
-import type { LatencySample } from "../state/service.ts";
+import type { LatencySample } from "./state.ts";
 
 // The latency history is one string, "at,ms,ok[,1]" per sample (1: it timed out), oldest first,
 // space-separated. A pass reads and rewrites every service's state file: 1,000 samples as JSON

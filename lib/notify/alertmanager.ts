@@ -4,7 +4,7 @@ import { humanDuration } from "../core/duration.ts";
 import type { Downtime } from "../core/events.ts";
 import { redactUrl } from "../core/redact.ts";
 import type { Logger } from "../state/logger.ts";
-import type { ServiceState } from "../state/service.ts";
+import type { ServiceState } from "../core/state.ts";
 import { buildRequest, send, type AlertPayload } from "./send.ts";
 import { readNotifyState, withSpool, writeNotifyState, type FiringAlert } from "./spool.ts";
 

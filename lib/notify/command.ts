@@ -2,7 +2,8 @@ import type { Config, NotifyFormat } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
 import { localStamp } from "../core/time.ts";
-import { TELEGRAM_NEEDS_CHAT, type Channel, type Message } from "./send.ts";
+import { TELEGRAM_NEEDS_CHAT } from "../config/types.ts";
+import type { Channel, Message } from "./send.ts";
 import { deliver, readDead, readSpool, spoolFile, type DeliverReport } from "./spool.ts";
 
 /** What a `notify` run says: lines for stdout and stderr, and its exit code. */

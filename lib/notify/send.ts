@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { NotifyFormat } from "../config/types.ts";
+import { TELEGRAM_NEEDS_CHAT, type NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
@@ -57,8 +57,6 @@ export interface SendOptions {
 }
 
 const RETRY_AFTER_CAP_MS = 30_000;
-
-export const TELEGRAM_NEEDS_CHAT = "format telegram needs chat_id in the URL (…/bot<TOKEN>/sendMessage?chat_id=<ID>)";
 
 const slackEscape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 

@@ -6,7 +6,7 @@ import { isRunning, readProc, startedAtMs, type ProcInfo } from "./proc.ts";
 import { findPane } from "./tmux.ts";
 import { launchdPid } from "./launchd.ts";
 import { showUnit } from "./systemd.ts";
-import type { ServiceState } from "../state/service.ts";
+import type { ServiceState } from "../core/state.ts";
 
 /** Where a service's main PID came from and whether it is the process it should be. */
 export interface MainProcess {

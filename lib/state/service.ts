@@ -1,170 +1,11 @@
 import { renameSync } from "node:fs";
+import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
+import { freshState, parseState, type ServiceState } from "../core/state.ts";
+import { statePaths } from "./dir.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
-import { writeFileAtomic } from "../os/atomic.ts";
-import { encodeSamples } from "../core/latency.ts";
-import { oneLine } from "../core/sanitize.ts";
-import { statePaths } from "./dir.ts";
-
-export interface ProbeRecord {
-  at: number;
-  ok: boolean;
-  detail: string;
-  latencyMs: number;
-}
-
-export interface EventRecord {
-  at: number;
-  tag: string;
-  message: string;
-}
-
-/** Everything tend remembers about one service between passes. */
-export interface ServiceState {
-  version: 1;
-  strikes: number;
-  /** The last start tend performed (epoch ms): grace counts from here. */
-  startedAt: number | null;
-  /** Identity of the process tend started: PID + start time, so a reused PID is never taken for it. */
-  pid: number | null;
-  pidStartTicks: string | null;
-  /** Times of restarts still inside restart_window (for max_restarts). */
-  restartTimes: number[];
-  lastRestartAt: number | null;
-  restartsTotal: number;
-  recoveriesOk: number;
-  recoveriesFailed: number;
-  /** Failed recoveries in a row: the exponent of the backoff. */
-  failedInRow: number;
-  backoffUntil: number | null;
-  givenUp: boolean;
-  /** Paused by `watchdog pause`: until this time, or indefinitely (Infinity is stored as null with paused=true). */
-  paused: boolean;
-  pausedUntil: number | null;
-  /** The outage open now: since the first failed probe. */
-  outage: { since: number; reason: string } | null;
-  /** Closed outages, newest last (report reads these). */
-  outages: OutageRecord[];
-  /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
-  gaps: GapRecord[];
-  lastProbe: ProbeRecord | null;
-  /** Bounded latency history, "at,ms,ok[,1]" per sample, oldest first (lib/core/latency.ts). */
-  latencyLog: string;
-  /** How many samples latencyLog holds. */
-  latencyCount: number;
-  /** Bounded history of restarts and their outcome, for `watchdog report`. */
-  history: HistoryEntry[];
-  /** When tend first watched this service (report: no data before). */
-  firstSeenAt: number | null;
-  lastEvent: EventRecord | null;
-  /** First busy verdict of the current busy spell, and when BUSY was last logged. */
-  busySince: number | null;
-  busyLoggedAt: number | null;
-  /** systemd: last ActiveState seen, NRestarts baseline, silent auto-restarts counted. */
-  unitState: string | null;
-  nRestarts: number | null;
-  autoRestarts: number;
-  /** Bounded RSS history: [at, bytes]. */
-  rss: [number, number][];
-  memoryWarnedAt: number | null;
-  /** When a healthy probe's warning (a certificate that expires soon) was last logged. */
-  warnedAt: number | null;
-  /** Why the pid source could not be read (logged once while it lasts), or null. */
-  sourceProblem: string | null;
-  /** The last and the first healthy probe: a service never started by tend nor seen healthy is new, not crashed. */
-  lastHealthyAt: number | null;
-  /** The last healthy probe's warning (a certificate that expires soon), or null. */
-  checkWarning: string | null;
-  /** The verified process the loop watches between passes (pidfile and tmux sources): PID and start time. */
-  watch: { pid: number; ticks: string } | null;
-  /** A service judged outside the configuration (blogtunnel): how to show it in status and report. */
-  tunnel: TunnelRecord | null;
-
-  firstHealthyAt: number | null;
-}
-
-export const LATENCY_HISTORY = 1000;
-
-/** What blogtunnel ran with, so status, stats and report can show it beside the configured services. */
-export interface TunnelRecord {
-  url: string;
-  timeoutMs: number;
-  strikes: number;
-  failCodes: number[];
-  pane: { target: string; command: string } | null;
-  requiresDns: string | null;
-}
-export const OUTAGE_HISTORY = 1000;
-
-export interface OutageRecord {
-  from: number;
-  to: number;
-  reason: string;
-}
-export interface GapRecord {
-  from: number;
-  to: number;
-  reason: string;
-}
-export const EVENT_HISTORY = 1000;
-
-export type LatencySample = [at: number, latencyMs: number, ok: number, timedOut?: number];
-export interface HistoryEntry {
-  at: number;
-  what: "restart" | "recovered" | "failed" | "auto-restart";
-  count?: number;
-}
-
-/** Append to a bounded history. */
-export function remember(state: ServiceState, entry: HistoryEntry): ServiceState {
-  return { ...state, history: [...state.history, entry].slice(-EVENT_HISTORY) };
-}
-
-export function freshState(): ServiceState {
-  return {
-    version: 1,
-    strikes: 0,
-    startedAt: null,
-    pid: null,
-    pidStartTicks: null,
-    restartTimes: [],
-    lastRestartAt: null,
-    restartsTotal: 0,
-    recoveriesOk: 0,
-    recoveriesFailed: 0,
-    failedInRow: 0,
-    backoffUntil: null,
-    givenUp: false,
-    paused: false,
-    pausedUntil: null,
-    outage: null,
-    outages: [],
-    gaps: [],
-    lastProbe: null,
-    latencyLog: "",
-    latencyCount: 0,
-    history: [],
-    firstSeenAt: null,
-    lastEvent: null,
-    busySince: null,
-    busyLoggedAt: null,
-    unitState: null,
-    nRestarts: null,
-    autoRestarts: 0,
-    rss: [],
-    memoryWarnedAt: null,
-    warnedAt: null,
-    sourceProblem: null,
-    lastHealthyAt: null,
-    checkWarning: null,
-    watch: null,
-    tunnel: null,
-
-    firstHealthyAt: null,
-  };
-}
 
 export type StateLoad = { state: ServiceState; problem: null | "missing" | string };
 
@@ -206,40 +47,6 @@ export function stateReader(stateDir: string, { once = false } = {}): StateReade
   };
 }
 
-/** The state a file holds, or what is wrong with it. */
-function parseState(text: string): Partial<ServiceState> | string {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (error) {
-    return text.trim() === "" ? "empty file" : `not JSON: ${oneLine((error as Error).message)}`;
-  }
-  if (typeof data !== "object" || data === null || Array.isArray(data)) return "not a JSON object";
-  const record = data as Record<string, unknown>;
-  if (record.version !== 1) return `unknown version ${JSON.stringify(record.version)}`;
-  const counters = ["strikes", "restartsTotal", "recoveriesOk", "recoveriesFailed", "failedInRow", "autoRestarts"];
-  for (const key of counters) {
-    const value = record[key];
-    if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 0))
-      return `${key} is ${JSON.stringify(value)}`;
-  }
-  for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
-    if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
-  }
-  if (record.latencyLog !== undefined && typeof record.latencyLog !== "string") return "latencyLog is not a string";
-  const count = record.latencyCount;
-  if (count !== undefined && (typeof count !== "number" || !Number.isInteger(count) || count < 0))
-    return `latencyCount is ${JSON.stringify(count)}`;
-  if (Array.isArray(record.latencies)) {
-    // An earlier version's [at, ms, ok, timedOut] arrays: into the log.
-    const samples = (record.latencies as LatencySample[]).slice(-LATENCY_HISTORY);
-    record.latencyLog = encodeSamples(samples);
-    record.latencyCount = samples.length;
-    delete record.latencies;
-  }
-  return record as Partial<ServiceState>;
-}
-
 /**
  * Save a service's state (temp file + rename). `durable` (the default) fsyncs it first: every
  * write that records a decision. A pass that only observed a service answering as before skips
@@ -250,24 +57,4 @@ function parseState(text: string): Partial<ServiceState> | string {
  */
 export function writeState(stateDir: string, name: string, state: ServiceState, { durable = true } = {}): void {
   writeFileAtomic(stateFile(stateDir, name), JSON.stringify(state) + "\n", 0o600, { durable });
-}
-
-/** What every probe records: a state that differs from the last only in these holds no new decision. */
-const OBSERVATIONS = new Set<string>([
-  "latencyLog",
-  "latencyCount",
-  "lastProbe",
-  "lastHealthyAt",
-  "firstHealthyAt",
-  "checkWarning",
-  "rss",
-  "watch",
-]);
-
-/** Whether `next` differs from `previous` only in observations (strikes, outages, restarts, events: no). */
-export function onlyObservations(previous: ServiceState, next: ServiceState): boolean {
-  for (const key of Object.keys(next) as (keyof ServiceState)[]) {
-    if (!OBSERVATIONS.has(key) && next[key] !== previous[key]) return false;
-  }
-  return true;
 }

@@ -1,9 +1,9 @@
 import { oneLine } from "../core/sanitize.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
+import { writeFileAtomic } from "../os/atomic.ts";
 
 /** A counter is a few digits: never read more than this. */
 const COUNTER_LIMIT = 64;
-import { writeFileAtomic } from "../os/atomic.ts";
 
 /**
  * A plain-integer counter file, as a hand-written watchdog.sh keeps it (`echo 0 > FILE`,

@@ -1,11 +1,13 @@
 import type { HttpCheck } from "../checks/http.ts";
-import type { Config, ServiceConfig, Tunables } from "../config/types.ts";
+import type { Config } from "../config/types.ts";
 import { TendError } from "../core/errors.ts";
 import { sendEvents } from "../notify/alert.ts";
 import { waitLock } from "../os/lock.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, writeState, type TunnelRecord } from "../state/service.ts";
-import { judgeService } from "../watchdog/service.ts";
+import { readState, writeState } from "../state/service.ts";
+import { type TunnelRecord } from "../core/state.ts";
+import { tunnelService } from "../config/tunnel.ts";
+import { judgeService } from "../pass/judge.ts";
 import { readCounter, writeCounter } from "./counter.ts";
 import { humanDuration } from "../core/duration.ts";
 import { Logger } from "../state/logger.ts";
@@ -84,38 +86,6 @@ export async function checkTunnel(options: TunnelOptions, logger: Logger): Promi
   // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.
   writeCounter(options.counter, restart.issued ? 0 : strikes);
   return { healthy: false, strikes, restarted: restart.issued };
-}
-
-/** blogtunnel as a service of the watch: the same check, rules and restart as any configured service. */
-export function tunnelService(name: string, record: TunnelRecord, defaults: Tunables): ServiceConfig {
-  const check: HttpCheck = {
-    kind: "http",
-    url: record.url,
-    expect: null,
-    anyResponse: false,
-    failCodes: record.failCodes, // no answer (000) always fails
-    contains: null,
-    headers: {},
-    timeoutMs: record.timeoutMs,
-  };
-  return {
-    ...defaults,
-    name,
-    enabled: true,
-    pidfile: null,
-    tmux: record.pane?.target ?? null,
-    unit: null,
-    launchd: null,
-    check,
-    restart: record.pane ? { kind: "tmux", target: record.pane.target, run: record.pane.command } : null,
-    dependsOn: [],
-    requiresDns: record.requiresDns,
-    busy: null,
-    memory: null,
-    trackRestarts: false,
-    failures: record.strikes,
-    timeoutMs: record.timeoutMs,
-  };
 }
 
 /**

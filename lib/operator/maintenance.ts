@@ -4,7 +4,8 @@ import { TendError, usageError } from "../core/errors.ts";
 import { waitLock } from "../os/lock.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, writeState, type ServiceState } from "../state/service.ts";
+import { readState, writeState } from "../state/service.ts";
+import { type ServiceState } from "../core/state.ts";
 
 export type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
 

@@ -1,14 +1,15 @@
-import { watchedServices } from "./external.ts";
+import { watchedServices } from "./watched.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { CALM, isStale, stateWord, type StateWord } from "../core/health.ts";
-import { readHeartbeat } from "./heartbeat.ts";
-import { limiter } from "./limiter.ts";
+import { readHeartbeat } from "../state/heartbeat.ts";
+import { limiter } from "../core/limiter.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
-import { stateReader, type ServiceState, type StateReader } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service.ts";
+import { type ServiceState } from "../core/state.ts";
 import { readDead, readNotifyState, readSpool } from "../notify/spool.ts";
 
 export interface StatusRow {

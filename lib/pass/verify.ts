@@ -4,7 +4,7 @@ import { recordRestart, recordStart, type RestartReason, type Verified } from ".
 import { mainProcess, watchOf, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
-import type { ServiceState } from "../state/service.ts";
+import type { ServiceState } from "../core/state.ts";
 
 export interface VerifyOptions {
   now: () => number;

@@ -1,5 +1,5 @@
-import { isWatched, type StateWord } from "../core/health.ts";
-import type { ServiceState } from "../state/service.ts";
+import { isWatched, type StateWord } from "./health.ts";
+import type { ServiceState } from "./state.ts";
 
 /** What each metric is: name, type, help. */
 const METRICS = [

@@ -1,8 +1,8 @@
 import { homedir } from "node:os";
-import { durationFlag, paintFor, type Args } from "../cli.ts";
-import type { Config } from "../config/types.ts";
-import { usageError } from "../core/errors.ts";
-import type { Io } from "../io.ts";
+import { durationFlag, paintFor, type Args } from "./cli.ts";
+import type { Config } from "./config/types.ts";
+import { usageError } from "./core/errors.ts";
+import type { Io } from "./io.ts";
 
 /** What a subcommand gets: its arguments, the configuration, and the streams it says things on. */
 export interface Context {
@@ -23,7 +23,7 @@ interface Subcommand {
 const maintenance = (kind: "pause" | "resume" | "reset"): Subcommand => ({
   takes: "one",
   async run({ args, names: [name], config, io }) {
-    const { maintain } = await import("./maintenance.ts");
+    const { maintain } = await import("./operator/maintenance.ts");
     const action = kind === "pause" ? { kind, forMs: durationFlag("for", args.for) } : { kind };
     return (io.out(`${name}: ${await maintain(config, name, action)}`), 0);
   },
@@ -32,14 +32,14 @@ const maintenance = (kind: "pause" | "resume" | "reset"): Subcommand => ({
 const operation = (kind: "restart" | "stop" | "start"): Subcommand => ({
   takes: "one",
   async run({ names: [name], config, io }) {
-    const { operate } = await import("./operate.ts");
+    const { operate } = await import("./operator/operate.ts");
     return operate(config, name, kind, { echo: io.out, env: io.env });
   },
 });
 
 /** `watchdog serve` / `run --serve`: listening, and saying where. */
 async function serveFor(args: Args, config: Config, io: Io) {
-  const { startServer } = await import("./serve.ts");
+  const { startServer } = await import("./views/serve.ts");
   const serving = startServer(config, args.listen ?? config.serve.listen);
   io.out(`serving ${serving.url} (${config.serve.token ? "token required" : "loopback only, no token"})`);
   return serving;
@@ -53,14 +53,14 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   pass: {
     takes: "none",
     async run({ args, config, io }) {
-      const { runPass } = await import("./pass.ts");
+      const { runPass } = await import("./pass/pass.ts");
       return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env }), 0);
     },
   },
   run: {
     takes: "none",
     async run({ args, config, io }) {
-      const [lean, { runLoop }] = await Promise.all([import("../os/lean.ts"), import("./loop.ts")]);
+      const [lean, { runLoop }] = await Promise.all([import("./os/lean.ts"), import("./pass/loop.ts")]);
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
       await lean.becomeLean(io.env); // re-executes itself (same argv): before any socket is open
       lean.normalJitPolicy();
@@ -75,7 +75,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   serve: {
     takes: "none",
     async run({ args, config, io }) {
-      const lean = await import("../os/lean.ts");
+      const lean = await import("./os/lean.ts");
       await lean.becomeLean(io.env); // long-running: the optimizing JITs' code would grow RSS (as in the loop)
       lean.normalJitPolicy();
       const serving = await serveFor(args, config, io);
@@ -90,7 +90,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   status: {
     takes: "some",
     async run({ args, names, config, io }) {
-      const { allHealthy, collectStatus, renderStatus } = await import("./status.ts");
+      const { allHealthy, collectStatus, renderStatus } = await import("./views/status.ts");
       const report = await collectStatus(config, { names, cached: args.cached });
       const columns = io.tty ? process.stdout.columns : Infinity;
       io.out(
@@ -102,7 +102,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   stats: {
     takes: "some",
     async run({ args, names, config, io }) {
-      const { collectStats, renderStats } = await import("./stats.ts");
+      const { collectStats, renderStats } = await import("./views/stats.ts");
       const stats = collectStats(config, names);
       const pictures = { paint: await paintFor(io), pictures: io.tty };
       return (io.out(args.json ? JSON.stringify(stats, null, 2) : renderStats(stats, pictures)), 0);
@@ -111,7 +111,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   report: {
     takes: "none",
     async run({ args, config, io }) {
-      const { buildReport, renderReport } = await import("./report.ts");
+      const { buildReport, renderReport } = await import("./views/report.ts");
       const report = buildReport(config, durationFlag("since", args.since) ?? 7 * 86_400_000);
       const pictures = { paint: await paintFor(io), pictures: io.tty };
       return (io.out(args.json ? JSON.stringify(report, null, 2) : renderReport(report, pictures)), 0);
@@ -120,7 +120,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   install: {
     takes: "one",
     async run({ args, names: [which], config, io }) {
-      const install = await import("./install.ts");
+      const install = await import("./operator/install.ts");
       const scheduler = install.parseScheduler(which);
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
       const replace: string | null = args.replace ?? null;
@@ -141,7 +141,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   uninstall: {
     takes: "one",
     async run({ args, names: [which], config, io }) {
-      const { installFiles, parseScheduler, removeInstall } = await import("./install.ts");
+      const { installFiles, parseScheduler, removeInstall } = await import("./operator/install.ts");
       const scheduler = parseScheduler(which);
       const files = installFiles(scheduler, config, { ...where(io), intervalMs: config.watchdog.intervalMs });
       for (const line of await removeInstall(scheduler, files, Boolean(args.write))) io.out(line);
@@ -156,8 +156,8 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     takes: "none",
     async run({ args, config, io }) {
       const [{ renderPlan }, { HIDDEN, REVEALED }] = await Promise.all([
-        import("../core/plan.ts"),
-        import("../core/redact.ts"),
+        import("./config/plan.ts"),
+        import("./core/redact.ts"),
       ]);
       return (io.out(renderPlan(config, args["show-secrets"] ? REVEALED : HIDDEN)), 0);
     },
@@ -168,7 +168,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   logs: {
     takes: "one",
     async run({ args, names: [name], config, io }) {
-      const { serviceLogs } = await import("./logs.ts");
+      const { serviceLogs } = await import("./operator/logs.ts");
       const lines = args.n === undefined ? 20 : Number(args.n);
       if (!Number.isInteger(lines) || lines < 1)
         throw usageError(`-n: ${JSON.stringify(args.n)} is not a number of lines`);

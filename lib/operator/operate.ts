@@ -9,7 +9,7 @@ import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service.ts";
-import { restartAndVerify } from "./verify.ts";
+import { restartAndVerify } from "../pass/verify.ts";
 
 export type Operation = "restart" | "stop" | "start";
 

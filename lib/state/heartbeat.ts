@@ -5,7 +5,7 @@ import { classifyGap, isStale } from "../core/health.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { bootTimeMs } from "../os/proc.ts";
-import { statePaths } from "../state/dir.ts";
+import { statePaths } from "./dir.ts";
 
 export interface Heartbeat {
   /** ISO-8601 time of the last completed pass. */

@@ -1,9 +1,10 @@
-import { watchedServices } from "./external.ts";
+import { watchedServices } from "./watched.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { parseSamples } from "../core/latency.ts";
-import { stateReader, type LatencySample, type OutageRecord, type StateReader } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service.ts";
+import { type LatencySample, type OutageRecord } from "../core/state.ts";
 import type { Paint } from "./status.ts";
 
 export interface ServiceStats {

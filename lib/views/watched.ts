@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { statePaths } from "../state/dir.ts";
 import { stateReader, type StateReader } from "../state/service.ts";
-import { tunnelService } from "../tools/tunnel.ts";
+import { tunnelService } from "../config/tunnel.ts";
 
 /**
  * The configured services, then those judged outside the configuration (blogtunnel, from the

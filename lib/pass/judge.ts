@@ -12,7 +12,8 @@ import type { Message } from "../notify/send.ts";
 import { describeRestart, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
-import { onlyObservations, readState, writeState, type ServiceState } from "../state/service.ts";
+import { readState, writeState } from "../state/service.ts";
+import { onlyObservations, type ServiceState } from "../core/state.ts";
 import { restartAndVerify } from "./verify.ts";
 import { waitReason } from "./wait.ts";
 

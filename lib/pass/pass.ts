@@ -11,13 +11,14 @@ import { tryLock } from "../os/lock.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { freshState, stateReader } from "../state/service.ts";
-import { findGap, writeHeartbeat } from "./heartbeat.ts";
-import { limiter } from "./limiter.ts";
-import { renderMetrics } from "./metrics.ts";
-import { judgeService, type JudgeOptions, type ServiceOutcome } from "./service.ts";
+import { stateReader } from "../state/service.ts";
+import { freshState } from "../core/state.ts";
+import { findGap, writeHeartbeat } from "../state/heartbeat.ts";
+import { limiter } from "../core/limiter.ts";
+import { renderMetrics } from "../core/metrics.ts";
+import { judgeService, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
 
-export type { ServiceOutcome } from "./service.ts";
+export type { ServiceOutcome } from "./judge.ts";
 
 export interface PassOptions {
   config: Config;

@@ -1,6 +1,6 @@
-import type { Config, ServiceConfig } from "../config/types.ts";
-import { formatDuration } from "./duration.ts";
-import { HIDDEN, type Shown } from "./redact.ts";
+import type { Config, ServiceConfig } from "./types.ts";
+import { formatDuration } from "../core/duration.ts";
+import { HIDDEN, type Shown } from "../core/redact.ts";
 import { checkKind } from "../checks/index.ts";
 import { restartKind } from "../restarts/index.ts";
 

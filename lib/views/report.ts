@@ -1,4 +1,4 @@
-import { watchedServices } from "./external.ts";
+import { watchedServices } from "./watched.ts";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { localStamp } from "../core/time.ts";
