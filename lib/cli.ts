@@ -67,6 +67,23 @@ export async function runCli(
   }
 }
 
+/**
+ * The flags argv gives (names without dashes, `--no-x` as x, `-abc` as a, b, c; aliases resolved),
+ * before a `--`: so a subcommand can refuse the ones that are not its own.
+ */
+export function givenFlags(argv: string[], alias: Record<string, string> = {}): string[] {
+  const given = new Set<string>();
+  const names = { h: "help", ...alias };
+  for (const token of argv) {
+    if (token === "--") break;
+    if (!token.startsWith("-") || token === "-" || /^-\d/.test(token)) continue;
+    const bare = token.replace(/^--?/, "").split("=")[0].replace(/^no-/, "");
+    const flags = token.startsWith("--") || bare.length === 1 ? [bare] : [...bare];
+    for (const flag of flags) given.add(names[flag as keyof typeof names] ?? flag);
+  }
+  return [...given];
+}
+
 /** A duration flag (--interval 30s): null when absent; zero or unreadable is a usage error. */
 export function durationFlag(flag: string, value: string | undefined): number | null {
   if (value === undefined) return null;

@@ -2,6 +2,7 @@ import { homedir } from "node:os";
 import { durationFlag, paintFor, type Args } from "./cli.ts";
 import type { Config } from "./config/types.ts";
 import { usageError } from "./core/errors.ts";
+import { oneLine } from "./core/sanitize.ts";
 import type { Io } from "./io.ts";
 
 /** What a subcommand gets: its arguments, the configuration, and the streams it says things on. */
@@ -16,12 +17,15 @@ export interface Context {
 interface Subcommand {
   /** How many words it takes after its name. */
   takes: "none" | "one" | "some";
+  /** The flags it takes (besides --config, --help, --version): any other is a usage error naming who takes it. */
+  flags: string[];
   /** Runs it, loading only the code it needs (a pass never loads install or report); the exit code. */
   run: (context: Context) => Promise<number>;
 }
 
 const maintenance = (kind: "pause" | "resume" | "reset"): Subcommand => ({
   takes: "one",
+  flags: kind === "pause" ? ["for"] : [],
   async run({ args, names: [name], config, io }) {
     const { maintain } = await import("./operator/maintenance.ts");
     const action = kind === "pause" ? { kind, forMs: durationFlag("for", args.for) } : { kind };
@@ -31,6 +35,7 @@ const maintenance = (kind: "pause" | "resume" | "reset"): Subcommand => ({
 
 const operation = (kind: "restart" | "stop" | "start"): Subcommand => ({
   takes: "one",
+  flags: [],
   async run({ names: [name], config, io }) {
     const { operate } = await import("./operator/operate.ts");
     return operate(config, name, kind, { echo: io.out, env: io.env });
@@ -48,10 +53,14 @@ async function serveFor(args: Args, config: Config, io: Io) {
 /** Where install writes: for this binary, this user. */
 const where = (io: Io) => ({ binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 });
 
+/** Flags every subcommand takes. */
+const COMMON_FLAGS = ["config", "help", "version"];
+
 /** `watchdog SUBCOMMAND`: each loaded on demand. */
 export const SUBCOMMANDS: Record<string, Subcommand> = {
   pass: {
     takes: "none",
+    flags: ["dry-run"],
     async run({ args, config, io }) {
       const { runPass } = await import("./pass/pass.ts");
       return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env }), 0);
@@ -59,6 +68,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   run: {
     takes: "none",
+    flags: ["interval", "serve", "listen"],
     async run({ args, config, io }) {
       const [lean, { runLoop }] = await Promise.all([import("./os/lean.ts"), import("./pass/loop.ts")]);
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
@@ -74,6 +84,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   serve: {
     takes: "none",
+    flags: ["listen"],
     async run({ args, config, io }) {
       const lean = await import("./os/lean.ts");
       await lean.becomeLean(io.env); // long-running: the optimizing JITs' code would grow RSS (as in the loop)
@@ -89,8 +100,16 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   status: {
     takes: "some",
+    flags: ["json", "cached", "nagios"],
     async run({ args, names, config, io }) {
-      const { allHealthy, collectStatus, renderStatus } = await import("./views/status.ts");
+      const { allHealthy, collectStatus, renderNagios, renderStatus } = await import("./views/status.ts");
+      if (args.nagios) {
+        // A script check: one line and the plugin's exit code; a status that cannot run is UNKNOWN (3).
+        const report = await collectStatus(config, { names, cached: args.cached }).catch((error: Error) => error);
+        if (report instanceof Error) return (io.out(`TEND UNKNOWN - ${oneLine(report.message)}`), 3);
+        const { line, code } = renderNagios(report);
+        return (io.out(line), code);
+      }
       const report = await collectStatus(config, { names, cached: args.cached });
       const columns = io.tty ? process.stdout.columns : Infinity;
       io.out(
@@ -101,6 +120,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   stats: {
     takes: "some",
+    flags: ["json"],
     async run({ args, names, config, io }) {
       const { collectStats, renderStats } = await import("./views/stats.ts");
       const stats = collectStats(config, names);
@@ -110,6 +130,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   report: {
     takes: "none",
+    flags: ["since", "json"],
     async run({ args, config, io }) {
       const { buildReport, renderReport } = await import("./views/report.ts");
       const report = buildReport(config, durationFlag("since", args.since) ?? 7 * 86_400_000);
@@ -119,6 +140,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   install: {
     takes: "one",
+    flags: ["write", "interval", "replace"],
     async run({ args, names: [which], config, io }) {
       const install = await import("./operator/install.ts");
       const scheduler = install.parseScheduler(which);
@@ -140,6 +162,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   uninstall: {
     takes: "one",
+    flags: ["write"],
     async run({ args, names: [which], config, io }) {
       const { installFiles, parseScheduler, removeInstall } = await import("./operator/install.ts");
       const scheduler = parseScheduler(which);
@@ -150,10 +173,12 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   validate: {
     takes: "none",
+    flags: [],
     run: async ({ config, io }) => (io.out(`${config.path}: ok (${config.services.length} services)`), 0),
   },
   plan: {
     takes: "none",
+    flags: ["show-secrets"],
     async run({ args, config, io }) {
       const [{ renderPlan }, { HIDDEN, REVEALED }] = await Promise.all([
         import("./config/plan.ts"),
@@ -167,6 +192,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   start: operation("start"),
   logs: {
     takes: "one",
+    flags: ["n", "f"],
     async run({ args, names: [name], config, io }) {
       const { serviceLogs } = await import("./operator/logs.ts");
       const lines = args.n === undefined ? 20 : Number(args.n);
@@ -180,10 +206,22 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   reset: maintenance("reset"),
 };
 
-/** Check the words a subcommand was given; the subcommand, or a usage error. */
-export function subcommand(name: string, words: string[], usage: string): Subcommand {
+/** Check the words and flags a subcommand was given; the subcommand, or a usage error. */
+export function subcommand(name: string, words: string[], usage: string, flags: string[] = []): Subcommand {
   const found = SUBCOMMANDS[name];
   if (!found) throw usageError(`unknown subcommand ${JSON.stringify(name)}\n\n${usage}`);
+  for (const flag of flags) {
+    if (COMMON_FLAGS.includes(flag) || found.flags.includes(flag)) continue;
+    const takers = Object.keys(SUBCOMMANDS).filter((other) => SUBCOMMANDS[other].flags.includes(flag));
+    const shown = flag.length === 1 ? `-${flag}` : `--${flag}`;
+    throw usageError(
+      `watchdog ${name}: ${shown} is not an option of ${name}` +
+        (takers.length ? ` (it is for: ${takers.join(", ")})` : "") +
+        (found.flags.length
+          ? `; ${name} takes ${found.flags.map((f) => (f.length === 1 ? `-${f}` : `--${f}`)).join(", ")}`
+          : ""),
+    );
+  }
   if (found.takes === "none" && words.length) throw usageError(`watchdog ${name}: unexpected ${words.join(" ")}`);
   if (found.takes === "one" && words.length !== 1) throw usageError(`watchdog ${name} takes one name\n\n${usage}`);
   return found;

@@ -1,7 +1,7 @@
 import { durationFlag, runCli, type Io } from "../lib/cli.ts";
 import { loadConfig } from "../lib/config/load.ts";
 import type { Config } from "../lib/config/types.ts";
-import { usageError } from "../lib/core/errors.ts";
+import { isTendError, usageError } from "../lib/core/errors.ts";
 import { parseSignal, safeKill } from "../lib/tools/kill.ts";
 import { resolveTarget } from "../lib/tools/target.ts";
 
@@ -33,7 +33,7 @@ export function main(argv: string[], io: Io): Promise<number> {
     try {
       config = loadConfig({ path: args.config, env: io.env });
     } catch (error) {
-      if (!byPath && !/no configuration found/.test((error as Error).message)) throw error;
+      if (!byPath && !isTendError(error, "no-config")) throw error;
     }
     const resolved = await resolveTarget(target, config);
     for (const line of await safeKill(resolved, { signal, escalateMs, dryRun: args["dry-run"] })) io.out(line);

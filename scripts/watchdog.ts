@@ -1,4 +1,6 @@
-import { runCli, type Io } from "../lib/cli.ts";
+import { givenFlags, runCli, type Io } from "../lib/cli.ts";
+import { errorMessage } from "../lib/core/errors.ts";
+import { oneLine } from "../lib/core/sanitize.ts";
 import { loadConfig } from "../lib/config/load.ts";
 import { killRunningChecks } from "../lib/os/run.ts";
 import { subcommand } from "../lib/subcommands.ts";
@@ -7,7 +9,7 @@ import { logConfigError } from "../lib/pass/config-error.ts";
 const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
        watchdog run [--interval D] [--serve]  passes in a loop until SIGTERM/SIGINT (--serve: and serve)
        watchdog serve [--listen ADDR:PORT]    read-only HTTP: the page /, /healthz, /api/status
-       watchdog status [NAME...] [--json] [--cached]
+       watchdog status [NAME...] [--json] [--cached] [--nagios]
        watchdog stats [NAME...] [--json]      probe latency percentiles, timeouts, histogram
        watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
        watchdog validate | plan [--show-secrets]
@@ -24,17 +26,19 @@ export function main(argv: string[], io: Io): Promise<number> {
     name: "watchdog",
     usage: USAGE,
     string: ["interval", "for", "since", "n", "replace", "listen"],
-    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve"],
+    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve", "nagios"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [name = "pass", ...names] = args._.map(String);
-    const command = subcommand(name, names, USAGE);
+    const command = subcommand(name, names, USAGE, givenFlags(argv));
     let config;
     try {
       config = loadConfig({ path: args.config, env: io.env });
     } catch (error) {
       // From cron, stderr may be lost: say it in the watchdog's own log too, where it can.
       if (name === "pass" || name === "run") logConfigError(args.config, io.env, (error as Error).message);
+      // A Nagios-style check that cannot run is UNKNOWN (3), said on its one line.
+      if (args.nagios) return (io.out(`TEND UNKNOWN - ${oneLine(errorMessage(error))}`), 3);
       throw error;
     }
     if (name === "pass") {

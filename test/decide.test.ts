@@ -2,12 +2,13 @@
 import { describe, expect, test } from "bun:test";
 import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
-import { decide, explain, recordRestart, type Facts } from "../lib/core/decide.ts";
+import { decide, explain, recordRestart, recordStart, type Facts } from "../lib/core/decide.ts";
 import { classifyGap, isStale } from "../lib/core/health.ts";
 import { uptimeClock } from "../lib/os/proc.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
 import { readState } from "../lib/state/service.ts";
 import { freshState, onlyObservations, type ServiceState } from "../lib/core/state.ts";
+import { isCalm, isUp, notJudged, viewOf, type StateWord } from "../lib/core/verdict.ts";
 import { appendSample, parseSamples } from "../lib/core/latency.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -64,6 +65,9 @@ interface Row {
   tags?: string[];
   /** Fields of the next state */
   next?: Partial<ServiceState>;
+  /** The state word the pass records (every view shows it), and until when */
+  word?: StateWord;
+  until?: number | null;
 }
 
 const ROWS: Row[] = [
@@ -73,6 +77,7 @@ const ROWS: Row[] = [
     service: { enabled: false },
     probe: TIMEOUT,
     kind: "skip",
+    word: "disabled",
     reason: "disabled",
   },
   {
@@ -80,6 +85,8 @@ const ROWS: Row[] = [
     state: { paused: true, pausedUntil: null },
     probe: TIMEOUT,
     kind: "skip",
+    word: "paused",
+    until: null,
     reason: "paused",
   },
   {
@@ -87,12 +94,15 @@ const ROWS: Row[] = [
     state: { paused: true, pausedUntil: NOW - 1 },
     probe: OK,
     kind: "ok",
+    word: "healthy",
   },
   {
     name: "inside boot_delay is skipped",
     facts: { uptimeMs: 30_000, bootDelayMs: 2 * MIN },
     probe: TIMEOUT,
     kind: "skip",
+    word: "starting",
+    until: NOW + 90_000,
     reason: "boot_delay",
   },
   {
@@ -100,6 +110,8 @@ const ROWS: Row[] = [
     state: { startedAt: NOW - 10_000 },
     probe: TIMEOUT,
     kind: "skip",
+    word: "starting",
+    until: NOW - 10_000 + BUILTIN_TUNABLES.graceMs,
     reason: "grace",
   },
   {
@@ -107,6 +119,8 @@ const ROWS: Row[] = [
     facts: { process: { running: true, startedAt: NOW - 5_000, detail: "pid 42" } },
     probe: TIMEOUT,
     kind: "skip",
+    word: "starting",
+    until: NOW - 5_000 + BUILTIN_TUNABLES.graceMs,
     reason: "grace",
   },
   // rule 0: new or crashed
@@ -115,6 +129,8 @@ const ROWS: Row[] = [
     facts: { process: GONE },
     probe: TIMEOUT,
     kind: "restart",
+    word: "starting",
+    until: NOW + BUILTIN_TUNABLES.verifyTimeoutMs,
     reason: "start",
     tags: [],
     next: { outage: null, strikes: 0, restartsTotal: 0 },
@@ -125,6 +141,8 @@ const ROWS: Row[] = [
     facts: { process: GONE },
     probe: TIMEOUT,
     kind: "restart",
+    word: "restarting",
+    until: NOW + BUILTIN_TUNABLES.verifyTimeoutMs,
     reason: "crash",
     strikes: 0,
     tags: ["WARN"],
@@ -156,6 +174,7 @@ const ROWS: Row[] = [
     state: { backoffUntil: NOW + MIN, startedAt: NOW - 5 * MIN },
     facts: { process: GONE },
     kind: "held",
+    word: "backoff",
     reason: /^backoff until/,
   },
   {
@@ -164,6 +183,7 @@ const ROWS: Row[] = [
     state: { restartTimes: [NOW - 5 * MIN, NOW - 2 * MIN], startedAt: NOW - 2 * MIN },
     facts: { process: GONE },
     kind: "give-up",
+    word: "given-up",
     tags: ["GIVEN-UP"],
   },
   {
@@ -188,6 +208,7 @@ const ROWS: Row[] = [
     state: { strikes: 1, outage: { since: NOW - 5 * MIN, reason: "failing" } },
     probe: OK,
     kind: "ok",
+    word: "healthy",
     tags: ["RECOVERED", "DOWNTIME"],
   },
   { name: "success clears given-up", state: { givenUp: true, strikes: 3 }, probe: OK, kind: "ok", tags: ["RECOVERED"] },
@@ -198,6 +219,7 @@ const ROWS: Row[] = [
     state: { strikes: 1 },
     probe: TIMEOUT,
     kind: "strike",
+    word: "failing",
     strikes: 2,
     tags: ["WARN"],
   },
@@ -207,6 +229,7 @@ const ROWS: Row[] = [
     facts: { waitReason: "dependency db is failing" },
     probe: TIMEOUT,
     kind: "wait",
+    word: "waiting",
     strikes: 1,
     tags: ["WAIT"],
   },
@@ -224,6 +247,7 @@ const ROWS: Row[] = [
     state: { strikes: 2 },
     probe: TIMEOUT,
     kind: "restart",
+    word: "restarting",
     reason: "hung_restart",
     strikes: 3,
     tags: ["WARN", "HUNG"],
@@ -234,6 +258,7 @@ const ROWS: Row[] = [
     state: { strikes: 2, lastRestartAt: NOW - 2 * MIN },
     probe: TIMEOUT,
     kind: "held",
+    word: "failing",
     reason: /^cooldown until/,
     strikes: 3,
     tags: ["WARN"],
@@ -243,6 +268,7 @@ const ROWS: Row[] = [
     state: { strikes: 3, backoffUntil: NOW + 30_000 },
     probe: TIMEOUT,
     kind: "held",
+    word: "backoff",
     reason: /^backoff until/,
     strikes: 3,
   },
@@ -251,6 +277,7 @@ const ROWS: Row[] = [
     state: { strikes: 3, givenUp: true },
     probe: TIMEOUT,
     kind: "held",
+    word: "given-up",
     reason: /^given up/,
   },
   {
@@ -259,6 +286,7 @@ const ROWS: Row[] = [
     state: { strikes: 2 },
     probe: TIMEOUT,
     kind: "held",
+    word: "failing",
     reason: "watch only",
     strikes: 3,
     tags: ["WARN", "FAILED"],
@@ -279,6 +307,7 @@ const ROWS: Row[] = [
     state: { strikes: 2, restartTimes: [1, 2, 3, 4, 5].map((m) => NOW - m * 11 * MIN) },
     probe: TIMEOUT,
     kind: "give-up",
+    word: "given-up",
     tags: ["WARN", "GIVEN-UP"],
   },
   {
@@ -294,6 +323,7 @@ const ROWS: Row[] = [
     state: { strikes: 1 },
     facts: { busy: BUSY_YES },
     kind: "busy",
+    word: "busy",
     strikes: 1,
     tags: ["BUSY"],
   },
@@ -335,6 +365,7 @@ const ROWS: Row[] = [
     name: "an inactive unit was stopped on purpose: skipped, never started",
     facts: { unit: { name: "blog.service", activeState: "inactive", nRestarts: 0 } },
     kind: "skip",
+    word: "stopped",
     reason: "stopped",
   },
   {
@@ -343,6 +374,7 @@ const ROWS: Row[] = [
     state: { strikes: 2, unitState: "active" },
     facts: { unit: { name: "blog.service", activeState: "failed", nRestarts: 3 } },
     kind: "held",
+    word: "failing",
     reason: /is failed/,
     tags: ["WARN", "WARN"],
   },
@@ -415,6 +447,7 @@ const ROWS: Row[] = [
     state: { strikes: 1, busySince: NOW - 5 * MIN, busyLoggedAt: NOW - 5 * MIN },
     facts: { busy: BUSY_YES },
     kind: "busy",
+    word: "busy",
     strikes: 1,
   },
   {
@@ -422,6 +455,7 @@ const ROWS: Row[] = [
     state: { strikes: 2 },
     facts: { waitReason: "dependency db is failing" },
     kind: "wait",
+    word: "waiting",
     strikes: 2,
     tags: ["WAIT"],
   },
@@ -443,6 +477,7 @@ const ROWS: Row[] = [
     facts: { process: { running: true, startedAt: NOW - 20_000, detail: "pid 43" } },
     probe: TIMEOUT,
     kind: "skip",
+    word: "starting",
     reason: "grace",
   },
   {
@@ -450,6 +485,7 @@ const ROWS: Row[] = [
     state: { startedAt: NOW - 3 * MIN, lastRestartAt: NOW - 3 * MIN, strikes: 2 },
     probe: TIMEOUT,
     kind: "held",
+    word: "failing",
     reason: /^cooldown until/,
   },
 ];
@@ -474,6 +510,14 @@ describe("decide: one row per rule and per origin incident", () => {
     if (row.strikes !== undefined) expect(decision.next.strikes).toBe(row.strikes);
     if (row.tags) expect(decision.log.map((line) => line.tag as string)).toEqual(row.tags);
     if (row.next) expect(decision.next).toMatchObject(row.next);
+    // The pass records its decision: kind, reason and state word, the one truth of every view.
+    const verdict = decision.next.verdict!;
+    expect(verdict).toMatchObject({ kind: decision.kind, reason: explain(decision), at: NOW });
+    if (row.word) expect(verdict.word).toBe(row.word);
+    if (row.until !== undefined) expect(verdict.until).toBe(row.until);
+    // STRIKES never disagree with the word: failing means a strike is counted; healthy means none.
+    if (verdict.word === "failing") expect(decision.next.strikes).toBeGreaterThan(0);
+    if (verdict.word === "healthy") expect(decision.next.strikes).toBe(0);
     // What a pass fsyncs: every decision that logs, strikes, restarts or opens/closes an outage.
     const decided = decision.log.length > 0 || decision.kind === "restart" || decision.next.strikes !== state.strikes;
     if (decided || decision.next.outage !== state.outage) expect(onlyObservations(state, decision.next)).toBe(false);
@@ -499,6 +543,8 @@ describe("decide: one row per rule and per origin incident", () => {
       ...freshState(),
       ...seen,
       lastProbe: { at: NOW - MIN, ok: true, detail: "HTTP 200", latencyMs: 30 },
+      // Judged healthy by the last pass: the same verdict again (only its time differs) is an observation.
+      verdict: { kind: "ok" as const, word: "healthy" as const, reason: "healthy", until: null, at: NOW - MIN },
     };
     expect(onlyObservations(freshState(), decide(SERVICE, freshState(), facts(), OK).next)).toBe(false); // first seen
     const decision = decide(SERVICE, state, facts(), OK);
@@ -513,6 +559,79 @@ describe("decide: one row per rule and per origin incident", () => {
     const state = Object.freeze({ ...freshState(), strikes: 2 });
     decide(SERVICE, state, facts(), TIMEOUT);
     expect(state.strikes).toBe(2);
+  });
+});
+
+describe("the recorded verdict: what every view shows", () => {
+  test("a first start verified: healthy; one that fails: backoff, never left `starting`", () => {
+    const ok = recordStart(
+      SERVICE,
+      freshState(),
+      { issued: true, recovered: true, elapsedMs: 800, detail: "HTTP 200", lastProbe: OK },
+      NOW,
+      NOW + 800,
+    );
+    expect(ok.next.verdict).toMatchObject({ word: "healthy", kind: "verified" });
+    const failed = recordStart(
+      SERVICE,
+      freshState(),
+      { issued: false, recovered: false, elapsedMs: 5, detail: "no such pane", lastProbe: null },
+      NOW,
+      NOW + 5,
+    );
+    expect(failed.next.verdict).toMatchObject({ word: "backoff", until: failed.next.backoffUntil });
+  });
+
+  test("backoff over and still failing: failing with its strike, not `restarting` (nothing restarts)", () => {
+    const state = {
+      ...freshState(),
+      ...{
+        strikes: 1,
+        failedInRow: 1,
+        backoffUntil: NOW - 1000,
+        startedAt: NOW - 5 * MIN,
+        lastRestartAt: NOW - 5 * MIN,
+      },
+    };
+    const decision = decide(SERVICE, state, facts(), TIMEOUT);
+    expect(decision.next.verdict).toMatchObject({ word: "failing", reason: "strike 2" });
+    expect(decision.next.strikes).toBe(2);
+  });
+
+  test("a service the pass could not judge keeps its last word and says why", () => {
+    const last = decide(SERVICE, freshState(), facts(), OK).next.verdict;
+    expect(notJudged(last, "cannot read /proc/uptime", NOW + MIN)).toEqual({
+      ...last!,
+      at: NOW + MIN,
+      error: "cannot read /proc/uptime",
+    });
+    expect(notJudged(null, "state file is a symlink", NOW)).toMatchObject({
+      word: "new",
+      error: "state file is a symlink",
+    });
+  });
+
+  test("the views' rules on the recorded word: calm, up, watched", () => {
+    const view = (word: StateWord, error?: string) => ({ word, error });
+    for (const word of ["healthy", "slow", "busy", "starting", "paused", "stopped", "disabled"] as StateWord[])
+      expect(isCalm(view(word), null)).toBe(true);
+    for (const word of ["failing", "restarting", "backoff", "given-up", "waiting"] as StateWord[])
+      expect(isCalm(view(word), true)).toBe(false);
+    // new: fine only when its probe succeeds now (a frozen process no pass has judged yet is not fine)
+    expect(isCalm(view("new"), true)).toBe(true);
+    expect(isCalm(view("new"), false)).toBe(false);
+    expect(isCalm(view("new"), null)).toBe(false);
+    expect(isCalm(view("healthy", "not judged"), true)).toBe(false);
+    // judged healthy, but it does not answer now: the pass has not seen it yet; status says so by its exit
+    expect(isCalm(view("healthy"), false)).toBe(false);
+    expect(isCalm(view("busy"), false)).toBe(true);
+    expect(isCalm(view("starting"), false)).toBe(true);
+    expect(["starting", "busy"].every((word) => isUp(word as StateWord))).toBe(true);
+    expect(["failing", "waiting", "restarting", "backoff", "given-up"].some((word) => isUp(word as StateWord))).toBe(
+      false,
+    );
+    expect(viewOf(true, null).word).toBe("new");
+    expect(viewOf(false, null).word).toBe("disabled");
   });
 });
 
@@ -538,6 +657,14 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
     expect(decision.log.map((line) => line.tag)).toEqual(["RECOVERED", "DOWNTIME"]);
     expect(decision.log[0].message).toBe("blog recovered 3.2s after restart (HTTP 200)");
     expect(decision.log[1].message).toMatch(/^blog was unavailable for 63s \(hung_restart, from .* UTC to .* UTC\)$/);
+    // Verified: the pass records healthy, no longer `restarting`.
+    expect(decision.next.verdict).toEqual({
+      kind: "verified",
+      word: "healthy",
+      reason: "recovered",
+      until: null,
+      at: NOW + 3200,
+    });
   });
   test("failed: counted, backoff 10s, 20s, 35s (capped)", () => {
     let state: ServiceState = { ...freshState(), strikes: 3 };
@@ -556,6 +683,8 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
       backoffs.push(state.backoffUntil! - (at + 60_000));
     }
     expect(backoffs).toEqual([10_000, 20_000, 35_000]);
+    // Not `restarting` once verified: backoff, until it ends.
+    expect(state.verdict).toMatchObject({ kind: "verified", word: "backoff", until: state.backoffUntil });
     expect(state.recoveriesFailed).toBe(3);
     expect(state.strikes).toBe(3); // still failing: the next restart needs no new strikes, only the backoff
   });

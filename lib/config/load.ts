@@ -38,8 +38,10 @@ export function findConfig({ path, env = process.env }: LoadOptions = {}): strin
   const candidates = [join(env.XDG_CONFIG_HOME || join(home, ".config"), "tend", "tend.toml"), "/etc/tend/tend.toml"];
   const found = candidates.find((candidate) => existsSync(candidate));
   if (!found) {
-    throw usageError(
+    throw new TendError(
       `no configuration found: pass --config PATH, set TEND_CONFIG, or create ${candidates.join(" or ")}`,
+      2,
+      "no-config",
     );
   }
   return found;

@@ -6,6 +6,7 @@ import { appendSample } from "./latency.ts";
 import { downtimeLine, type Downtime, type LogLine } from "./events.ts";
 import { judgeMemory, RSS_HISTORY } from "./memory.ts";
 import { localStamp } from "./time.ts";
+import type { StateWord, Verdict } from "./verdict.ts";
 
 export type { LogLine, NotifyEvent } from "./events.ts";
 export { EVENTS } from "./events.ts";
@@ -47,14 +48,15 @@ interface Outcome {
 
 /** The verdict for one service in one pass. */
 export type Decision = Outcome &
+  /** until: when the skip ends by itself (grace, boot_delay, a pause for a time), else null. */
   (
-    | { kind: "skip"; reason: SkipReason }
+    | { kind: "skip"; reason: SkipReason; until: number | null }
     | { kind: "ok" }
     | { kind: "strike" }
     | { kind: "busy"; evidence: string }
     | { kind: "wait"; reason: string }
     /** A restart is due but held: given up, backoff, cooldown, a failed unit, watch only. */
-    | { kind: "held"; hold: string; until: number | null }
+    | { kind: "held"; hold: string; until: number | null; word: StateWord }
     | { kind: "restart"; reason: RestartReason }
     | { kind: "give-up" }
   );
@@ -103,7 +105,50 @@ export function decide(service: ServiceConfig, state: ServiceState, facts: Facts
   const decision: Step =
     gate(service, observed.next, facts) ??
     (probe ? judge(service, observed.next, probe, facts) : { kind: "probe", next: observed.next, log: [] });
-  return { ...decision, log: [...observed.log, ...decision.log] };
+  const log = [...observed.log, ...decision.log];
+  if (decision.kind === "probe") return { ...decision, log };
+  // The pass records what it decided: the views read this, never a rule of their own.
+  return { ...decision, log, next: { ...decision.next, verdict: verdictOf(service, decision, facts.now) } };
+}
+
+const SKIPPED: Record<SkipReason, StateWord> = {
+  disabled: "disabled",
+  paused: "paused",
+  boot_delay: "starting",
+  grace: "starting",
+  stopped: "stopped",
+  error: "new",
+};
+
+/** The state word and reason of a decision, as the pass records it. */
+export function verdictOf(service: ServiceConfig, decision: Decision, now: number): Verdict {
+  const reason = explain(decision);
+  const verdict = (word: StateWord, until: number | null = null): Verdict => ({
+    kind: decision.kind,
+    word,
+    reason,
+    until,
+    at: now,
+  });
+  switch (decision.kind) {
+    case "skip":
+      return verdict(SKIPPED[decision.reason], decision.until);
+    case "ok":
+      return verdict("healthy");
+    case "strike":
+      return verdict("failing");
+    case "busy":
+      return verdict("busy");
+    case "wait":
+      return verdict("waiting");
+    case "held":
+      return verdict(decision.word, decision.until);
+    case "restart":
+      // Being verified from now on, until healthy or verify_timeout: a first start is "starting".
+      return verdict(decision.reason === "start" ? "starting" : "restarting", now + service.verifyTimeoutMs);
+    case "give-up":
+      return verdict("given-up");
+  }
 }
 
 /**
@@ -168,10 +213,16 @@ function observe(service: ServiceConfig, state: ServiceState, facts: Facts): Out
  */
 function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decision | null {
   const { now } = facts;
-  const skip = (reason: SkipReason): Decision => ({ kind: "skip", reason, next: state, log: [] });
+  const skip = (reason: SkipReason, until: number | null = null): Decision => ({
+    kind: "skip",
+    reason,
+    until,
+    next: state,
+    log: [],
+  });
   if (!service.enabled) return skip("disabled");
-  if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return skip("paused");
-  if (facts.uptimeMs < facts.bootDelayMs) return skip("boot_delay");
+  if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return skip("paused", state.pausedUntil);
+  if (facts.uptimeMs < facts.bootDelayMs) return skip("boot_delay", now + facts.bootDelayMs - facts.uptimeMs);
   if (facts.unit?.activeState === "inactive") return skip("stopped"); // stopped on purpose: never started
 
   const { process } = facts;
@@ -192,7 +243,7 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
   }
 
   const graceFrom = Math.max(state.startedAt ?? 0, facts.process?.startedAt ?? 0);
-  if (graceFrom && now < graceFrom + service.graceMs) return skip("grace");
+  if (graceFrom && now < graceFrom + service.graceMs) return skip("grace", graceFrom + service.graceMs);
   return null;
 }
 
@@ -315,20 +366,23 @@ interface RestartWanted {
 }
 
 /** What holds a restart that is due, with the time it ends (null: until something changes). */
-function holdOf({ service, state, facts, reason }: RestartWanted): { hold: string; until: number | null } | null {
+type Hold = { hold: string; until: number | null; word: StateWord };
+
+/** What holds a restart that is due, with the time it ends (null: until something changes) and the state word. */
+function holdOf({ service, state, facts, reason }: RestartWanted): Hold | null {
   const { now } = facts;
-  if (!service.restart) return { hold: "watch only", until: null };
+  if (!service.restart) return { hold: "watch only", until: null, word: "failing" };
   if (facts.unit?.activeState === "failed") {
-    return { hold: `${facts.unit.name} is failed (systemd's start limit is respected)`, until: null };
+    return { hold: `${facts.unit.name} is failed (systemd's start limit is respected)`, until: null, word: "failing" };
   }
-  if (state.givenUp) return { hold: "given up (watchdog reset to retry)", until: null };
+  if (state.givenUp) return { hold: "given up (watchdog reset to retry)", until: null, word: "given-up" };
   if (state.backoffUntil && now < state.backoffUntil) {
-    return { hold: `backoff until ${clock(state.backoffUntil)}`, until: state.backoffUntil };
+    return { hold: `backoff until ${clock(state.backoffUntil)}`, until: state.backoffUntil, word: "backoff" };
   }
   // A process that is gone is started without waiting out the cooldown: backoff and max_restarts bound a crash loop.
   const cooldownEnd = (state.lastRestartAt ?? 0) + service.cooldownMs;
   if (reason !== "crash" && state.lastRestartAt && now < cooldownEnd) {
-    return { hold: `cooldown until ${clock(cooldownEnd)}`, until: cooldownEnd };
+    return { hold: `cooldown until ${clock(cooldownEnd)}`, until: cooldownEnd, word: "failing" };
   }
   return null;
 }
@@ -419,7 +473,7 @@ export function recordRestart(
     const message = `${service.name} recovered ${humanDuration(outcome.elapsedMs)} after restart (${outcome.detail})`;
     return {
       recovered: true,
-      next: closed.next,
+      next: { ...closed.next, verdict: verified("healthy", "recovered", null, now) },
       log: [{ tag: "RECOVERED", event: "recovered", message }, ...closed.log],
     };
   }
@@ -446,7 +500,8 @@ export function recordStart(
 ): Verified {
   let next: ServiceState = { ...state, startedAt };
   if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
-  if (outcome.recovered) return { recovered: true, next, log: [] };
+  if (outcome.recovered)
+    return { recovered: true, next: { ...next, verdict: verified("healthy", "started", null, now) }, log: [] };
   const what = outcome.issued
     ? `did not become healthy within ${humanDuration(service.verifyTimeoutMs)} after its first start`
     : `could not be started`;
@@ -466,8 +521,19 @@ function failedVerification(
   const say = (detail: string) => `${service.name} ${what} (${detail}); backoff ${humanDuration(backoffMs)}`;
   const line: LogLine = { tag: "FAILED", event: "failed", message: say(outcome.detail) };
   if (outcome.full) line.full = say(outcome.full);
-  return { recovered: false, next: { ...state, failedInRow, backoffUntil: now + backoffMs }, log: [line] };
+  const backoffUntil = now + backoffMs;
+  const verdict = verified("backoff", `${outcome.issued ? "did not recover" : "not restarted"}`, backoffUntil, now);
+  return { recovered: false, next: { ...state, failedInRow, backoffUntil, verdict }, log: [line] };
 }
+
+/** The verdict after a restart or a first start was verified. */
+const verified = (word: StateWord, reason: string, until: number | null, at: number): Verdict => ({
+  kind: "verified",
+  word,
+  reason,
+  until,
+  at,
+});
 
 function recordProbe(state: ServiceState, probe: ProbeResult, now: number): ServiceState {
   // A sample that did not time out leaves the flag out: a thousand of them are in every state write.

@@ -1,9 +1,13 @@
-import { isWatched, type StateWord } from "./health.ts";
+import { isUp, isWatched, type StateWord } from "./verdict.ts";
 import type { ServiceState } from "./state.ts";
 
 /** What each metric is: name, type, help. */
 const METRICS = [
-  ["tend_service_up", "gauge", "1 if the service's last probe succeeded, else 0 (watched services only)"],
+  [
+    "tend_service_up",
+    "gauge",
+    "1 unless the pass judged the service down (failing, waiting, restarting, backoff, given-up); watched services only",
+  ],
   ["tend_service_state", "gauge", "1 for the service's current state"],
   ["tend_service_strikes", "gauge", "consecutive failed probes"],
   ["tend_service_restarts_total", "counter", "restarts performed by tend"],
@@ -23,8 +27,10 @@ export function renderMetrics(
   const samples: Record<string, string[]> = Object.fromEntries(METRICS.map(([name]) => [name, []]));
   for (const { name, state, word } of services) {
     const service = `service="${label(name)}"`;
-    // Not watched (disabled, paused, stopped on purpose): no `up` series, so an `up == 0` alert stays quiet.
-    if (isWatched(word)) samples.tend_service_up.push(`tend_service_up{${service}} ${state.lastProbe?.ok ? 1 : 0}`);
+    // Not watched (disabled, paused, stopped on purpose) or never judged: no `up` series, so an `up == 0` alert
+    // stays quiet. Up or not is what the pass decided (its recorded verdict), never the raw last probe.
+    if (isWatched(word) && word !== "new")
+      samples.tend_service_up.push(`tend_service_up{${service}} ${isUp(word) ? 1 : 0}`);
     samples.tend_service_state.push(`tend_service_state{${service},state="${word}"} 1`);
     samples.tend_service_strikes.push(`tend_service_strikes{${service}} ${state.strikes}`);
     samples.tend_service_restarts_total.push(`tend_service_restarts_total{${service}} ${state.restartsTotal}`);

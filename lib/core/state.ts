@@ -1,5 +1,6 @@
 import { encodeSamples } from "./latency.ts";
 import { oneLine } from "./sanitize.ts";
+import { sameVerdict, STATE_WORDS, type Verdict } from "./verdict.ts";
 
 export interface ProbeRecord {
   at: number;
@@ -74,6 +75,8 @@ export interface ServiceState {
   watch: { pid: number; ticks: string } | null;
   /** A service judged outside the configuration (blogtunnel): how to show it in status and report. */
   tunnel: TunnelRecord | null;
+  /** What the last pass decided, and why: every view reads this (null: no pass has judged it). */
+  verdict: Verdict | null;
 
   firstHealthyAt: number | null;
 }
@@ -154,6 +157,7 @@ export function freshState(): ServiceState {
     checkWarning: null,
     watch: null,
     tunnel: null,
+    verdict: null,
 
     firstHealthyAt: null,
   };
@@ -179,6 +183,9 @@ export function parseState(text: string): Partial<ServiceState> | string {
   for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
+  const verdict = record.verdict as Partial<Verdict> | null | undefined;
+  if (verdict !== undefined && verdict !== null && !validVerdict(verdict))
+    return `verdict is ${oneLine(JSON.stringify(verdict), 80)}`;
   if (record.latencyLog !== undefined && typeof record.latencyLog !== "string") return "latencyLog is not a string";
   const count = record.latencyCount;
   if (count !== undefined && (typeof count !== "number" || !Number.isInteger(count) || count < 0))
@@ -192,6 +199,15 @@ export function parseState(text: string): Partial<ServiceState> | string {
   }
   return record as Partial<ServiceState>;
 }
+
+const validVerdict = (verdict: Partial<Verdict>) =>
+  typeof verdict === "object" &&
+  typeof verdict.word === "string" &&
+  STATE_WORDS.has(verdict.word) &&
+  typeof verdict.kind === "string" &&
+  typeof verdict.reason === "string" &&
+  typeof verdict.at === "number" &&
+  (verdict.until === null || typeof verdict.until === "number");
 
 /** What every probe records: a state that differs from the last only in these holds no new decision. */
 const OBSERVATIONS = new Set<string>([
@@ -208,7 +224,9 @@ const OBSERVATIONS = new Set<string>([
 /** Whether `next` differs from `previous` only in observations (strikes, outages, restarts, events: no). */
 export function onlyObservations(previous: ServiceState, next: ServiceState): boolean {
   for (const key of Object.keys(next) as (keyof ServiceState)[]) {
-    if (!OBSERVATIONS.has(key) && next[key] !== previous[key]) return false;
+    if (key === "verdict") {
+      if (!sameVerdict(previous.verdict, next.verdict)) return false; // a new decision; its time alone is not
+    } else if (!OBSERVATIONS.has(key) && next[key] !== previous[key]) return false;
   }
   return true;
 }

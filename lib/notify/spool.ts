@@ -1,7 +1,7 @@
 import { lstatSync, truncateSync } from "node:fs";
 import type { NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
-import { TendError } from "../core/errors.ts";
+import { isTendError, TendError } from "../core/errors.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { waitLock } from "../os/lock.ts";
@@ -143,6 +143,7 @@ export async function withSpool<T>(
     throw new TendError(
       `${lockFile(stateDir)} stayed locked for ${humanDuration(lockWaitMs)}: another notify is stuck`,
       1,
+      "locked",
     );
   }
   try {
@@ -163,7 +164,7 @@ export async function deliver(messages: Message[], options: DeliverOptions): Pro
   try {
     return await withSpool(options, () => deliverLocked(messages, options));
   } catch (error) {
-    if (error instanceof TendError && error.message.includes("stayed locked")) throw error;
+    if (isTendError(error, "locked")) throw error;
     // A state dir that cannot be used does not stop a delivery: send without the spool, and say so.
     return deliverUnspooled(messages, options, `the spool in ${options.stateDir} cannot be used: ${inWords(error)}`);
   }

@@ -5,7 +5,8 @@ import { waitLock } from "../os/lock.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { readState, writeState } from "../state/service.ts";
-import { type ServiceState } from "../core/state.ts";
+import type { ServiceState } from "../core/state.ts";
+import { pausedVerdict } from "../core/verdict.ts";
 
 export type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
 
@@ -38,25 +39,31 @@ export async function maintain(
     const { state } = readState(stateDir, name);
     const [next, said] = apply(state, action, now());
     writeState(stateDir, name, next);
-    new Logger(config.watchdog.log, () => {}, now).write(
-      action.kind === "pause" ? "SKIP" : "START",
-      `${name}: ${said}`,
-    );
+    // pause: SKIP (the pass skips it from now on); resume: START (watched again); reset: WARN (a crash-loop
+    // stop was lifted by hand).
+    const tag = action.kind === "pause" ? "SKIP" : action.kind === "resume" ? "START" : "WARN";
+    new Logger(config.watchdog.log, () => {}, now).write(tag, `${name}: ${said}`);
     return said;
   } finally {
     lock.release();
   }
 }
 
+/**
+ * The state after the operator's action. A pause is recorded as the pass records a pause; resume and
+ * reset change what the pass decided, so its verdict is cleared: `new` until the next pass judges it.
+ */
 function apply(state: ServiceState, action: MaintenanceAction, now: number): [ServiceState, string] {
   switch (action.kind) {
-    case "pause":
+    case "pause": {
+      const pausedUntil = action.forMs === null ? null : now + action.forMs;
       return [
-        { ...state, paused: true, pausedUntil: action.forMs === null ? null : now + action.forMs },
+        { ...state, paused: true, pausedUntil, verdict: pausedVerdict(pausedUntil, now) },
         action.forMs === null ? "paused until `watchdog resume`" : `paused for ${humanDuration(action.forMs)}`,
       ];
+    }
     case "resume":
-      return [{ ...state, paused: false, pausedUntil: null }, "resumed"];
+      return [{ ...state, paused: false, pausedUntil: null, verdict: null }, "resumed"];
     case "reset":
       return [
         {
@@ -67,8 +74,9 @@ function apply(state: ServiceState, action: MaintenanceAction, now: number): [Se
           backoffUntil: null,
           givenUp: false,
           lastRestartAt: null,
+          verdict: null,
         },
-        "reset: strikes, backoff, restart history and given-up cleared",
+        "reset by the operator: strikes, backoff, restart history and given-up cleared",
       ];
   }
 }

@@ -10,6 +10,7 @@ import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service.ts";
 import { restartAndVerify } from "../pass/verify.ts";
+import { pausedVerdict } from "../core/verdict.ts";
 
 export type Operation = "restart" | "stop" | "start";
 
@@ -72,13 +73,17 @@ export async function operate(
         logger.write("ERROR", `${name}: could not stop it: ${stopped.detail}`);
         return 1;
       }
-      state = { ...state, paused: true, pausedUntil: null, strikes: 0, outage: null, busySince: null };
+      state = {
+        ...state,
+        ...{ paused: true, pausedUntil: null, strikes: 0, outage: null, busySince: null },
+        verdict: pausedVerdict(null, now()),
+      };
       logger.write(
         "SKIP",
         `${name}: stopped by the operator (${stopped.detail}); paused until \`watchdog start ${name}\``,
       );
     } else if (operation === "start" && main?.running) {
-      state = { ...state, paused: false, pausedUntil: null };
+      state = { ...state, paused: false, pausedUntil: null, verdict: null }; // judged again by the next pass
       logger.write("START", `${name}: resumed (already running: ${main.detail})`);
     } else {
       if (operation === "start") state = { ...state, paused: false, pausedUntil: null };

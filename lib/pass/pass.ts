@@ -1,7 +1,8 @@
 import type { Config } from "../config/types.ts";
 import { downtimeLine, type LogLine } from "../core/events.ts";
-import { stateWord } from "../core/health.ts";
-import { TendError } from "../core/errors.ts";
+import { isTendError, TendError } from "../core/errors.ts";
+import { oneLine } from "../core/sanitize.ts";
+import { notJudged, viewOf } from "../core/verdict.ts";
 import { eventMessage, pingHeartbeat, sendEvents } from "../notify/alert.ts";
 import { syncAlerts } from "../notify/alertmanager.ts";
 import type { Message } from "../notify/send.ts";
@@ -11,8 +12,7 @@ import { tryLock } from "../os/lock.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { stateReader } from "../state/service.ts";
-import { freshState } from "../core/state.ts";
+import { stateReader, writeState } from "../state/service.ts";
 import { findGap, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";
@@ -108,7 +108,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     // A full or read-only disk is the operator's to fix: say so plainly, exit 1, never a stack trace.
     const { code, path } = error as NodeJS.ErrnoException;
     if (error instanceof TendError || !code) throw error;
-    throw new TendError(`cannot write to the state dir ${stateDir}: ${path ? `${path}: ` : ""}${inWords(error)}`, 1);
+    const where = path ? `${path}: ` : "";
+    throw new TendError(`cannot write to the state dir ${stateDir}: ${where}${inWords(error)}`, 1, "state-dir");
   } finally {
     lock?.release();
   }
@@ -145,10 +146,19 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
         );
       } catch (error) {
         say(true);
-        context.logger.write("ERROR", `${service.name}: ${(error as Error).message}`);
+        const message = (error as Error).message;
+        context.logger.write("ERROR", `${service.name}: ${message}`);
+        // Not judged this time: it keeps its last state, and says why (status, the page, metrics).
+        const last = read(service.name);
+        const next = { ...last, verdict: notJudged(last.verdict, oneLine(message), context.now()) };
+        if (!context.dryRun && !isTendError(error, "symlink")) {
+          try {
+            writeState(config.watchdog.stateDir, service.name, next);
+          } catch {} // the ERROR line above is what can be said
+        }
         return {
           name: service.name,
-          decision: { kind: "skip", reason: "error", next: freshState(), log: [] },
+          decision: { kind: "skip", reason: "error", until: null, next, log: [] },
           probe: null,
           events: [],
         };
@@ -160,9 +170,11 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
 function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number, logger: Logger) {
   const path = config.watchdog.metricsFile!;
   try {
-    const rows = services.map(({ name, decision }) => {
-      return { name, state: decision.next, word: stateWord(serviceNamed(config, name), decision.next, null, passAt) };
-    });
+    const rows = services.map(({ name, decision }) => ({
+      name,
+      state: decision.next,
+      word: viewOf(serviceNamed(config, name).enabled, decision.next.verdict).word,
+    }));
     writeFileAtomic(path, renderMetrics(rows, passAt), 0o644);
   } catch (error) {
     logger.write("ERROR", `cannot write metrics_file ${path}: ${(error as Error).message}`);

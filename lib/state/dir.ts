@@ -53,7 +53,11 @@ export function refuseSymlink(path: string): void {
     if (lstatSync(path).isSymbolicLink()) link = readlinkSync(path);
   } catch {}
   if (link !== null) {
-    throw new TendError(`state file ${path} is a symlink (to ${link}): refused, nothing read or written through it`, 1);
+    throw new TendError(
+      `state file ${path} is a symlink (to ${link}): refused, nothing read or written through it`,
+      1,
+      "symlink",
+    );
   }
 }
 

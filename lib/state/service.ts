@@ -2,6 +2,7 @@ import { renameSync } from "node:fs";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
+import { notJudged } from "../core/verdict.ts";
 import { statePaths } from "./dir.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
@@ -37,7 +38,12 @@ export type StateReader = (name: string) => ServiceState;
 
 /** Reads states from `stateDir`; with `once`, each at most once (a page shows every state three ways). */
 export function stateReader(stateDir: string, { once = false } = {}): StateReader {
-  const read: StateReader = (name) => readState(stateDir, name, { repair: false }).state;
+  const read: StateReader = (name) => {
+    const { state, problem } = readState(stateDir, name, { repair: false });
+    if (problem === null || problem === "missing") return state;
+    // A file the next pass will reset (or refuses, a symlink): shown as not judged, saying why.
+    return { ...state, verdict: notJudged(null, `state file ${problem}`, Date.now()) };
+  };
   if (!once) return read;
   const seen = new Map<string, ServiceState>();
   return (name) => {

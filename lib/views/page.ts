@@ -1,4 +1,6 @@
 import { escapeControls } from "../core/sanitize.ts";
+import { STATE_WORDS as KNOWN_WORDS } from "../core/verdict.ts";
+import { rowIsCalm } from "./status.ts";
 import type { Cell, Report } from "./report.ts";
 import type { ServiceStats } from "./stats.ts";
 import type { StatusReport, StatusRow } from "./status.ts";
@@ -29,7 +31,9 @@ export interface PeerView {
 /** Outside text into HTML: controls made visible first, then the five HTML characters. */
 export const html = (text: string) => escapeControls(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-const CALM = new Set(["healthy", "busy", "paused", "stopped", "disabled", "new"]);
+/** A row's calm, by the same rule as status's exit code; a peer's unknown word is not calm. */
+const calmRow = (row: StatusRow) =>
+  KNOWN_WORDS.has(row.state) && rowIsCalm({ state: row.state, error: row.error ?? null, probe: row.probe });
 
 const ago = (iso: string | null, now: number) => {
   if (!iso) return "never";
@@ -99,7 +103,7 @@ function histogram(stats: ServiceStats): string {
 function card(row: StatusRow, data: PageData): string {
   const report = data.report.services.find((service) => service.name === row.name);
   const stats = data.stats.find((service) => service.name === row.name);
-  const calm = CALM.has(row.state);
+  const calm = calmRow(row);
   const probe = row.probe
     ? `${html(row.probe.detail)} · ${ms(row.probe.latency_ms)} · ${ago(row.probe.at, data.now)}`
     : "not probed yet";
@@ -125,7 +129,7 @@ function peer(view: PeerView, now: number): string {
     );
   const { status } = view;
   const rows = status.services.map((row) => {
-    const calm = CALM.has(row.state);
+    const calm = calmRow(row);
     return (
       `<tr><td>${html(row.name)}</td><td><span class="state s-${calm ? "calm" : "alarm"}">${calm ? "" : "⚠ "}` +
       `${html(row.state)}</span></td><td>${row.probe ? html(String(row.probe.detail)) : "-"}</td></tr>`

@@ -9,7 +9,7 @@ import type { StatusReport } from "./status.ts";
 import type { Config } from "../config/types.ts";
 import { parseDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { stateWord } from "../core/health.ts";
+import { viewOf } from "../core/verdict.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { stateReader } from "../state/service.ts";
@@ -135,7 +135,7 @@ const ROUTES: Record<string, Route> = {
     const read = stateReader(config.watchdog.stateDir);
     const rows = watchedServices(config, read).map((service) => {
       const state = read(service.name);
-      return { name: service.name, state, word: stateWord(service, state, null, now) };
+      return { name: service.name, state, word: viewOf(service.enabled, state.verdict).word };
     });
     const heartbeat = readHeartbeat(config.watchdog.stateDir);
     // No pass yet: 0, so `time() - tend_last_pass_timestamp_seconds > N` alerts as it should.

@@ -3,7 +3,8 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
-import { CALM, isStale, stateWord, type StateWord } from "../core/health.ts";
+import { isStale } from "../core/health.ts";
+import { isCalm, viewOf, type StateWord } from "../core/verdict.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { mainProcess } from "../os/pidsource.ts";
@@ -14,9 +15,18 @@ import { readDead, readNotifyState, readSpool } from "../notify/spool.ts";
 
 export interface StatusRow {
   name: string;
-  state: string;
+  /** The bare state word the last pass recorded (`new` before any pass judged it). */
+  state: StateWord;
+  /** Why the pass decided so, and when that state ends by itself (ISO-8601), from the recorded verdict. */
+  reason: string | null;
+  until: string | null;
+  decided_at: string | null;
+  /** The last pass could not judge this service: why (the state is the last one it had). */
+  error: string | null;
   strikes: number;
   failures: number;
+  /** The check's timeout: the latency that counts as no answer. */
+  timeout_ms: number;
   probe: { ok: boolean; detail: string; latency_ms: number; at: string | null } | null;
   restarts: number;
   recoveries_ok: number;
@@ -106,11 +116,18 @@ function describe(
   at: number | null,
   now: number,
 ): StatusRow {
+  const { word, verdict } = viewOf(service.enabled, state.verdict);
+  const iso = (at: number | null | undefined) => (at === null || at === undefined ? null : new Date(at).toISOString());
   return {
     name: service.name,
-    state: statusWord(service, state, result, now),
+    state: word,
+    reason: verdict?.reason ?? null,
+    until: iso(verdict?.until),
+    decided_at: iso(verdict?.at),
+    error: verdict?.error ?? null,
     strikes: state.strikes,
     failures: service.failures,
+    timeout_ms: service.check.timeoutMs,
     probe: result && {
       ok: result.ok,
       detail: result.detail,
@@ -128,15 +145,57 @@ function describe(
   };
 }
 
-/** healthy, failing n/N, busy, restarting, backoff, given-up, paused, stopped, waiting, disabled, new. */
-function statusWord(service: ServiceConfig, state: ServiceState, result: ProbeResult | null, now: number): string {
-  const word = stateWord(service, state, result ? result.ok : null, now);
-  return word === "failing" ? `failing ${Math.max(1, state.strikes)}/${service.failures}` : word;
-}
+/** Needs nobody, as the pass recorded it (a `new` one: its probe succeeds now). */
+export const rowIsCalm = (row: Pick<StatusRow, "state" | "error" | "probe">) =>
+  isCalm({ word: row.state, error: row.error }, row.probe?.ok ?? null);
 
 /** Exit 0 only when every service needs nobody and the watchdog itself is running. */
-export const allHealthy = (report: StatusReport) =>
-  !report.watchdog.stale && report.services.every((row) => CALM.has(row.state as StateWord));
+export const allHealthy = (report: StatusReport) => !report.watchdog.stale && report.services.every(rowIsCalm);
+
+/** Nagios / Icinga / Consul script-check levels: 0 OK, 1 WARNING, 2 CRITICAL (3 UNKNOWN: status could not run). */
+const CRITICAL_WORDS: ReadonlySet<StateWord> = new Set(["failing", "backoff", "given-up"]);
+const WARNING_WORDS: ReadonlySet<StateWord> = new Set(["restarting", "waiting", "busy", "slow"]);
+
+function nagiosLevel(row: StatusRow): 0 | 1 | 2 {
+  if (row.error || CRITICAL_WORDS.has(row.state) || (row.state === "new" && !rowIsCalm(row))) return 2;
+  return WARNING_WORDS.has(row.state) ? 1 : 0;
+}
+
+/** A perfdata label: quoted when it holds anything but letters, digits, _ . - (Nagios plugin guidelines). */
+const perfLabel = (name: string) => (/^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, "''")}'`);
+const seconds = (ms: number) => (ms / 1000).toFixed(3);
+
+/**
+ * `status --nagios`: one line, `TEND OK|WARNING|CRITICAL - what | perfdata`, and the plugin exit
+ * code. Perfdata per service: its latency in seconds (critical at its timeout) and its strikes
+ * (critical at `failures`).
+ */
+export function renderNagios(report: StatusReport, now = Date.now()): { line: string; code: 0 | 1 | 2 } {
+  const levels = report.services.map(nagiosLevel);
+  let code = Math.max(0, ...levels) as 0 | 1 | 2;
+  const said: string[] = [];
+  if (report.watchdog.stale) {
+    code = 2;
+    const ago = report.watchdog.last_pass ? Math.round((now - Date.parse(report.watchdog.last_pass)) / 1000) : 0;
+    said.push(`the watchdog is not running (last pass ${Math.max(0, ago)}s ago)`);
+  }
+  report.services.forEach((row, index) => {
+    if (levels[index] === 0) return;
+    const why = row.error ? `not judged: ${row.error}` : row.probe ? row.probe.detail : (row.reason ?? "");
+    said.push(`${row.name} ${row.state}${why ? ` (${why})` : ""}`);
+  });
+  const calm = levels.filter((level) => level === 0).length;
+  if (calm) said.push(`${calm} of ${report.services.length} OK`);
+  if (!report.services.length) said.push("no services");
+  const perfdata = report.services.flatMap((row) => {
+    const label = perfLabel(row.name);
+    const latency = row.probe ? [`${label}=${seconds(row.probe.latency_ms)}s;;${seconds(row.timeout_ms)};0`] : [];
+    const strikesLabel = perfLabel(`${row.name}_strikes`);
+    return [...latency, `${strikesLabel}=${row.strikes};;${row.failures};0`];
+  });
+  const word = ["OK", "WARNING", "CRITICAL"][code];
+  return { line: `TEND ${word} - ${said.join("; ")}${perfdata.length ? ` | ${perfdata.join(" ")}` : ""}`, code };
+}
 
 export interface Paint {
   ok: (text: string) => string;
@@ -164,7 +223,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
   const header = ["SERVICE", "STATE", "PROBE", "STRIKES", "RESTARTS", "LAST EVENT"];
   const rows = report.services.map((row) => [
     row.name,
-    row.state,
+    stateCell(row, when),
     row.probe ? (row.probe.ok ? `${row.probe.detail} ${row.probe.latency_ms}ms` : row.probe.detail) : "-",
     `${row.strikes}/${row.failures}`,
     `${row.restarts} (✓${row.recoveries_ok} ✗${row.recoveries_failed})`,
@@ -176,7 +235,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
   const color = (state: string, text: string) =>
     state === "healthy"
       ? paint.ok(text)
-      : state.startsWith("failing") || state === "given-up"
+      : state === "failing" || state === "given-up"
         ? paint.bad(text)
         : paint.warn(text);
   const wide = widths.reduce((sum, width) => sum + width + 2, 0) <= columns;
@@ -212,11 +271,22 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
         ),
       ]
     : [];
+  const notJudged = report.services
+    .filter((row) => row.error)
+    .map((row) => paint.bad(`${row.name}: not judged by the last pass (${row.error}); shown as it was`));
   return [
     ...dead,
     paint.dim(`last pass: ${lastPass}`),
     ...notify,
     ...(wide ? [paint.dim(line(header))] : []),
     ...body,
+    ...notJudged,
   ].join("\n");
+}
+
+/** The STATE column: the word, and until when for a state that ends by itself (a pause for a time, backoff). */
+function stateCell(row: StatusRow, when: (iso: string) => string): string {
+  const timed = row.state === "paused" || row.state === "backoff" || row.state === "starting";
+  const word = row.error ? `${row.state} (not judged)` : row.state;
+  return timed && row.until ? `${word} until ${when(row.until)}` : word;
 }

@@ -1,0 +1,261 @@
+// One truth in every view: status, --json, --nagios, /api/status, the page and metrics show what the pass
+// recorded (decision, reason, until), never a rule of their own. Through the binary, against real processes.
+import { afterEach, expect, test } from "bun:test";
+import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { BUN, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+const stops: (() => void)[] = [];
+afterEach(() => {
+  while (stops.length) stops.pop()!();
+  box?.cleanup();
+});
+
+/** A service whose answer the test controls; watch only unless `restart` is given. */
+function serviceConfig(url: string, { watchdog = "", service = "", restart = "" } = {}) {
+  return `
+[watchdog]
+state_dir = "${box.state}"
+metrics_file = "${join(box.dir, "tend.prom")}"
+${watchdog}
+[[service]]
+name = "api"
+${service}
+[service.check]
+http = "${url}"
+timeout = "1s"
+${restart}
+`;
+}
+
+const json = async (args: string[]) => {
+  const result = await box.tend(args);
+  return { code: result.code, report: JSON.parse(result.stdout), stdout: result.stdout };
+};
+
+/** `watchdog serve` on a port the kernel picks; its URL once it says where it listens. */
+async function serve(): Promise<string> {
+  const child = Bun.spawn([TEND, "watchdog", "serve", "--listen", "127.0.0.1:0"], {
+    env: box.env(),
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  box.track(child.pid);
+  stops.push(() => child.kill("SIGKILL"));
+  const reader = child.stdout.getReader();
+  let said = "";
+  await waitFor(
+    async () => {
+      const { value } = await reader.read();
+      said += new TextDecoder().decode(value ?? new Uint8Array());
+      return /serving (http:\/\/\S+)/.test(said);
+    },
+    10_000,
+    "serve listening",
+  );
+  return /serving (http:\/\/\S+?)\/?\s/.exec(said + " ")![1];
+}
+
+test("inside boot_delay the pass skips on purpose: `starting` in status, --json, /api/status, the page and metrics", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  control.status = 503; // down: but the pass is told to wait out the boot first
+  box.writeConfig(serviceConfig(url, { watchdog: 'boot_delay = "365d"' }));
+  expect((await box.tend(["watchdog"])).code).toBe(0);
+  expect(box.stateOf("api").verdict).toMatchObject({ kind: "skip", word: "starting", reason: "boot_delay" });
+
+  const text = await box.tend(["watchdog", "status"]);
+  expect(text.stdout).toMatch(/api\s+starting until [\d-]+ [\d:]+\s+HTTP 503 \(expected 2xx\/3xx\)\s+0\/3\s/);
+  expect(text.code).toBe(0); // starting is on purpose: nobody needs to act
+  const { report } = await json(["watchdog", "status", "--json"]);
+  expect(report.services[0]).toMatchObject({ state: "starting", strikes: 0, reason: "boot_delay" });
+  expect(Date.parse(report.services[0].until)).toBeGreaterThan(Date.now() + 300 * 86_400_000);
+
+  const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
+  expect(metrics).toContain('tend_service_state{service="api",state="starting"} 1');
+  expect(metrics).toContain('tend_service_up{service="api"} 1'); // not down: skipped on purpose
+
+  const base = await serve();
+  const api = await (await fetch(`${base}/api/status`)).json();
+  expect(api.services[0]).toMatchObject({ state: "starting", strikes: 0 });
+  const served = await (await fetch(`${base}/metrics`)).text();
+  expect(served).toContain('tend_service_state{service="api",state="starting"} 1');
+  const page = await (await fetch(`${base}/`)).text();
+  expect(page).toContain("starting</span>");
+  expect(page).not.toContain("failing");
+});
+
+test("inside grace for a process tend did not start: starting (by its own start time), never `failing 1/3`", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  control.status = 503;
+  const child = Bun.spawn([BUN, "-e", "setInterval(() => {}, 1000)"], { stdout: "ignore", detached: true });
+  box.track(child.pid);
+  const pidfile = join(box.dir, "api.pid");
+  writeFileSync(pidfile, `${child.pid}\n`);
+  box.writeConfig(serviceConfig(url, { service: `pidfile = "${pidfile}"\ngrace = "1h"` }));
+  await box.tend(["watchdog"]);
+  const { code, report } = await json(["watchdog", "status", "--json"]);
+  expect(report.services[0]).toMatchObject({ state: "starting", reason: "grace", strikes: 0 });
+  expect(code).toBe(0);
+  const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
+  expect(metrics).toContain('tend_service_state{service="api",state="starting"} 1');
+});
+
+test("--json state is the bare word with strikes beside it; STRIKES and the word never disagree", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  control.status = 502;
+  await box.tend(["watchdog"]);
+  const { code, report } = await json(["watchdog", "status", "--json"]);
+  expect(code).toBe(1);
+  expect(report.services[0]).toMatchObject({ state: "failing", strikes: 1, failures: 3, reason: "strike 1" });
+  const text = await box.tend(["watchdog", "status"]);
+  expect(text.stdout).toMatch(/api\s+failing\s+HTTP 502 \(expected 2xx\/3xx\)\s+1\/3\s/);
+  const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
+  expect(metrics).toContain('tend_service_state{service="api",state="failing"} 1');
+  expect(metrics).toContain('tend_service_up{service="api"} 0');
+  expect(metrics).toContain('tend_service_strikes{service="api"} 1');
+});
+
+test("a new service whose probe fails now makes status exit 1 (a frozen process no pass has judged is not fine)", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  control.status = 500;
+  const { code, report } = await json(["watchdog", "status", "--json"]);
+  expect(report.services[0]).toMatchObject({ state: "new", probe: { ok: false } });
+  expect(code).toBe(1);
+  control.status = 200;
+  expect((await box.tend(["watchdog", "status"])).code).toBe(0);
+});
+
+test("`paused until T` after pause --for; resume and reset clear the verdict (new until the next pass); reset is WARN", async () => {
+  box = new Sandbox();
+  const { server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  await box.tend(["watchdog"]);
+  expect((await box.tend(["watchdog", "pause", "api", "--for", "2h"])).code).toBe(0);
+  const { report } = await json(["watchdog", "status", "--json"]);
+  expect(report.services[0].state).toBe("paused");
+  expect(Date.parse(report.services[0].until) - Date.now()).toBeGreaterThan(119 * 60_000);
+  expect((await box.tend(["watchdog", "status"])).stdout).toMatch(/api\s+paused until \d\d:\d\d:\d\d\s/);
+  await box.tend(["watchdog"]); // the pass skips it and records the same pause
+  expect(box.stateOf("api").verdict).toMatchObject({ word: "paused", reason: "paused" });
+  await box.tend(["watchdog", "resume", "api"]);
+  expect((await json(["watchdog", "status", "--json"])).report.services[0].state).toBe("new");
+  await box.tend(["watchdog"]);
+  expect((await json(["watchdog", "status", "--json"])).report.services[0].state).toBe("healthy");
+  await box.tend(["watchdog", "reset", "api"]);
+  expect(box.read("watchdog.log")).toMatch(/\[WARN\] api: reset by the operator: strikes, backoff/);
+  expect(box.read("watchdog.log")).not.toMatch(/\[START\] api: reset/);
+});
+
+test("restarting only while a restart is verified: after a failed restart it is backoff, after a good one healthy", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  const marker = join(box.dir, "restarted");
+  box.writeConfig(
+    serviceConfig(url, {
+      service: 'failures = 1\ngrace = "0s"\nverify_timeout = "1s"\nbackoff = "1h"\nbackoff_max = "2h"',
+      restart: `[service.restart]\ncommand = ["touch", "${marker}"]`,
+    }),
+  );
+  control.status = 503;
+  await box.tend(["watchdog"]);
+  const failed = (await json(["watchdog", "status", "--json", "--cached"])).report.services[0];
+  expect(failed).toMatchObject({ state: "backoff", restarts: 1, recoveries_failed: 1 });
+  expect(Date.parse(failed.until)).toBeGreaterThan(Date.now() + 50 * 60_000);
+  control.status = 200;
+  await box.tend(["watchdog"]);
+  expect((await json(["watchdog", "status", "--json"])).report.services[0].state).toBe("healthy");
+});
+
+test("a service the pass cannot judge keeps its last state and says why (status, metrics), never `new` with up 0", async () => {
+  box = new Sandbox();
+  const { server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  await box.tend(["watchdog"]);
+  // The state file becomes a symlink: refused, never read or written through.
+  const file = join(box.state, "services", "api.json");
+  const elsewhere = join(box.dir, "elsewhere.json");
+  writeFileSync(elsewhere, readFileSync(file));
+  Bun.spawnSync(["rm", file]);
+  symlinkSync(elsewhere, file);
+  await box.tend(["watchdog"]);
+  expect(box.read("watchdog.log")).toContain("[ERROR] api: state file");
+  const { code, report, stdout } = await json(["watchdog", "status", "--json"]);
+  expect(report.services[0].error).toMatch(/^state file .*symlink/);
+  expect(code).toBe(1);
+  expect(stdout).not.toContain("internal error");
+  const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
+  expect(metrics).not.toContain('tend_service_up{service="api"} 0');
+  const text = await box.tend(["watchdog", "status"]);
+  expect(text.stdout).toMatch(/api: not judged by the last pass \(.*symlink/);
+});
+
+test("status --nagios: OK, WARNING, CRITICAL and UNKNOWN as a Nagios/Icinga/Consul check reads them", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  await box.tend(["watchdog"]);
+  const ok = await box.tend(["watchdog", "status", "--nagios"]);
+  expect(ok.code).toBe(0);
+  expect(ok.stdout.trim().split("\n")).toHaveLength(1);
+  // The plugin output convention: TEXT | perfdata, each 'label'=value[UOM];[warn];[crit];[min];[max]
+  const [text, perf] = ok.stdout.trim().split(" | ");
+  expect(text).toBe("TEND OK - 1 of 1 OK");
+  const metrics = perf
+    .split(" ")
+    .map((item) => /^('?)([^=']+)\1=([\d.]+)(s|%|B|KB|MB|TB|c)?;([\d.]*);([\d.]*);([\d.]*)$/.exec(item));
+  expect(metrics.every(Boolean)).toBe(true);
+  expect(metrics.map((m) => m![2])).toEqual(["api", "api_strikes"]);
+  expect(metrics[0]![6]).toBe("1.000"); // critical at the timeout
+
+  control.status = 503;
+  await box.tend(["watchdog"]);
+  const critical = await box.tend(["watchdog", "status", "--nagios"]);
+  expect(critical.code).toBe(2);
+  expect(critical.stdout).toMatch(
+    /^TEND CRITICAL - api failing \(HTTP 503 .*\) \| api=[\d.]+s;;1\.000;0 api_strikes=1;;3;0\n$/,
+  );
+
+  box.writeConfig(serviceConfig(url, { service: "timeout = 3" }).replace('timeout = "1s"', 'timeout = "1x"'));
+  const unknown = await box.tend(["watchdog", "status", "--nagios"]);
+  expect(unknown.code).toBe(3);
+  expect(unknown.stdout).toMatch(/^TEND UNKNOWN - .*timeout/);
+});
+
+test("each subcommand takes only its own flags: the error names the flag and who takes it (exit 2, nothing done)", async () => {
+  box = new Sandbox();
+  const { server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  const dry = await box.tend(["watchdog", "validate", "--dry-run"]);
+  expect(dry.code).toBe(2);
+  expect(dry.stderr).toContain("watchdog validate: --dry-run is not an option of validate (it is for: pass)");
+  const resume = await box.tend(["watchdog", "resume", "api", "--for", "5m"]);
+  expect(resume.code).toBe(2);
+  expect(resume.stderr).toContain("--for is not an option of resume (it is for: pause)");
+  const since = await box.tend(["watchdog", "status", "--since", "1d"]);
+  expect(since.code).toBe(2);
+  expect(since.stderr).toContain(
+    "--since is not an option of status (it is for: report); status takes --json, --cached, --nagios",
+  );
+  expect((await box.tend(["watchdog", "logs", "api", "-f", "--json"])).stderr).toContain(
+    "it is for: status, stats, report",
+  );
+  expect(box.read("watchdog.log")).toBe(""); // nothing was done
+  expect((await box.tend(["watchdog", "pass", "--dry-run"])).code).toBe(0);
+  expect((await box.tend(["watchdog", "status", "--json", "--cached"])).stderr).toBe("");
+});
