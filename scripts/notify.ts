@@ -39,7 +39,10 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
     const stateDir = config.watchdog.stateDir;
     if (args.drop !== undefined) return (io.out(`dropped ${await dropLetters({ stateDir }, args.drop)} message(s)`), 0);
     if (args["retry-dead"]) io.out(`${await reviveDead({ stateDir })} dead letter(s) back in the spool`);
-    if (args.flush || args["retry-dead"]) return say(await flush(config, url ? channelFor(config, url, format) : null));
+    if (args.flush || args["retry-dead"]) {
+      const channel = url ? channelFor(config, url, format) : null;
+      return say(await flush(config, channel, { refusedFails: args["retry-dead"] }));
+    }
     if (argv.includes("--spool") && !words.length) return (io.out(listLetters(stateDir).join("\n")), 0);
     if (!words.length) throw usageError(`no MESSAGE\n\n${USAGE}`);
     const channel = channelFor(config, url, format);

@@ -1,8 +1,9 @@
 // tend doctor on this host: what is here is ok, what is not is missing or limited, and the exit
 // code follows what the configuration uses.
 import { afterEach, expect, test } from "bun:test";
-import { chmodSync, mkdirSync } from "node:fs";
-import { Sandbox } from "./helpers.ts";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Sandbox, TEND } from "./helpers.ts";
 
 let box: Sandbox;
 afterEach(() => box?.cleanup());
@@ -92,4 +93,107 @@ process = true
     status: "missing",
     detail: expect.stringContaining("no such file"),
   });
+});
+
+const DOCTOR_USER = "tenddoctor";
+
+/** tend doctor as an unprivileged user with a crontab of its own (HOME in the sandbox). */
+function asDoctorUser(args: string[], env: Record<string, string> = {}) {
+  if (Bun.spawnSync(["id", DOCTOR_USER]).exitCode !== 0) {
+    const added = Bun.spawnSync(["useradd", "--no-create-home", "--shell", "/bin/sh", DOCTOR_USER]);
+    if (added.exitCode !== 0) throw new Error(`useradd ${DOCTOR_USER}: ${added.stderr}`);
+  }
+  const binary = join(box.dir, "tend");
+  if (!existsSync(binary)) {
+    copyFileSync(TEND, binary);
+    chmodSync(binary, 0o755);
+  }
+  const vars = Object.entries({ HOME: box.dir, ...env }).map(([key, value]) => `${key}=${value}`);
+  const result = Bun.spawnSync(["runuser", "-u", DOCTOR_USER, "--", "env", ...vars, binary, ...args], {
+    env: box.env(),
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+test("doctor checks what cron will really do: the tend line, programs on cron's PATH", async () => {
+  box = new Sandbox();
+  chmodSync(box.dir, 0o777);
+  const bin = join(box.dir, "bin");
+  mkdirSync(bin);
+  // A program found on this shell's PATH but not on cron's /usr/bin:/bin.
+  writeFileSync(join(bin, "blog-server"), "#!/bin/sh\nexec sleep 1000\n");
+  chmodSync(join(bin, "blog-server"), 0o755);
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}/doctor"
+[[service]]
+name = "blog"
+pidfile = "${box.dir}/blog.pid"
+[service.check]
+tcp = "127.0.0.1:1"
+[service.restart]
+spawn = ["blog-server", "--port", "8080"]
+`);
+  chmodSync(box.config, 0o644);
+  const path = `${bin}:/usr/bin:/bin`;
+  try {
+    Bun.spawnSync(["crontab", "-r", "-u", DOCTOR_USER]);
+    const before = asDoctorUser(["doctor", "--json", "--config", box.config], { PATH: path });
+    const rows = rowsOf(before.stdout);
+    expect(rows.cron).toMatchObject({ status: "limited", used: false });
+    expect(rows.cron.detail).toContain("no tend line in the crontab");
+    expect(rows["programs on cron's PATH"]).toMatchObject({ status: "limited", used: true });
+    expect(rows["programs on cron's PATH"].detail).toBe(
+      `blog-server (blog: restart.spawn) is not on cron's PATH /usr/bin:/bin ` +
+        `(here it is ${bin}/blog-server: give the full path or set PATH= in the crontab)`,
+    );
+    expect(rows["sh (restart.spawn)"]).toMatchObject({ status: "ok", used: true });
+
+    // Installed: the line is there, so a program cron cannot find is missing for real (exit 1).
+    const write = asDoctorUser(["watchdog", "install", "cron", "--write", "--config", box.config], { PATH: path });
+    expect(write.code).toBe(0);
+    const after = asDoctorUser(["doctor", "--json", "--config", box.config], { PATH: path });
+    const installed = rowsOf(after.stdout);
+    expect(installed.cron.detail).toContain("tend line installed");
+    expect(installed["programs on cron's PATH"].status).toBe("missing");
+    expect(after.code).toBe(1);
+
+    // A PATH= line above the tend line is the PATH cron gives it.
+    const crontab = Bun.spawnSync(["crontab", "-l", "-u", DOCTOR_USER]).stdout.toString();
+    Bun.spawnSync(["crontab", "-u", DOCTOR_USER, "-"], { stdin: Buffer.from(`PATH=${path}\n${crontab}`) });
+    const fixed = rowsOf(asDoctorUser(["doctor", "--json", "--config", box.config], { PATH: path }).stdout);
+    expect(fixed["programs on cron's PATH"]).toMatchObject({ status: "ok" });
+    expect(fixed["programs on cron's PATH"].detail).toContain(`resolve on ${path}`);
+  } finally {
+    Bun.spawnSync(["crontab", "-r", "-u", DOCTOR_USER]);
+  }
+});
+
+test("doctor names the tmux server the panes live on when it is not the one cron's tend talks to", async () => {
+  box = new Sandbox();
+  const session = `doctor${process.pid}`;
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "blog"
+[service.check]
+tcp = "127.0.0.1:1"
+[service.restart]
+tmux = "${session}:blog"
+run = "sleep 1000"
+`);
+  // The person's panes: a server under the sandbox's TMUX_TMPDIR (cron's tend would use /tmp's).
+  const started = Bun.spawnSync(["tmux", "new-session", "-d", "-s", session, "sleep 1000"], { env: box.env() });
+  expect(started.exitCode).toBe(0);
+  const rows = rowsOf((await box.tend(["doctor", "--json"])).stdout);
+  const uid = process.getuid!();
+  expect(rows["tmux server"]).toMatchObject({ status: "missing", used: true });
+  expect(rows["tmux server"].detail).toBe(
+    `session ${session} is on ${box.dir}/tmux-${uid}/default, but cron's tend talks to /tmp/tmux-${uid}/default: ` +
+      `it would start a second copy (set TMUX_TMPDIR in the crontab, or run the panes on cron's server)`,
+  );
+  // Looked at from cron's own TMUX_TMPDIR: nothing there yet, and the first pass creates the session.
+  const same = rowsOf((await box.tend(["doctor", "--json"], { env: { TMUX_TMPDIR: "/tmp" } })).stdout);
+  expect(same["tmux server"].detail).toMatch(/^(no server on|\/tmp\/tmux-\d+\/default has no session)/);
 });

@@ -257,6 +257,10 @@ describe("failures: curl -f semantics, retries, nothing lost", () => {
     ).toBe("");
     hook.modes = ["404"];
     await notify("again refused");
+    // Retried and refused again: the retry failed (exit 1), and the letter is back among the dead.
+    const refusedAgain = await notify("--retry-dead");
+    expect(refusedAgain.code).toBe(1);
+    expect(refusedAgain.stderr).toContain("1 refused for good, moved to the dead letters");
     expect((await notify("--drop", "all")).stdout).toBe("dropped 1 message(s)\n");
   });
 

@@ -251,7 +251,33 @@ describe("log freshness check", () => {
     expect(stale.ok).toBe(false);
     expect(stale.detail).toMatch(/^log not written for 5m( \d+s)? \(fresh: 60s\)$/);
     expect((await probe({ kind: "log", path: path + ".missing", freshMs: 60_000, timeoutMs: 1000 })).detail).toEndWith(
-      "ENOENT",
+      ": no such file",
     );
+  });
+
+  test("check.log through the binary: fresh is healthy, a log not written within fresh is a strike", async () => {
+    const sandbox = new Sandbox();
+    try {
+      const log = join(sandbox.dir, "recorder.log");
+      writeFileSync(log, "recording\n");
+      sandbox.writeConfig(`
+[watchdog]
+state_dir = "${sandbox.state}"
+[[service]]
+name = "recorder"
+[service.check]
+log = "${log}"
+fresh = "1m"
+`);
+      await sandbox.tend(["watchdog"]);
+      expect(sandbox.stateOf("recorder").verdict.word).toBe("healthy");
+      utimesSync(log, new Date(Date.now() - 5 * 60_000), new Date(Date.now() - 5 * 60_000));
+      await sandbox.tend(["watchdog"]);
+      expect(sandbox.read("watchdog.log")).toMatch(
+        /\[WARN\] recorder failed health check \(log not written for 5m( \d+s)? \(fresh: 60s\), failure 1\/3\)/,
+      );
+    } finally {
+      sandbox.cleanup();
+    }
   });
 });

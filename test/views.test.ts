@@ -57,7 +57,7 @@ async function serve(): Promise<string> {
   return /serving (http:\/\/\S+?)\/?\s/.exec(said + " ")![1];
 }
 
-test("inside boot_delay the pass skips on purpose: `starting` in status, --json, /api/status, the page and metrics", async () => {
+test("inside boot_delay: `starting` in status, --json, /api/status, the page and metrics", async () => {
   box = new Sandbox();
   const { control, server, url } = controlledServer();
   stops.push(() => server.stop(true));
@@ -87,7 +87,7 @@ test("inside boot_delay the pass skips on purpose: `starting` in status, --json,
   expect(page).not.toContain("failing");
 });
 
-test("inside grace for a process tend did not start: starting (by its own start time), never `failing 1/3`", async () => {
+test("inside grace of a process tend did not start: starting (its own start time), not failing", async () => {
   box = new Sandbox();
   const { control, server, url } = controlledServer();
   stops.push(() => server.stop(true));
@@ -123,7 +123,7 @@ test("--json state is the bare word with strikes beside it; STRIKES and the word
   expect(metrics).toContain('tend_service_strikes{service="api"} 1');
 });
 
-test("a new service whose probe fails now makes status exit 1 (a frozen process no pass has judged is not fine)", async () => {
+test("a new service whose probe fails now: status exits 1 (unjudged and frozen is not fine)", async () => {
   box = new Sandbox();
   const { control, server, url } = controlledServer();
   stops.push(() => server.stop(true));
@@ -136,7 +136,7 @@ test("a new service whose probe fails now makes status exit 1 (a frozen process 
   expect((await box.tend(["watchdog", "status"])).code).toBe(0);
 });
 
-test("`paused until T` after pause --for; resume and reset clear the verdict (new until the next pass); reset is WARN", async () => {
+test("`paused until T` after pause --for; resume and reset clear the verdict; reset is WARN", async () => {
   box = new Sandbox();
   const { server, url } = controlledServer();
   stops.push(() => server.stop(true));
@@ -158,7 +158,7 @@ test("`paused until T` after pause --for; resume and reset clear the verdict (ne
   expect(box.read("watchdog.log")).not.toMatch(/\[START\] api: reset/);
 });
 
-test("restarting only while a restart is verified: after a failed restart it is backoff, after a good one healthy", async () => {
+test("restarting only while verified: backoff after a failed restart, healthy after a good one", async () => {
   box = new Sandbox();
   const { control, server, url } = controlledServer();
   stops.push(() => server.stop(true));
@@ -179,7 +179,7 @@ test("restarting only while a restart is verified: after a failed restart it is 
   expect((await json(["watchdog", "status", "--json"])).report.services[0].state).toBe("healthy");
 });
 
-test("a service the pass cannot judge keeps its last state and says why (status, metrics), never `new` with up 0", async () => {
+test("a service the pass cannot judge keeps its last state and says why, never `new` with up 0", async () => {
   box = new Sandbox();
   const { server, url } = controlledServer();
   stops.push(() => server.stop(true));
@@ -236,7 +236,7 @@ test("status --nagios: OK, WARNING, CRITICAL and UNKNOWN as a Nagios/Icinga/Cons
   expect(unknown.stdout).toMatch(/^TEND UNKNOWN - .*timeout/);
 });
 
-test("each subcommand takes only its own flags: the error names the flag and who takes it (exit 2, nothing done)", async () => {
+test("each subcommand takes only its own flags: the error names the flag and who takes it", async () => {
   box = new Sandbox();
   const { server, url } = controlledServer();
   stops.push(() => server.stop(true));
@@ -258,4 +258,35 @@ test("each subcommand takes only its own flags: the error names the flag and who
   expect(box.read("watchdog.log")).toBe(""); // nothing was done
   expect((await box.tend(["watchdog", "pass", "--dry-run"])).code).toBe(0);
   expect((await box.tend(["watchdog", "status", "--json", "--cached"])).stderr).toBe("");
+});
+
+test("small words: `peers = []` in plan, 1 probe (not 1 probes), histogram labels exact to 0.1 s", async () => {
+  box = new Sandbox();
+  const { server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  expect((await box.tend(["watchdog", "plan"])).stdout).toContain("peers = []");
+  box.writeConfig(
+    serviceConfig(url, {
+      watchdog: `[serve]\npeers = [{ url = "http://127.0.0.1:9/secret-path", token = "peer-token-secret-0123" }]`,
+    }),
+  );
+  const plan = (await box.tend(["watchdog", "plan"])).stdout;
+  expect(plan).toContain('peers = ["http://127.0.0.1:9/… (token …)"]');
+  expect(plan).not.toContain("secret-path");
+  box.writeConfig(serviceConfig(url));
+  await box.tend(["watchdog"]);
+  expect((await box.tend(["watchdog", "stats"])).stdout).toMatch(/^api: 1 probe {2}p50 /);
+
+  const { renderStats } = await import("../lib/views/stats.ts");
+  const plain = { ok: (t: string) => t, bad: (t: string) => t, warn: (t: string) => t, dim: (t: string) => t };
+  const stats = {
+    ...{ name: "api", samples: 9, timeouts: 1, hang_probes: 0, p50_ms: 9000, p90_ms: 11_000, p99_ms: 12_000 },
+    ...{ max_ms: 12_400, timeout_ms: 10_000, warning: null, suggested_timeout_ms: null },
+    histogram: [2500, 5000, 7500, 10_000, 12_500].map((upper) => [upper, 2] as [number, number]),
+  };
+  const drawn = renderStats([stats], { paint: plain, pictures: true });
+  expect(drawn).toContain("10s-12.5s │");
+  expect(drawn).toContain("2.5s-5s │");
+  expect(drawn).not.toContain("13s");
 });

@@ -28,6 +28,7 @@ export const command = defineCheck<CommandCheck>({
     const how = result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
     return finish(false, `${how}${said ? `: ${said}` : ""}`);
   },
+  programs: (check) => [check.argv[0]],
   describe: (check) => `command ${check.argv[0]}, timeout ${humanDuration(check.timeoutMs)}`,
   plan: (check, shown) => ({ "check.command": shown.argv(check.argv) }),
 });

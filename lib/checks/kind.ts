@@ -2,6 +2,7 @@ import type { ReadContext, ServiceConfig } from "../config/types.ts";
 import type { Reader } from "../config/reader.ts";
 import type { Shown } from "../core/redact.ts";
 import type { ProcInfo } from "../os/proc.ts";
+import type { DoctorRow } from "../restarts/kind.ts";
 
 /** What a check's config holds at the least; each kind adds its own fields. */
 export interface CheckConfig {
@@ -44,6 +45,11 @@ export interface CheckKind<C extends CheckConfig = CheckConfig> {
   describe(check: C, service: ServiceConfig): string;
   /** Its `check.*` lines of `watchdog plan`. */
   plan(check: C, shown: Shown): Record<string, unknown>;
+  /** Programs it runs itself (from PATH; not the operator's argv). A kind that runs any has a doctor row. */
+  tools?: string[];
+  /** The operator's programs the check names (an argv's first word): doctor resolves them on cron's PATH. */
+  programs?(check: C): string[];
+  doctor?: DoctorRow;
 }
 
 /** A kind typed for its own config, stored in the registry under the common type. */

@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { formatDuration, humanDuration } from "../core/duration.ts";
+import { inWords } from "../os/files.ts";
 import { defineCheck, stopwatch } from "./kind.ts";
 
 export type LogCheck = {
@@ -28,7 +29,7 @@ export const log = defineCheck<LogCheck>({
     try {
       modified = statSync(check.path).mtimeMs;
     } catch (error) {
-      return finish(false, `${check.path}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+      return finish(false, `${check.path}: ${inWords(error)}`); // in words: "no such file", not ENOENT
     }
     const age = Math.max(0, now - modified);
     if (age > check.freshMs) {

@@ -28,7 +28,8 @@ export function renderPlan(config: Config, shown: Shown = HIDDEN): string {
       {
         listen: config.serve.listen,
         token: config.serve.token ? shown.value(config.serve.token) : "",
-        peers: config.serve.peers.map((peer) => shown.url(peer.url) + (peer.token ? " (token …)" : "")).join(", "),
+        // A list, shown as one: `peers = []`, never `peers = ""`.
+        peers: config.serve.peers.map((peer) => shown.url(peer.url) + (peer.token ? " (token …)" : "")),
       },
     ],
     [

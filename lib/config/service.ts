@@ -4,7 +4,7 @@ import { nearest } from "../core/nearest.ts";
 import { parseSize, SIZE_HINT } from "../core/size.ts";
 import { TMUX_TARGET } from "../os/tmux.ts";
 import { statePaths } from "../state/dir.ts";
-import { RESTARTS } from "../restarts/index.ts";
+import { impliedSource, RESTARTS } from "../restarts/index.ts";
 import type { RestartConfig } from "../restarts/kind.ts";
 import { Reader, show } from "./reader.ts";
 import type { BusyConfig, MemoryConfig, ReadContext, ServiceConfig, Tunables } from "./types.ts";
@@ -121,12 +121,13 @@ export function readService(
   }
   table.finish(SERVICE_KEYS);
   if (!name || !check || (restartTable && !restart)) return undefined;
+  const implied = impliedSource(restart ?? null);
   return {
     name,
     enabled,
     pidfile: pidfile ? inState(pidfile) : null,
-    // restart.tmux alone makes its pane the pid source: a pane whose process is gone is started at once.
-    tmux: tmux ?? (restart?.kind === "tmux" && sources.length === 0 ? String(restart.target) : null),
+    // A restart kind may imply a pid source (restart.tmux alone makes its pane one).
+    tmux: tmux ?? (implied && "tmux" in implied && sources.length === 0 ? implied.tmux : null),
     unit: unit ?? null,
     launchd: launchd ?? null,
     check,

@@ -1,7 +1,7 @@
 import type { ProbeResult } from "../checks/kind.ts";
 import type { ServiceConfig } from "../config/types.ts";
 import { remember, LATENCY_HISTORY, OUTAGE_HISTORY, type LatencySample, type ServiceState } from "./state.ts";
-import { humanDuration } from "./duration.ts";
+import { counted, humanDuration } from "./duration.ts";
 import { appendSample } from "./latency.ts";
 import { downtimeLine, type Downtime, type LogLine } from "./events.ts";
 import { judgeMemory, RSS_HISTORY } from "./memory.ts";
@@ -90,7 +90,7 @@ const MEMORY_WARN_EVERY_MS = 60 * 60_000;
 const WARNING_EVERY_MS = 24 * 60 * 60_000;
 const GAP_HISTORY = 100;
 
-const checks = (count: number) => `${count} check${count === 1 ? "" : "s"}`;
+const checks = (count: number) => counted(count, "check");
 const clock = (ms: number) => localStamp(new Date(ms)).slice(11);
 
 /**

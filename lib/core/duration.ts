@@ -25,6 +25,12 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
+/** A latency as a chart labels it, exact to 0.1 s: 250ms, 2.5s, 12.5s (never 13s for 12.5 s). */
+export const latencyLabel = (ms: number) => (ms < 1000 ? `${Math.round(ms)}ms` : `${+(ms / 1000).toFixed(1)}s`);
+
+/** "1 probe", "3 probes": a count with its noun. */
+export const counted = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
+
 /** Human form for log lines: 3.2s, 42s, 12m 5s, 1h, 2d 3h (two largest units). */
 export function humanDuration(ms: number): string {
   if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;

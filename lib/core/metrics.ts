@@ -6,7 +6,7 @@ const METRICS = [
   [
     "tend_service_up",
     "gauge",
-    "1 unless the pass judged the service down (failing, waiting, restarting, backoff, given-up); watched services only",
+    "1 unless the pass judged the service down (failing, waiting, restarting, backoff, given-up); watched only",
   ],
   ["tend_service_state", "gauge", "1 for the service's current state"],
   ["tend_service_strikes", "gauge", "consecutive failed probes"],

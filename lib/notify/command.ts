@@ -31,9 +31,14 @@ export const deliveryOptions = (config: Config, channel: Channel | null) => ({
 });
 
 /** `notify --flush`: the spool, each message to its own destination (no configured URL needed). */
-export async function flush(config: Config, channel: Channel | null): Promise<Said> {
+export async function flush(
+  config: Config,
+  channel: Channel | null,
+  { refusedFails = false }: { refusedFails?: boolean } = {},
+): Promise<Said> {
   const report = await deliver([], deliveryOptions(config, channel));
-  const said: Said = { out: [], err: [], code: report.waiting ? 1 : 0 };
+  // --retry-dead: a dead letter refused again is that operation failing (exit 1), not a flush that went well.
+  const said: Said = { out: [], err: [], code: report.waiting || (refusedFails && report.buried) ? 1 : 0 };
   if (report.flushed) said.out.push(`flushed ${report.flushed} spooled message(s)`);
   if (report.buried) said.err.push(`notify: ${report.buried} refused for good, moved to the dead letters`);
   if (report.waiting) said.err.push(`notify: ${report.waiting} message(s) still spooled: ${report.failure}`);

@@ -92,8 +92,25 @@ export function otherWatchdogs(lines: string[], pattern: string | null): string[
   );
 }
 
+/** tend's own lines in a crontab (the exact marker install writes). */
+export const tendCronLines = (lines: string[]) => lines.filter((line) => line.trimEnd().endsWith(CRON_MARK));
+
+/**
+ * The environment cron gives the tend line: its PATH (cron's default /usr/bin:/bin, or the last
+ * PATH= line above it) and TMUX_TMPDIR when the crontab sets it.
+ */
+export function cronEnvironment(lines: string[]): { PATH: string; TMUX_TMPDIR: string | null } {
+  const env: { PATH: string; TMUX_TMPDIR: string | null } = { PATH: "/usr/bin:/bin", TMUX_TMPDIR: null };
+  for (const line of lines) {
+    if (line.trimEnd().endsWith(CRON_MARK)) break;
+    const assignment = /^\s*(PATH|TMUX_TMPDIR)\s*=\s*"?([^"]*)"?\s*$/.exec(line);
+    if (assignment) env[assignment[1] as "PATH" | "TMUX_TMPDIR"] = assignment[2];
+  }
+  return env;
+}
+
 /** The user's crontab lines ([] when there is none). */
-async function crontabLines(): Promise<string[]> {
+export async function crontabLines(): Promise<string[]> {
   const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000 });
   if (current.error) throw new TendError(`crontab: ${current.error} (install cron)`, 1);
   // `crontab -l` exits 1 with "no crontab for USER" when there is none yet.

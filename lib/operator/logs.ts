@@ -6,7 +6,7 @@ import { inWords } from "../os/files.ts";
 import { launchdDomain } from "../os/launchd.ts";
 import { runCommand, saidBy } from "../os/run.ts";
 import { exactWindow, parseTarget } from "../os/tmux.ts";
-import { serviceUnit } from "../restarts/index.ts";
+import { outputOf } from "../restarts/index.ts";
 import { serviceNamed } from "./operate.ts";
 
 export interface LogsOptions {
@@ -19,26 +19,23 @@ export interface LogsOptions {
   until?: () => boolean;
 }
 
-/** Where a service's own output is, from its restart backend or pid source. */
+/** What this file reads: a file, a tmux pane's scrollback, a unit's journal (a launchd job's is its file). */
 type Source = { file: string } | { pane: string } | { unit: string };
 
+/** Where a service's own output is: its restart kind says (outputOf), else its pid source. */
 async function sourceOf(config: Config, name: string): Promise<Source> {
-  const service = serviceNamed(config, name);
-  const action = service.restart;
-  if (action?.kind === "spawn") return { file: String(action.output) };
-  const pane = service.tmux ?? (action?.kind === "tmux" ? String(action.target) : null);
-  if (pane) return { pane };
-  const unit = serviceUnit(service);
-  if (unit) return { unit };
-  const label = service.launchd ?? (action?.kind === "launchd" ? String(action.label) : null);
-  if (label) {
-    const shown = await runCommand(["launchctl", "print", `${launchdDomain()}/${label}`], { timeoutMs: 10_000 });
-    const path = /^\s*stdout path = (.+)$/m.exec(shown.stdout)?.[1]?.trim();
-    if (!path)
-      throw new TendError(`${name}: launchd job ${label} has no StandardOutPath (${saidBy(shown) || "none set"})`, 1);
-    return { file: path };
-  }
-  throw usageError(`${name} has no output tend knows of (restart.spawn output, a tmux pane, a unit or a launchd job)`);
+  const source = outputOf(serviceNamed(config, name));
+  if (!source)
+    throw usageError(
+      `${name} has no output tend knows of (restart.spawn output, a tmux pane, a unit or a launchd job)`,
+    );
+  if (!("launchd" in source)) return source;
+  const label = source.launchd;
+  const shown = await runCommand(["launchctl", "print", `${launchdDomain()}/${label}`], { timeoutMs: 10_000 });
+  const path = /^\s*stdout path = (.+)$/m.exec(shown.stdout)?.[1]?.trim();
+  if (!path)
+    throw new TendError(`${name}: launchd job ${label} has no StandardOutPath (${saidBy(shown) || "none set"})`, 1);
+  return { file: path };
 }
 
 const BLOCK = 64 * 1024;

@@ -23,5 +23,8 @@ export const command = defineRestart<CommandRestart>({
       `command ${redactArgv(action.argv).join(" ")}`,
     ),
   describe: (action) => `command ${shortArgv(action.argv)}`,
+  // The argv's own program is the operator's: doctor resolves it on cron's PATH.
+  tools: [],
+  programs: (action) => [action.argv[0]],
   plan: (action, shown) => ({ "restart.command": shown.argv(action.argv) }),
 });

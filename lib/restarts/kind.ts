@@ -27,9 +27,33 @@ export interface RestartContext {
   env: Record<string, string | undefined>;
 }
 
+/** A service-level pid source key that names the same backend as a restart kind (`tmux =`, `unit =`, `launchd =`). */
+export type SourceKey = "tmux" | "unit" | "launchd";
+
+/** Where a service's main PID comes from when the service names no source of its own. */
+export type ImpliedSource = { tmux: string } | { unit: string };
+
+/** Where a service's own output is, for `watchdog logs`. */
+export type OutputSource = { file: string } | { pane: string } | { unit: string } | { launchd: string };
+
+/** What `tend doctor` asks a tool: its exit code and first line (zx, loaded by doctor only). */
+export type ToolProbe = (command: string, ...args: string[]) => Promise<{ code: number; said: string }>;
+
+/** A row of `tend doctor` for what a kind needs from the host. */
+export interface DoctorRow {
+  name: string;
+  /** What does not work without it. */
+  affects: string;
+  check(
+    probe: ToolProbe,
+    env: Record<string, string | undefined>,
+  ): Promise<{ status: "ok" | "missing" | "limited"; detail: string }>;
+}
+
 /**
  * One restart kind: the keys it takes in [service.restart], how it reads them, how it restarts,
- * and how it reads in a log line and in `watchdog plan`.
+ * and how it reads in a log line and in `watchdog plan`; and what it owns beside the restart:
+ * the pid source it implies, where the service's output is, the programs it runs and its doctor row.
  */
 export interface RestartKind<A extends RestartConfig = RestartConfig> {
   kind: A["kind"];
@@ -43,8 +67,20 @@ export interface RestartKind<A extends RestartConfig = RestartConfig> {
   plan(action: A, shown: Shown): Record<string, unknown>;
   /** tend writes the service's pidfile, so the service must name one. */
   needsPidfile?: boolean;
-  /** The systemd unit whose state (inactive, failed) a pass reads before restarting. */
-  unit?(action: A): string;
+  /**
+   * The pid source the action implies when the service names none: restart.tmux alone makes its
+   * pane one; restart.systemd's unit is where a pass reads ActiveState and NRestarts.
+   */
+  pidSource?(action: A): ImpliedSource;
+  /** The service-level key of the same backend: a service with it needs this kind's tools too. */
+  sourceKey?: SourceKey;
+  /** Where the service's own output is (`watchdog logs`). */
+  output?(action: A): OutputSource;
+  /** Programs it runs (from PATH). A kind that runs any has a doctor row. */
+  tools: string[];
+  /** The operator's programs the action names (an argv's first word): doctor resolves them on cron's PATH. */
+  programs?(action: A): string[];
+  doctor?: DoctorRow;
   /** `watchdog stop`: stop the service its backend's way. Without it the kind cannot stop one. */
   stop?(service: ServiceConfig, action: A, context: RestartContext): Promise<RestartResult>;
 }

@@ -46,6 +46,7 @@ export function managerRestart<K extends string, F extends string>(
       return name ? ({ kind, [field]: name } as Action) : undefined;
     },
     restart: (service, action) => runAction(argv(action[field]), describe(action), service),
+    tools: [argv("")[0]],
     describe,
     plan: (action) => ({ [`restart.${kind}`]: action[field] }),
   });

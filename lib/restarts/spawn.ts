@@ -60,7 +60,7 @@ export const spawn = defineRestart<SpawnRestart>({
         // The child records its own PID (atomically) before it becomes the service: if the watchdog
         // is killed right after the spawn, the pidfile still names the process, never an orphan.
         const suffix = Buffer.from(crypto.getRandomValues(new Uint8Array(9))).toString("base64url");
-        child = Bun.spawn(["/bin/sh", "-c", RECORD_SELF, pidfile, suffix, ...action.argv], {
+        child = Bun.spawn(["sh", "-c", RECORD_SELF, pidfile, suffix, ...action.argv], {
           cwd: action.cwd ?? undefined,
           env: { ...env, ...action.env } as Record<string, string>,
           stdin: "ignore",
@@ -93,6 +93,20 @@ export const spawn = defineRestart<SpawnRestart>({
   },
   stop: (service, _action, context) => stopCurrent(service, context),
   describe: (action) => `spawn ${shortArgv(action.argv)}`,
+  output: (action) => ({ file: action.output }),
+  programs: (action) => [action.argv[0]],
+  // sh from PATH (Termux: $PREFIX/bin/sh; Android's /bin/sh is mksh): it records the PID, then execs the argv.
+  tools: ["sh"],
+  doctor: {
+    name: "sh (restart.spawn)",
+    affects: "restart.spawn: the shell that writes the pidfile and execs the service",
+    async check(probe, env) {
+      const found = await probe("sh", "-c", "command -v sh");
+      return found.code === 0
+        ? { status: "ok", detail: found.said }
+        : { status: "missing", detail: `no sh on PATH (${oneLine(env.PATH ?? "no PATH", 80)})` };
+    },
+  },
   plan: (action, shown) => ({
     "restart.spawn": shown.argv(action.argv),
     "restart.cwd": action.cwd,

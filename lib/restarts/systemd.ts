@@ -1,10 +1,31 @@
 import type { ServiceConfig } from "../config/types.ts";
+import type { DoctorRow } from "./kind.ts";
 import { managerRestart, runAction } from "./run-action.ts";
+
+const doctor: DoctorRow = {
+  name: "systemctl",
+  affects: "restart.systemd, unit pid sources, NRestarts tracking, install systemd (--user needs the user bus)",
+  async check(probe) {
+    const systemctl = await probe("systemctl", "show", "-p", "Version", "--value");
+    if (systemctl.code !== 0)
+      return { status: "missing", detail: systemctl.code === 127 ? "not found" : systemctl.said };
+    const userBus = await probe("systemctl", "--user", "show", "-p", "Version", "--value");
+    const system = `systemd ${systemctl.said}`;
+    return userBus.code === 0
+      ? { status: "ok", detail: system }
+      : { status: "limited", detail: `${system}; no user bus (${userBus.said})` };
+  },
+};
 
 /** `systemctl restart UNIT`; the pass leaves an inactive unit alone and only reports a failed one. */
 export const systemd = {
   ...managerRestart("systemd", "unit", (unit) => ["systemctl", "restart", "--", unit]),
-  unit: (action: { unit: string }) => action.unit,
+  // The unit whose ActiveState (inactive, failed) and NRestarts a pass reads; its journal is the output.
+  pidSource: (action: { unit: string }) => ({ unit: action.unit }),
+  sourceKey: "unit" as const,
+  output: (action: { unit: string }) => ({ unit: action.unit }),
+  tools: ["systemctl", "journalctl"],
+  doctor,
   stop: (service: ServiceConfig, action: { unit: string }) =>
     runAction(["systemctl", "stop", "--", action.unit], `systemctl stop ${action.unit}`, service),
 };

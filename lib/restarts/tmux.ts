@@ -9,6 +9,22 @@ export type TmuxRestart = {
   run: string;
 };
 
+const SHELL_WORDS = new Set(["cd", "exec", "export", "set", "source", ".", "eval", "test", "[", "true", "false", ":"]);
+const SHELL_WORDS_ALSO = new Set(["if", "then", "else", "fi", "for", "while", "do", "done", "echo", "printf", "read"]);
+
+/** The programs a shell command line (tmux `run`) starts: each segment's first word, past builtins and VAR=. */
+function shellPrograms(line: string): string[] {
+  return line.split(/&&|\|\||[;|]/).flatMap((segment) => {
+    const words = segment
+      .trim()
+      .split(/\s+/)
+      .filter((word) => !/^\w+=/.test(word));
+    while (words[0] === "exec" || words[0] === "nohup") words.shift();
+    const first = words[0];
+    return first && !SHELL_WORDS.has(first) && !SHELL_WORDS_ALSO.has(first) && !/[$`'"(){}]/.test(first) ? [first] : [];
+  });
+}
+
 /** `tmux respawn-pane -k -t TARGET RUN`; creates the session or window when missing. */
 export const tmux = defineRestart<TmuxRestart>({
   kind: "tmux",
@@ -32,6 +48,20 @@ export const tmux = defineRestart<TmuxRestart>({
   },
   // The pane's process; `watchdog start` respawns the pane (or recreates its window).
   stop: (service, _action, context) => stopCurrent(service, context),
+  // restart.tmux alone makes the pane the pid source: a pane whose process is gone is started at once.
+  pidSource: (action) => ({ tmux: action.target }),
+  sourceKey: "tmux",
+  output: (action) => ({ pane: action.target }),
+  programs: (action) => shellPrograms(action.run),
+  tools: ["tmux"],
+  doctor: {
+    name: "tmux",
+    affects: "restart.tmux, tmux pid sources, safe-kill tmux:TARGET, watchdog logs of a pane",
+    async check(probe) {
+      const tmux = await probe("tmux", "-V");
+      return tmux.code === 0 ? { status: "ok", detail: tmux.said } : { status: "missing", detail: "not found" };
+    },
+  },
   describe: (action) => `tmux respawn-pane ${action.target}`,
   plan: (action, shown) => ({
     "restart.tmux": action.target,

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:net";
 import type { Config } from "../config/types.ts";
@@ -8,6 +8,10 @@ import { inWords } from "../os/files.ts";
 import { networkReason } from "../os/net.ts";
 import { flockAvailable } from "../os/lock.ts";
 import { readProc } from "../os/proc.ts";
+import { runCommand } from "../os/run.ts";
+import { crontabLines, cronEnvironment, tendCronLines } from "../operator/install.ts";
+import { checkKind } from "../checks/index.ts";
+import { kindsUsedBy, restartKind, RESTARTS } from "../restarts/index.ts";
 
 export type Health = "ok" | "missing" | "limited";
 
@@ -98,50 +102,41 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     used: uses(config, (service) => service.busy?.port != null),
   });
 
-  const tmux = await probe("tmux", "-V");
-  add({
-    name: "tmux",
-    status: tmux.code === 0 ? "ok" : "missing",
-    detail: tmux.code === 0 ? tmux.said : "not found",
-    affects: "restart.tmux, tmux pid sources, safe-kill tmux:TARGET",
-    used: uses(config, (service) => service.tmux !== null || service.restart?.kind === "tmux"),
-  });
-
-  const systemctl = await probe("systemctl", "show", "-p", "Version", "--value");
-  const userBus = systemctl.code === 0 ? await probe("systemctl", "--user", "show", "-p", "Version", "--value") : null;
-  const system =
-    systemctl.code === 0 ? `systemd ${systemctl.said}` : systemctl.code === 127 ? "not found" : systemctl.said;
-  add({
-    name: "systemctl",
-    status: systemctl.code === 0 ? (userBus?.code === 0 ? "ok" : "limited") : "missing",
-    detail: systemctl.code === 0 && userBus?.code !== 0 ? `${system}; no user bus (${userBus?.said})` : system,
-    affects: "restart.systemd, unit pid sources, NRestarts tracking, install systemd (--user needs the user bus)",
-    used: uses(config, (service) => service.unit !== null || service.restart?.kind === "systemd"),
-  });
-
-  const launchctl = process.platform === "darwin" ? await probe("launchctl", "version") : { code: 127, said: "" };
-  add({
-    name: "launchctl",
-    status: launchctl.code === 0 ? "ok" : "missing",
-    detail: launchctl.code === 0 ? launchctl.said : "not macOS",
-    affects: "restart.launchd, launchd pid sources, install launchd",
-    used: uses(config, (service) => service.launchd !== null || service.restart?.kind === "launchd"),
-  });
+  // What each restart kind needs from the host: its own row (tmux, systemctl, launchctl, sh ...).
+  const seen = new Set<string>();
+  for (const kind of Object.values(RESTARTS)) {
+    if (!kind.doctor || seen.has(kind.doctor.name)) continue;
+    seen.add(kind.doctor.name);
+    const found = await kind.doctor.check(probe, env);
+    const used = services.some((service) =>
+      kindsUsedBy(service).some((other) => other.doctor?.name === kind.doctor!.name),
+    );
+    add({ name: kind.doctor.name, ...found, affects: kind.doctor.affects, used });
+  }
 
   const crontab = await probe("crontab", "-l");
   const hasCrontab = crontab.code === 0 || /no crontab/i.test(crontab.said);
+  const lines = hasCrontab ? await crontabLines().catch(() => []) : [];
+  const installed = tendCronLines(lines).length > 0;
   const daemon = cronDaemon();
   add({
     name: "cron",
-    status: hasCrontab ? (daemon ? "ok" : "limited") : "missing",
-    detail: hasCrontab
-      ? daemon
-        ? `crontab; daemon ${daemon} running`
-        : "crontab, but no cron daemon runs"
-      : "no crontab",
-    affects: "install cron: without a running daemon the line is never run",
-    used: false,
+    status: hasCrontab && daemon && installed ? "ok" : hasCrontab ? "limited" : "missing",
+    detail: !hasCrontab
+      ? "no crontab"
+      : [
+          daemon ? `daemon ${daemon} running` : "no cron daemon runs",
+          installed ? "tend line installed" : "no tend line in the crontab (watchdog install cron --write)",
+        ].join("; "),
+    affects: "install cron: without a running daemon and a tend line, no pass runs from cron",
+    used: installed,
   });
+  if (config) {
+    const cronEnv = cronEnvironment(lines);
+    add(programsRow(config, cronEnv.PATH, installed));
+    const panes = tmuxRow(config, env, cronEnv.TMUX_TMPDIR);
+    if (panes) add(await panes);
+  }
 
   const termux = Boolean(env.PREFIX?.includes("com.termux")) || existsSync("/data/data/com.termux");
   const bootDir = join(env.HOME ?? "", ".termux", "boot");
@@ -152,7 +147,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     detail: !termux
       ? "not Termux"
       : `${existsSync(bootDir) ? bootDir : "no ~/.termux/boot (install Termux:Boot, open it once)"}; ` +
-        `termux-wake-lock ${wakeLock.code === 127 ? "missing (pkg install termux-api)" : "found"}`,
+        `termux-wake-lock ${wakeLock.code === 127 ? "missing (termux-tools ships it: is $PREFIX/bin on PATH?)" : "found"}`,
     affects: "install termux-boot: the loop starts at boot and keeps a wake lock",
     used: false,
   });
@@ -223,6 +218,95 @@ async function notifyRow(config: Config, sendTest?: DoctorOptions["sendTest"]): 
     detail: reached === null ? `${redactUrl(url)} reachable (--send-test sends one)` : `${redactUrl(url)}: ${reached}`,
     used: true,
   };
+}
+
+/**
+ * The programs the configuration runs (spawn, run, command and check argv, and each kind's tools),
+ * resolved on the PATH cron gives: `python3` found in an interactive shell may not be there.
+ */
+function programsRow(config: Config, cronPath: string, installed: boolean): Capability {
+  const wanted = new Map<string, string[]>();
+  const want = (program: string | undefined, why: string) => {
+    if (!program) return;
+    wanted.set(program, [...(wanted.get(program) ?? []), why]);
+  };
+  for (const service of config.services) {
+    const action = service.restart;
+    for (const program of (action && restartKind(action).programs?.(action)) || [])
+      want(program, `${service.name}: restart.${action!.kind}`);
+    for (const program of checkKind(service.check).programs?.(service.check) ?? [])
+      want(program, `${service.name}: check.${service.check.kind}`);
+    for (const kind of kindsUsedBy(service)) for (const tool of kind.tools) want(tool, `${service.name}: ${kind.kind}`);
+  }
+  const missing = [...wanted].flatMap(([program, uses]) => {
+    if (resolveOn(program, cronPath)) return [];
+    const elsewhere = resolveOn(program, process.env.PATH ?? "");
+    const hint = elsewhere ? ` (here it is ${elsewhere}: give the full path or set PATH= in the crontab)` : "";
+    return [`${program} (${uses[0]}) is not on cron's PATH ${cronPath}${hint}`];
+  });
+  return {
+    name: "programs on cron's PATH",
+    status: missing.length ? (installed ? "missing" : "limited") : "ok",
+    detail: missing.length ? missing.join("; ") : `${wanted.size} program(s) resolve on ${cronPath}`,
+    affects: "restarts and checks run from cron: a program cron cannot find fails every time",
+    used: wanted.size > 0,
+  };
+}
+
+/** The full path `program` resolves to on `path` (an absolute one: itself, if executable), or null. */
+function resolveOn(program: string, path: string): string | null {
+  const candidates = program.includes("/")
+    ? [program]
+    : path
+        .split(":")
+        .filter(Boolean)
+        .map((dir) => join(dir, program));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {}
+  }
+  return null;
+}
+
+/**
+ * The tmux server the configuration's panes live on, as cron's tend reaches it: the default socket
+ * under TMUX_TMPDIR (the crontab's, else /tmp). A person's panes on another server (their own
+ * TMUX_TMPDIR, or inside tmux) would make cron's tend start a second copy of each.
+ */
+function tmuxRow(config: Config, env: Record<string, string | undefined>, cronTmpdir: string | null) {
+  const sessions = [
+    ...new Set(config.services.flatMap((service) => (service.tmux ? [service.tmux.split(":")[0]] : []))),
+  ];
+  if (!sessions.length) return null;
+  const uid = process.getuid?.() ?? 0;
+  const socketIn = (tmpdir: string) => join(tmpdir, `tmux-${uid}`, "default");
+  const cronSocket = socketIn(cronTmpdir || "/tmp");
+  const mine = env.TMUX?.split(",")[0] || socketIn(env.TMUX_TMPDIR || "/tmp");
+  return (async () => {
+    const row = { name: "tmux server", affects: "restart.tmux and tmux pid sources from cron", used: true };
+    const listed = (socket: string) =>
+      runCommand(["tmux", "-S", socket, "list-sessions", "-F", "#{session_name}"], { timeoutMs: 5000 }).then(
+        (result) => (result.exitCode === 0 ? result.stdout.split("\n").filter(Boolean) : null),
+      );
+    const onCron = await listed(cronSocket);
+    const absent = sessions.filter((session) => !onCron?.includes(session));
+    if (!absent.length)
+      return { ...row, status: "ok" as const, detail: `${cronSocket}: sessions ${sessions.join(", ")}` };
+    const onMine = mine !== cronSocket ? await listed(mine) : null;
+    const elsewhere = absent.filter((session) => onMine?.includes(session));
+    if (elsewhere.length)
+      return {
+        ...row,
+        status: "missing" as const,
+        detail:
+          `session ${elsewhere.join(", ")} is on ${mine}, but cron's tend talks to ${cronSocket}: ` +
+          `it would start a second copy (set TMUX_TMPDIR in the crontab, or run the panes on cron's server)`,
+      };
+    const server = onCron ? `${cronSocket} has no session ${absent.join(", ")}` : `no server on ${cronSocket} yet`;
+    return { ...row, status: "ok" as const, detail: `${server}: the first pass creates it` };
+  })();
 }
 
 /** A running cron daemon's name, from /proc. */

@@ -1,3 +1,4 @@
+import { counted, latencyLabel } from "../core/duration.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import { STATE_WORDS as KNOWN_WORDS } from "../core/verdict.ts";
 import { rowIsCalm } from "./status.ts";
@@ -46,7 +47,7 @@ const ago = (iso: string | null, now: number) => {
       ? `${Math.round(seconds / 60)} min ago`
       : `${Math.round(seconds / 3600)} h ago`;
 };
-const ms = (value: number) => (value >= 1000 ? `${+(value / 1000).toFixed(1)}s` : `${Math.round(value)}ms`);
+const ms = latencyLabel;
 
 // Shape as well as colour: up is a low bar, degraded a middle one, down the full height, no data an outline.
 const CELL: Record<Cell, { height: number; word: string }> = {
@@ -95,7 +96,7 @@ function histogram(stats: ServiceStats): string {
     `${bars.join("")}<line class="timeout" x1="${line}" x2="${line}" y1="0" y2="62"/>` +
     `<text x="${Math.min(Number(line), 200)}" y="74">timeout ${ms(stats.timeout_ms)}</text></svg>` +
     `<p class="muted">p50 ${stats.p50_ms === null ? "-" : ms(stats.p50_ms)} · p99 ` +
-    `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · ${stats.samples} probes, ${stats.timeouts} timeouts</p>` +
+    `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · ${counted(stats.samples, "probe")}, ${counted(stats.timeouts, "timeout")}</p>` +
     (stats.warning ? `<p class="warn">⚠ ${html(stats.warning)}</p>` : "")
   );
 }

@@ -1,6 +1,6 @@
 import { watchedServices } from "./watched.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
-import { humanDuration } from "../core/duration.ts";
+import { counted, humanDuration, latencyLabel } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { parseSamples } from "../core/latency.ts";
 import { stateReader, type StateReader } from "../state/service.ts";
@@ -63,7 +63,7 @@ export function serviceStats(
     suggested = suggest(p99, max);
     warning =
       `${service.name}: timeout ${humanDuration(timeoutMs)} is below the observed p99 ` +
-      `(${timeouts} of ${values.length} probes timed out): it cuts into normal latency; ` +
+      `(${timeouts} of ${counted(values.length, "probe")} timed out): it cuts into normal latency; ` +
       `consider timeout = "${suggested / 1000}s" and failures >= 3`;
   }
   const top = Math.max(timeoutMs * 1.25, max ?? 0, 1);
@@ -115,9 +115,9 @@ export function renderStats(stats: ServiceStats[], { paint, pictures }: { paint:
   const out: string[] = [];
   for (const s of stats) {
     out.push(
-      `${s.name}: ${s.samples} probes  p50 ${ms(s.p50_ms)}  p90 ${ms(s.p90_ms)}  p99 ${ms(s.p99_ms)}  ` +
+      `${s.name}: ${counted(s.samples, "probe")}  p50 ${ms(s.p50_ms)}  p90 ${ms(s.p90_ms)}  p99 ${ms(s.p99_ms)}  ` +
         `max ${ms(s.max_ms)}  timeouts ${s.timeouts}  (timeout ${ms(s.timeout_ms)})` +
-        (s.hang_probes ? `; ${s.hang_probes} probes inside outages that ended in a restart left out` : ""),
+        (s.hang_probes ? `; ${counted(s.hang_probes, "probe")} inside outages that ended in a restart left out` : ""),
     );
     if (s.warning) out.push(paint.bad(`WARN ${s.warning}`));
     if (pictures && s.samples) out.push(...histogram(s, paint), "");
@@ -128,7 +128,7 @@ export function renderStats(stats: ServiceStats[], { paint, pictures }: { paint:
 /** Bars per latency bucket; the configured timeout drawn as a line where it cuts the distribution. */
 function histogram(s: ServiceStats, paint: Paint): string[] {
   const peak = Math.max(...s.histogram.map(([, count]) => count), 1);
-  const label = (upper: number, width: number) => `${ms(upper - width)}-${ms(upper)}`.padStart(13);
+  const label = (upper: number, width: number) => `${latencyLabel(upper - width)}-${latencyLabel(upper)}`.padStart(13);
   const width = s.histogram[0]?.[0] ?? 1;
   const lines: string[] = [];
   let marked = false;
