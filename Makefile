@@ -50,14 +50,14 @@ fmt: node_modules/.installed
 	node_modules/.bin/prettier --write $$(git ls-files --cached --others --exclude-standard '*.ts')
 
 # What the tests run besides node/npm: installed with apt when root, else named in one line.
-TEST_TOOLS := chromium:chromium tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace
+TEST_TOOLS := chromium:chromium tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit
 test-deps:
 	@missing=""; for pair in $(TEST_TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "== apt-get install$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 	  else echo "make test needs:$$missing (as root: apt-get install$$missing)"; exit 1; fi; fi
 
 test: test-deps build/tend typecheck build/tools/promtool build/tools/alertmanager

@@ -25,6 +25,7 @@ const SERVICE: ServiceConfig = {
   tmux: null,
   unit: null,
   launchd: null,
+  runit: null,
   check: {
     kind: "http",
     url: "http://127.0.0.1:8080/",
@@ -364,6 +365,15 @@ const ROWS: Row[] = [
   {
     name: "an inactive unit was stopped on purpose: skipped, never started",
     facts: { unit: { name: "blog.service", activeState: "inactive", nRestarts: 0 } },
+    kind: "skip",
+    word: "stopped",
+    reason: "stopped",
+  },
+  {
+    name: "runit says the service is down on purpose (sv down): skipped, never started, even with its process gone",
+    service: { restart: { kind: "runit", service: "blog", dir: "/etc/service/blog" } },
+    state: { lastHealthyAt: NOW - 5 * MIN },
+    facts: { stopped: "runit service /etc/service/blog is down on purpose", process: { ...GONE, supervised: true } },
     kind: "skip",
     word: "stopped",
     reason: "stopped",

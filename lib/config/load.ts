@@ -105,7 +105,7 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
     errors.push(`service: must be an array of tables ([[service]] blocks)`);
   } else {
     slots = ((serviceList as Table[] | undefined) ?? []).map((table, index) =>
-      readService(new Reader(table, `service[${index}]`, errors), defaults, inState, watchdog.stateDir),
+      readService(new Reader(table, `service[${index}]`, errors), defaults, inState, watchdog.stateDir, env),
     );
   }
   root.finish(["watchdog", "notify", "serve", "defaults", "service"]);

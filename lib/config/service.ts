@@ -7,7 +7,7 @@ import { statePaths } from "../state/dir.ts";
 import { impliedSource, RESTARTS } from "../restarts/index.ts";
 import type { RestartConfig } from "../restarts/kind.ts";
 import { Reader, show } from "./reader.ts";
-import type { BusyConfig, MemoryConfig, ReadContext, ServiceConfig, Tunables } from "./types.ts";
+import type { BusyConfig, Env, MemoryConfig, ReadContext, ServiceConfig, Tunables } from "./types.ts";
 
 /** 1-64 of [A-Za-z0-9_.@-], not starting with - or . (never an option, never a hidden file). */
 export const SERVICE_NAME = /^[A-Za-z0-9_@][A-Za-z0-9_.@-]{0,63}$/;
@@ -69,6 +69,7 @@ export function readService(
   defaults: Tunables,
   inState: (path: string) => string,
   stateDir: string,
+  env: Env = process.env,
 ): ServiceConfig | undefined {
   const name = table.string("name");
   if (name === undefined && !table.has("name")) table.fail("name", "is required");
@@ -102,6 +103,7 @@ export function readService(
     timeoutMs: tunables.timeoutMs,
     name: name ?? "service",
     paths: statePaths(stateDir),
+    env,
   };
   const checkTable = table.sub("check");
   if (!checkTable && !table.has("check")) {
@@ -128,6 +130,7 @@ export function readService(
     pidfile: pidfile ? inState(pidfile) : null,
     // A restart kind may imply a pid source (restart.tmux alone makes its pane one).
     tmux: tmux ?? (implied && "tmux" in implied && sources.length === 0 ? implied.tmux : null),
+    runit: implied && "runit" in implied && sources.length === 0 ? implied.runit : null,
     unit: unit ?? null,
     launchd: launchd ?? null,
     check,

@@ -22,6 +22,7 @@ export function tunnelService(name: string, record: TunnelRecord, defaults: Tuna
     tmux: record.pane?.target ?? null,
     unit: null,
     launchd: null,
+    runit: null,
     check,
     restart: record.pane ? { kind: "tmux", target: record.pane.target, run: record.pane.command } : null,
     dependsOn: [],

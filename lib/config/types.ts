@@ -44,6 +44,8 @@ export interface ServiceConfig extends Tunables {
   tmux: string | null;
   unit: string | null;
   launchd: string | null;
+  /** A runit service directory whose supervise/pid names the main process (implied by restart.runit). */
+  runit: string | null;
   check: CheckConfig;
   /** null: watch only (strikes, alerts, status, report; never restarted). */
   restart: RestartConfig | null;
@@ -113,4 +115,6 @@ export interface ReadContext {
   name: string;
   /** Where tend keeps its files (default file names come from here). */
   paths: StatePaths;
+  /** The environment the configuration is read in ($SVDIR, $PREFIX for defaults). */
+  env: Env;
 }

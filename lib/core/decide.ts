@@ -29,6 +29,8 @@ export interface Facts {
   waitReason: string | null;
   /** For a failed probe with `busy` configured: does the service show it is working? */
   busy?: { busy: boolean; detail: string } | null;
+  /** The restart backend says the service is down on purpose (`sv down`): why. Skipped, never started. */
+  stopped?: string | null;
   /** systemd's view of the service's unit (unit = or restart.systemd). */
   unit?: { name: string; activeState: string; nRestarts: number | null } | null;
   /** RSS of the main process tree, for `memory`. */
@@ -223,7 +225,8 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
   if (!service.enabled) return skip("disabled");
   if (state.paused && (state.pausedUntil === null || state.pausedUntil > now)) return skip("paused", state.pausedUntil);
   if (facts.uptimeMs < facts.bootDelayMs) return skip("boot_delay", now + facts.bootDelayMs - facts.uptimeMs);
-  if (facts.unit?.activeState === "inactive") return skip("stopped"); // stopped on purpose: never started
+  // Stopped on purpose (an inactive unit, `sv down`): never started.
+  if (facts.unit?.activeState === "inactive" || facts.stopped) return skip("stopped");
 
   const { process } = facts;
   if (process && !process.running && !process.supervised && !process.unreadable && service.restart) {

@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { join } from "node:path";
 import { oneLine } from "../core/sanitize.ts";
 import { inWords, readRegularFile } from "./files.ts";
 import type { ServiceConfig } from "../config/types.ts";
@@ -149,6 +150,19 @@ export async function fromLaunchd(label: string): Promise<MainProcess> {
   );
 }
 
+/** runsv's supervise/pid (what `sv status` reads): runsv restarts its process itself, as systemd does. */
+export function fromRunit(serviceDir: string): MainProcess {
+  const source = `runit service ${serviceDir}`;
+  let text = "";
+  try {
+    text = readRegularFile(join(serviceDir, "supervise", "pid"), 64).trim();
+  } catch (error) {
+    return supervisedProcess(source, null, `${source}: ${inWords(error)} (is runsv supervising it?)`);
+  }
+  const pid = /^\d+$/.test(text) ? Number(text) : null;
+  return supervisedProcess(source, pid, `${source} has no process (down)`);
+}
+
 /** The service's main process from its pid source; null when it has none. */
 export async function mainProcess(
   service: ServiceConfig,
@@ -159,6 +173,7 @@ export async function mainProcess(
   if (service.tmux) return fromTmux(service.tmux);
   if (service.unit) return fromUnit(service.unit, unitShown);
   if (service.launchd) return fromLaunchd(service.launchd);
+  if (service.runit) return fromRunit(service.runit);
   return null;
 }
 

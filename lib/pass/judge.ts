@@ -9,7 +9,7 @@ import { treeRss } from "../os/rss.ts";
 import { showUnit } from "../os/systemd.ts";
 import { eventMessage } from "../notify/alert.ts";
 import type { Message } from "../notify/send.ts";
-import { describeRestart, serviceUnit } from "../restarts/index.ts";
+import { describeRestart, restartKind, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service.ts";
@@ -73,6 +73,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     waitReason: null,
     unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
     rssBytes: service.memory && main?.info ? treeRss(main.info.pid) : null,
+    stopped: service.restart ? (restartKind(service.restart).stoppedOnPurpose?.(service.restart) ?? null) : null,
     gap: options.gap,
   };
   let step = decide(service, state, facts, null);

@@ -3,6 +3,7 @@ import type { MainProcess } from "../os/pidsource.ts";
 import type { ImpliedSource, OutputSource, RestartConfig, RestartKind, RestartResult } from "./kind.ts";
 import { command } from "./command.ts";
 import { launchd } from "./launchd.ts";
+import { runit } from "./runit.ts";
 import { spawn } from "./spawn.ts";
 import { systemd } from "./systemd.ts";
 import { tmux } from "./tmux.ts";
@@ -11,7 +12,7 @@ export type { DoctorRow, OutputSource, RestartConfig, RestartResult, ToolProbe }
 
 /** Every restart kind, by the key that selects it in [service.restart]. */
 export const RESTARTS: Record<string, RestartKind> = Object.fromEntries(
-  ([spawn, tmux, systemd, launchd, command] as unknown as RestartKind[]).map((kind) => [kind.kind, kind]),
+  ([spawn, tmux, systemd, launchd, runit, command] as unknown as RestartKind[]).map((kind) => [kind.kind, kind]),
 );
 
 export const restartKind = (action: RestartConfig): RestartKind => RESTARTS[action.kind];

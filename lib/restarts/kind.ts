@@ -28,10 +28,10 @@ export interface RestartContext {
 }
 
 /** A service-level pid source key that names the same backend as a restart kind (`tmux =`, `unit =`, `launchd =`). */
-export type SourceKey = "tmux" | "unit" | "launchd";
+export type SourceKey = "tmux" | "unit" | "launchd" | "runit";
 
 /** Where a service's main PID comes from when the service names no source of its own. */
-export type ImpliedSource = { tmux: string } | { unit: string };
+export type ImpliedSource = { tmux: string } | { unit: string } | { runit: string };
 
 /** Where a service's own output is, for `watchdog logs`. */
 export type OutputSource = { file: string } | { pane: string } | { unit: string } | { launchd: string };
@@ -81,6 +81,8 @@ export interface RestartKind<A extends RestartConfig = RestartConfig> {
   /** The operator's programs the action names (an argv's first word): doctor resolves them on cron's PATH. */
   programs?(action: A): string[];
   doctor?: DoctorRow;
+  /** The backend says the service is down on purpose (an inactive unit, `sv down`): why, or null. Skipped. */
+  stoppedOnPurpose?(action: A): string | null;
   /** `watchdog stop`: stop the service its backend's way. Without it the kind cannot stop one. */
   stop?(service: ServiceConfig, action: A, context: RestartContext): Promise<RestartResult>;
 }
