@@ -155,3 +155,20 @@ test("the checker itself finds a forbidden import, a lazy one, a late one, and l
   ]);
   expect(wrongImports("lib/views/x.ts", `import { run } from "../pass/pass.ts";\n`)).toEqual([]);
 });
+
+test("no code path branches on an error's words: errors carry a code (TendError.code, errno)", () => {
+  // A message is for people and may change; `isTendError(error, "locked")` or `error.code === "ENOENT"` is for code.
+  const onWords =
+    /\b(?:error|err|e)\)?\.message\)?\.(?:includes|startsWith|endsWith|match)\(|\.test\(\(?(?:error|err)\b/;
+  const found = [...sources("lib"), ...sources("scripts")].flatMap((file) =>
+    readFileSync(join(ROOT, file), "utf8")
+      .split("\n")
+      .flatMap((line, index) => (onWords.test(line) ? [`${file}:${index + 1}`] : [])),
+  );
+  expect(found).toEqual([]);
+  // The rule sees the two forms it replaced.
+  expect(onWords.test(`if (error instanceof TendError && error.message.includes("stayed locked")) throw error;`)).toBe(
+    true,
+  );
+  expect(onWords.test(`if (!/no configuration found/.test((error as Error).message)) throw error;`)).toBe(true);
+});

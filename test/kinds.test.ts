@@ -23,16 +23,17 @@ const docs = ["README.md", ...files("docs", ".md")].map(read).join("\n");
 const usedInTests = (table: "check" | "restart", kind: string) =>
   new RegExp(`\\[service\\.${table}\\][^\\[]*?\\n\\s*${kind}\\s*=`).test(tests);
 
+/** A call that runs an argv, then its first word: runCommand(["tmux", ...]), managerRestart(k, f, (u) => ["sv"]). */
+const CALLS = String.raw`(?:runCommand|Bun\.spawn|spawnSync|runAction|managerRestart\([^,]+,[^,]+,)`;
+const RUNS = new RegExp(CALLS + String.raw`\s*\(?\s*(?:\(\w+\)\s*=>\s*)?\[\s*"([\w.-]+)"`, "g");
+
 /** The programs a source file names as the first word of an argv it runs: ["tmux", ...], ["sh", "-c", ...]. */
 function programsRunBy(file: string, seen = new Set<string>()): Set<string> {
   const found = new Set<string>();
   if (seen.has(file)) return found;
   seen.add(file);
   const text = read(file);
-  for (const match of text.matchAll(
-    /(?:runCommand|Bun\.spawn|spawnSync|runAction|managerRestart\([^,]+,[^,]+,)\s*\(?\s*(?:\(\w+\)\s*=>\s*)?\[\s*"([\w.-]+)"/g,
-  ))
-    found.add(match[1]);
+  for (const match of text.matchAll(RUNS)) found.add(match[1]);
   // One level into the OS clients it imports (os/tmux.ts runs tmux for restarts/tmux.ts).
   for (const match of text.matchAll(/^import [^"]*"(\.\.\/os\/[\w-]+\.ts)";/gm)) {
     const imported = resolve(ROOT, dirname(file), match[1]).slice(ROOT.length + 1);

@@ -8,7 +8,7 @@ import { BUN, freePort, procState, Sandbox, SERVER, waitFor } from "./helpers.ts
 let box: Sandbox;
 afterEach(() => box?.cleanup());
 
-/** A service dir with a run script serving HTTP, supervised by a runsvdir of the test's own (its group killed after). */
+/** A service dir with a run script serving HTTP, supervised by the test's own runsvdir (its group killed after). */
 async function supervised(port: number) {
   const svDir = join(box.dir, "service");
   const dir = join(svDir, "blog");
@@ -33,7 +33,7 @@ async function supervised(port: number) {
   return { svDir, dir, pidOf };
 }
 
-test("restart.runit: a frozen service is restarted with sv restart and verified; sv down is stopped, never started", async () => {
+test("restart.runit: a frozen service is restarted by sv and verified; sv down is stopped, never started", async () => {
   box = new Sandbox();
   const port = await freePort();
   const { svDir, dir, pidOf } = await supervised(port);

@@ -48,6 +48,9 @@ async function probe(command: string, ...args: string[]): Promise<{ code: number
   return { code: result.exitCode ?? -1, said: oneLine(said) };
 }
 
+/** termux-wake-lock ships in termux-tools (installed with Termux), not termux-api. */
+const WAKE_LOCK_MISSING = "missing (termux-tools ships it: is $PREFIX/bin on PATH?)";
+
 const uses = (config: Config | null, test: (service: Config["services"][number]) => boolean) =>
   Boolean(config?.services.some(test));
 
@@ -147,7 +150,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     detail: !termux
       ? "not Termux"
       : `${existsSync(bootDir) ? bootDir : "no ~/.termux/boot (install Termux:Boot, open it once)"}; ` +
-        `termux-wake-lock ${wakeLock.code === 127 ? "missing (termux-tools ships it: is $PREFIX/bin on PATH?)" : "found"}`,
+        `termux-wake-lock ${wakeLock.code === 127 ? WAKE_LOCK_MISSING : "found"}`,
     affects: "install termux-boot: the loop starts at boot and keeps a wake lock",
     used: false,
   });

@@ -96,7 +96,8 @@ function histogram(stats: ServiceStats): string {
     `${bars.join("")}<line class="timeout" x1="${line}" x2="${line}" y1="0" y2="62"/>` +
     `<text x="${Math.min(Number(line), 200)}" y="74">timeout ${ms(stats.timeout_ms)}</text></svg>` +
     `<p class="muted">p50 ${stats.p50_ms === null ? "-" : ms(stats.p50_ms)} · p99 ` +
-    `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · ${counted(stats.samples, "probe")}, ${counted(stats.timeouts, "timeout")}</p>` +
+    `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · ` +
+    `${counted(stats.samples, "probe")}, ${counted(stats.timeouts, "timeout")}</p>` +
     (stats.warning ? `<p class="warn">⚠ ${html(stats.warning)}</p>` : "")
   );
 }
