@@ -370,6 +370,29 @@ const ROWS: Row[] = [
     reason: "stopped",
   },
   {
+    name: "android: /proc/net denied: busy.port degrades (said once a day), the probe still judges and strikes",
+    facts: {
+      degraded: ["busy.port: /proc/net/tcp: permission denied: the port is not checked, busy.log alone decides"],
+    },
+    probe: TIMEOUT,
+    kind: "strike",
+    word: "failing",
+    strikes: 1,
+    tags: ["WARN", "WARN"],
+    next: { degradedSaidAt: { "busy.port": NOW } },
+  },
+  {
+    name: "android: the same denial an hour later is not said again; strikes go on counting",
+    state: { strikes: 1, degradedSaidAt: { "busy.port": NOW - 60 * MIN } },
+    facts: {
+      degraded: ["busy.port: /proc/net/tcp: permission denied: the port is not checked, busy.log alone decides"],
+    },
+    probe: TIMEOUT,
+    kind: "strike",
+    strikes: 2,
+    tags: ["WARN"],
+  },
+  {
     name: "runit says the service is down on purpose (sv down): skipped, never started, even with its process gone",
     service: { restart: { kind: "runit", service: "blog", dir: "/etc/service/blog" } },
     state: { lastHealthyAt: NOW - 5 * MIN },

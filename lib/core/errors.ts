@@ -15,6 +15,8 @@ export type ErrorCode =
   | "no-config"
   /** A lock stayed held past its wait (another notify or pass is stuck). */
   | "locked"
+  /** flock(2) failed for another reason than a holder (ENOSYS on shared storage): said as itself. */
+  | "lock-failed"
   /** A file in the state dir is a symlink: refused, nothing read or written through it. */
   | "symlink"
   /** The state dir cannot be written (full, read-only): the operator's to fix. */

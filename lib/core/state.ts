@@ -77,6 +77,8 @@ export interface ServiceState {
   tunnel: TunnelRecord | null;
   /** What the last pass decided, and why: every view reads this (null: no pass has judged it). */
   verdict: Verdict | null;
+  /** A capability this host denied (busy.port without /proc/net, memory without RSS): when it was last said. */
+  degradedSaidAt: Record<string, number>;
 
   firstHealthyAt: number | null;
 }
@@ -158,6 +160,7 @@ export function freshState(): ServiceState {
     watch: null,
     tunnel: null,
     verdict: null,
+    degradedSaidAt: {},
 
     firstHealthyAt: null,
   };
@@ -183,6 +186,9 @@ export function parseState(text: string): Partial<ServiceState> | string {
   for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
+  const said = record.degradedSaidAt;
+  if (said !== undefined && (typeof said !== "object" || said === null || Array.isArray(said)))
+    return "degradedSaidAt is not an object";
   const verdict = record.verdict as Partial<Verdict> | null | undefined;
   if (verdict !== undefined && verdict !== null && !validVerdict(verdict))
     return `verdict is ${oneLine(JSON.stringify(verdict), 80)}`;

@@ -1,9 +1,12 @@
-import { closeSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, ftruncateSync, openSync, rmSync, writeSync } from "node:fs";
+import { TendError } from "../core/errors.ts";
 import { openAppend, readRegularFile } from "./files.ts";
 import { isRunning, readProc } from "./proc.ts";
 
 export interface Lock {
   release(): void;
+  /** Say who holds it (a loop's PID), for the one that finds it held. */
+  record(text: string): void;
 }
 
 const LOCK_EX = 2;
@@ -15,17 +18,31 @@ const LIBC: Record<string, string[]> = {
 };
 
 type Flock = (fd: number, operation: number) => number;
-let flockFn: Flock | null | undefined;
+/** flock(2), and the errno it left: a lock held by another is EWOULDBLOCK; anything else is said as itself. */
+let flockFn: { flock: Flock; errno: () => number } | null | undefined;
 
-async function loadFlock(): Promise<Flock | null> {
+/** errno after a failed call: glibc's __errno_location, bionic's __errno, macOS's __error. */
+const ERRNO_SYMBOL: Record<string, string> = { linux: "__errno_location", android: "__errno", darwin: "__error" };
+
+async function loadFlock(): Promise<typeof flockFn> {
   if (flockFn !== undefined) return flockFn;
   flockFn = null;
   try {
-    const { dlopen, FFIType } = await import("bun:ffi");
+    const { dlopen, FFIType, read } = await import("bun:ffi");
+    const where = ERRNO_SYMBOL[process.platform] ?? "__errno_location";
     for (const name of LIBC[process.platform] ?? []) {
       try {
         const lib = dlopen(name, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
-        flockFn = lib.symbols.flock as Flock;
+        const flock = lib.symbols.flock as Flock;
+        let errno = () => 0;
+        for (const symbol of [where, "__errno"]) {
+          try {
+            const location = dlopen(name, { [symbol]: { args: [], returns: FFIType.ptr } }).symbols[symbol];
+            errno = () => read.i32(location() as never);
+            break;
+          } catch {}
+        }
+        flockFn = { flock, errno };
         break;
       } catch {}
     }
@@ -33,22 +50,55 @@ async function loadFlock(): Promise<Flock | null> {
   return flockFn;
 }
 
+const EWOULDBLOCK = process.platform === "darwin" ? 35 : 11;
+/** errno numbers flock(2) may leave, in words (Linux and Android; macOS's EWOULDBLOCK and ENOTSUP differ). */
+const FLOCK_ERRORS: Record<number, string> = {
+  4: "interrupted",
+  9: "bad file descriptor",
+  22: "invalid argument",
+  37: "no locks available (ENOLCK)",
+  38: "function not implemented (ENOSYS: shared storage such as /sdcard cannot lock)",
+  45: "operation not supported",
+  95: "operation not supported (EOPNOTSUPP)",
+};
+
 /**
  * Take an exclusive lock without waiting: flock(2), which the kernel drops if this process dies;
  * where flock cannot be loaded, an O_EXCL file holding PID + start time (stale when that
  * process is gone). Returns null when another holder has it.
  */
 export async function tryLock(path: string, { useFlock = true } = {}): Promise<Lock | null> {
-  const flock = useFlock ? await loadFlock() : null;
-  if (flock) {
+  const loaded = useFlock ? await loadFlock() : null;
+  if (loaded) {
     const fd = openAppend(path); // never through a symlink
-    if (flock(fd, LOCK_EX | LOCK_NB) !== 0) {
+    if (loaded.flock(fd, LOCK_EX | LOCK_NB) !== 0) {
+      const errno = loaded.errno();
       closeSync(fd);
-      return null;
+      if (errno === EWOULDBLOCK || errno === 0) return null; // held by another
+      // Never read as "another pass runs": that would skip every pass, silently.
+      const said = FLOCK_ERRORS[errno] ?? `errno ${errno}`;
+      throw new TendError(`cannot lock ${path}: flock(2) failed: ${said}`, 1, "lock-failed");
     }
-    return { release: () => closeSync(fd) };
+    return {
+      release: () => closeSync(fd),
+      record(text) {
+        ftruncateSync(fd, 0);
+        writeSync(fd, text);
+      },
+    };
   }
   return tryLockFile(path + ".pid");
+}
+
+/** What the holder of a lock recorded in it (a loop's PID), or "". */
+export function lockHolder(path: string): string {
+  for (const file of [path, path + ".pid"]) {
+    try {
+      const text = readRegularFile(file, 256, { noFollow: true }).trim();
+      if (text) return text;
+    } catch {}
+  }
+  return "";
 }
 
 /** Wait for the lock, polling, up to waitMs; null if it stayed held. */
@@ -74,7 +124,7 @@ function tryLockFile(path: string): Lock | null {
       const fd = openSync(path, "wx", 0o600);
       writeSync(fd, identity);
       closeSync(fd);
-      return { release: () => rmSync(path, { force: true }) };
+      return { release: () => rmSync(path, { force: true }), record: () => {} }; // it holds the PID already
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       let holder = "";

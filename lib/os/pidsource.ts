@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { oneLine } from "../core/sanitize.ts";
 import { inWords, readRegularFile } from "./files.ts";
 import type { ServiceConfig } from "../config/types.ts";
-import { isRunning, readProc, startedAtMs, type ProcInfo } from "./proc.ts";
+import { isRunning, readProc, signalProbe, startedAtMs, type ProcInfo } from "./proc.ts";
 import { findPane } from "./tmux.ts";
 import { launchdPid } from "./launchd.ts";
 import { showUnit } from "./systemd.ts";
@@ -24,6 +24,12 @@ export interface MainProcess {
    * unreadable): not a gone process, so nothing is started beside what may still run.
    */
   unreadable?: boolean;
+  /**
+   * Alive but not visible: kill(pid, 0) answers EPERM where /proc shows nothing (another user's
+   * process under hidepid=2, a service started with su on Android). Never gone, never started beside;
+   * its identity cannot be checked, so it is never signalled.
+   */
+  hidden?: boolean;
 }
 
 /** A process started up to this long after its pidfile was written still counts as the one it names. */
@@ -74,7 +80,18 @@ export function fromPidfile(
   const { pid, writtenAt } = read;
   if (pid <= 0) return { ...gone(`${path} holds pid ${pid}, not a process`), unreadable: true };
   const info = readProc(pid);
-  if (!info) return gone(`pid ${pid} is gone`);
+  if (!info) {
+    if (signalProbe(pid) === "gone") return gone(`pid ${pid} is gone`);
+    return {
+      source,
+      supervised: false,
+      info: null,
+      running: true,
+      startedAt: null,
+      detail: hiddenDetail(pid),
+      hidden: true,
+    };
+  }
   if (!isRunning(info)) return gone(`pid ${pid} is a zombie`, info);
   const startedAt = startedAtMs(info);
   if (recorded?.pid && recorded.pidStartTicks && (strict || recorded.pid === pid)) {
@@ -89,6 +106,15 @@ export function fromPidfile(
   }
   return { source, supervised: false, info, running: true, startedAt, detail: `pid ${pid}` };
 }
+
+/** What a probe is told of the service's main process (check.process reads it). */
+export const probeContext = (main: MainProcess | null) => ({
+  process: main?.info ?? null,
+  hiddenProcess: main?.hidden ? main.detail : null,
+});
+
+/** What status and safe-kill say of a process that runs but /proc does not show. */
+export const hiddenDetail = (pid: number) => `pid ${pid} runs as another user (not visible)`;
 
 /** A tmux pane's PID (the process tmux started for the pane). */
 export async function fromTmux(target: string): Promise<MainProcess> {
@@ -112,6 +138,16 @@ export async function fromTmux(target: string): Promise<MainProcess> {
 /** A PID that a manager (systemd, launchd) reports: trusted as the main PID, checked to be running. */
 function supervisedProcess(source: string, pid: number | null, why: string): MainProcess {
   const info = pid ? readProc(pid) : null;
+  if (pid && !info && signalProbe(pid) === "hidden")
+    return {
+      source,
+      supervised: true,
+      info: null,
+      running: true,
+      startedAt: null,
+      detail: hiddenDetail(pid),
+      hidden: true,
+    };
   const running = isRunning(info);
   const detail = running ? `pid ${pid}` : pid ? `pid ${pid} is gone` : why;
   return {

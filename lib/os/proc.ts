@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { uptime } from "node:os";
 import { oneLine } from "../core/sanitize.ts";
 import { readRegularFile } from "./files.ts";
 
@@ -53,6 +54,19 @@ function readProcDarwin(pid: number): ProcInfo | null {
   };
 }
 
+/**
+ * What kill(pid, 0) says of a PID /proc does not show: `hidden` (EPERM: it runs as another user,
+ * and /proc is mounted hidepid=2, as on Android), `alive`, or `gone` (ESRCH).
+ */
+export function signalProbe(pid: number): "alive" | "hidden" | "gone" {
+  try {
+    process.kill(pid, 0);
+    return "alive";
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM" ? "hidden" : "gone";
+  }
+}
+
 /** Running = exists and is neither a zombie nor dead. */
 export const isRunning = (info: ProcInfo | null): info is ProcInfo => info !== null && !isZombie(info);
 /** Exited but not reaped (Z), or dead (X). */
@@ -69,11 +83,12 @@ export function commandLine(pid: number): string {
   return oneLine(raw || readProc(pid)?.comm || "?");
 }
 
-/** When the system booted, epoch ms: /proc/stat btime (Linux, Termux); now - uptime elsewhere. */
+/**
+ * When the system booted, epoch ms: now - uptime. Never /proc/stat's btime: Android 8+ denies an
+ * app /proc/stat (and /proc/uptime); sysinfo(2), behind os.uptime(), is always allowed.
+ */
 export function bootTimeMs(): number {
-  if (process.platform === "darwin") return Date.now() - uptimeMs();
-  const match = /^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"));
-  return match ? Number(match[1]) * 1000 : 0;
+  return Date.now() - uptimeMs();
 }
 
 /** Wall-clock start of a process, epoch ms (for grace after a start tend did not perform). */
@@ -82,20 +97,15 @@ export function startedAtMs(info: ProcInfo): number {
   return bootTimeMs() + (Number(info.startTicks) * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
-/** System uptime in ms (boot_delay). */
+/**
+ * System uptime in ms (boot_delay), time asleep included: sysinfo(2) on Linux and Android,
+ * kern.boottime on macOS, both behind os.uptime(); never /proc/uptime (Android denies it).
+ */
 export function uptimeMs(): number {
-  if (process.platform === "darwin") {
-    const out = Bun.spawnSync(["sysctl", "-n", "kern.boottime"]).stdout.toString();
-    const seconds = Number(/sec = (\d+)/.exec(out)?.[1] ?? 0);
-    return Date.now() - seconds * 1000;
-  }
-  return Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 1000;
+  return uptime() * 1000;
 }
 
-/**
- * The host's uptime read once (at the first call), then advanced by the clock: a pass reads
- * /proc/uptime (spawns sysctl on macOS) once, not once per service.
- */
+/** The host's uptime read once (at the first call), then advanced by the clock: once a pass, not once per service. */
 export function uptimeClock(now: () => number = Date.now, read: () => number = uptimeMs): () => number {
   let base: { uptime: number; at: number } | null = null;
   return () => {

@@ -1,8 +1,22 @@
 import { readdirSync, readFileSync } from "node:fs";
 
-const PAGE_SIZE = 4096;
-/** RSS in bytes of a process and all its descendants (Linux /proc). */
-export function treeRss(pid: number): number {
+/** A process's resident set in bytes: VmRSS of /proc/PID/status (kB), right on 16 KiB-page kernels too. */
+export function processRss(pid: number): number | null {
+  try {
+    const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kib === undefined ? null : Number(kib) * 1024;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * RSS in bytes of a process and all its descendants (Linux /proc), or null when the main process's
+ * RSS cannot be read (memory is then not sampled this pass). Never statm × 4096: Android 15 and the
+ * Raspberry Pi 5 run 16 KiB pages.
+ */
+export function treeRss(pid: number): number | null {
+  if (processRss(pid) === null) return null;
   const children = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -19,9 +33,7 @@ export function treeRss(pid: number): number {
     const current = queue.shift()!;
     if (seen.has(current)) continue;
     seen.add(current);
-    try {
-      total += Number(readFileSync(`/proc/${current}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
-    } catch {}
+    total += processRss(current) ?? 0;
     queue.push(...(children.get(current) ?? []));
   }
   return total;

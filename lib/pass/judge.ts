@@ -3,7 +3,7 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { decide, explain, type Decision, type Facts, type LogLine } from "../core/decide.ts";
 import type { Downtime } from "../core/events.ts";
 import { busyEvidence } from "../os/busy.ts";
-import { mainProcess, UNIT_PROPERTIES, watchOf, type UnitShown } from "../os/pidsource.ts";
+import { mainProcess, probeContext, UNIT_PROPERTIES, watchOf, type UnitShown } from "../os/pidsource.ts";
 import { uptimeMs } from "../os/proc.ts";
 import { treeRss } from "../os/rss.ts";
 import { showUnit } from "../os/systemd.ts";
@@ -59,6 +59,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
 
   const unit = await readUnit(service, logger);
   const main = await mainProcess(service, state, unit?.shown);
+  const rss = service.memory && main?.info ? treeRss(main.info.pid) : null;
   const facts: Facts = {
     now: now(),
     uptimeMs: uptime(),
@@ -72,17 +73,22 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     },
     waitReason: null,
     unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
-    rssBytes: service.memory && main?.info ? treeRss(main.info.pid) : null,
+    rssBytes: rss,
+    degraded:
+      rss === null && service.memory && main?.info
+        ? [`memory: RSS of pid ${main.info.pid} cannot be read (/proc/${main.info.pid}/status): not sampled`]
+        : [],
     stopped: service.restart ? (restartKind(service.restart).stoppedOnPurpose?.(service.restart) ?? null) : null,
     gap: options.gap,
   };
   let step = decide(service, state, facts, null);
   let result: ProbeResult | null = null;
   if (step.kind === "probe") {
-    result = await probe(service.check, { process: main?.info });
+    result = await probe(service.check, probeContext(main));
     facts.now = now();
     if (!result.ok) {
       facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
+      if (facts.busy?.degraded) facts.degraded = [...(facts.degraded ?? []), facts.busy.degraded];
       facts.waitReason = await waitReason(service, options.failingDependencies);
     }
     step = decide(service, state, facts, result);

@@ -1,7 +1,8 @@
 import type { Config } from "../config/types.ts";
 import { formatLine } from "../core/time.ts";
 import { Logger } from "../state/logger.ts";
-import { ensureStateDir } from "../state/dir.ts";
+import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { lockHolder, tryLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
 import { runPass } from "./pass.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
@@ -52,9 +53,20 @@ export async function runLoop({
     stopping = true;
     wake?.();
   };
+  const logger = new Logger(config.watchdog.log, echo);
+  // One loop per state dir (Termux:Boot may start its script twice; users mix cron and a loop):
+  // two loops would strike twice as fast. The kernel drops the lock when this process dies.
+  ensureStateDir(config.watchdog.stateDir);
+  const loopLock = statePaths(config.watchdog.stateDir).loopLock;
+  const held = await tryLock(loopLock);
+  if (!held) {
+    const holder = /^pid (\d+)/.exec(lockHolder(loopLock))?.[1] ?? "?";
+    logger.write("SKIP", `another loop watches (pid ${holder}): this one exits`);
+    return 0;
+  }
+  held.record(`pid ${process.pid}\n`);
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
-  const logger = new Logger(config.watchdog.log, echo);
   const failed = (what: string, error: unknown) => {
     const message = `${what}: ${(error as Error).message}`;
     try {
@@ -67,7 +79,7 @@ export async function runLoop({
   try {
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
       const started = Date.now();
-      await runPass({ config, echo, env, intervalMs }).catch((error) => failed("pass failed", error));
+      await runPass({ config, echo, env, intervalMs, inLoop: true }).catch((error) => failed("pass failed", error));
       // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
       Bun.gc(true);
       const next = started + intervalMs;
@@ -77,7 +89,7 @@ export async function runLoop({
         const due = dueBetweenPasses(config, intervalMs, Date.now());
         // Takes the lock without waiting: a pass or an operator holds it, so try again next second.
         if (due.length) {
-          await runPass({ config, echo, env, intervalMs, only: due }).catch((error) =>
+          await runPass({ config, echo, env, intervalMs, only: due, inLoop: true }).catch((error) =>
             failed(`${due.join(", ")}`, error),
           );
         }
@@ -86,6 +98,7 @@ export async function runLoop({
   } finally {
     process.off("SIGTERM", stop);
     process.off("SIGINT", stop);
+    held.release();
   }
   return 0;
 }

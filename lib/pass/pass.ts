@@ -32,6 +32,8 @@ export interface PassOptions {
   env?: Record<string, string | undefined>;
   /** The period this pass runs at (`run --interval`); default [watchdog] interval. Recorded in the heartbeat. */
   intervalMs?: number;
+  /** Run by `watchdog run`, which holds the loop lock (a pass from elsewhere yields to it). */
+  inLoop?: boolean;
   /**
    * Judge only these services, between passes (the loop's crash watch and retry_interval): no
    * heartbeat, gap, metrics or heartbeat ping, and a held lock is no SKIP line (it tries again).
@@ -59,11 +61,17 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   }
   const logger = new Logger(dryRun ? null : config.watchdog.log, echo, now);
 
-  const lock = dryRun
-    ? null
-    : await tryLock(paths.lock).catch((error) => {
-        throw new TendError(`cannot lock ${paths.lock}: ${inWords(error)}`, 1);
-      });
+  const lockFailed = (error: unknown) => {
+    if (error instanceof TendError) throw error;
+    throw new TendError(`cannot lock ${paths.lock}: ${inWords(error)}`, 1, "lock-failed");
+  };
+  // One watcher per state dir: a pass from cron while a loop runs exits at once, silently (the loop watches).
+  if (!dryRun && !options.inLoop) {
+    const loop = await tryLock(paths.loopLock).catch(lockFailed);
+    if (!loop) return { ran: false, services: [] };
+    loop.release();
+  }
+  const lock = dryRun ? null : await tryLock(paths.lock).catch(lockFailed);
   const partial = options.only !== undefined;
   if (!dryRun && !lock) {
     if (!partial) logger.write("SKIP", "another pass is running: this one exits");

@@ -1,7 +1,7 @@
 import { probe, type ProbeResult } from "../checks/index.ts";
 import type { ServiceConfig } from "../config/types.ts";
 import { recordRestart, recordStart, type RestartReason, type Verified } from "../core/decide.ts";
-import { mainProcess, watchOf, type MainProcess } from "../os/pidsource.ts";
+import { mainProcess, probeContext, watchOf, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
 import type { ServiceState } from "../core/state.ts";
@@ -73,7 +73,7 @@ export async function restartAndVerify(
       break;
     }
     const attemptAt = now();
-    last = await probe(service.check, { process: current?.info });
+    last = await probe(service.check, probeContext(current));
     if (last.ok) {
       next = { ...next, watch: watchOf(current) }; // the loop watches the new process from now on
       return outcome(true, true, last.detail, last);

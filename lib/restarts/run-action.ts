@@ -54,6 +54,8 @@ export function managerRestart<K extends string, F extends string>(
 
 /** Stop a verified process (TERM, stop_timeout, KILL; its group when it leads one): spawn and tmux. */
 export async function stopCurrent(service: ServiceConfig, { current, sleep }: RestartContext): Promise<RestartResult> {
+  if (current?.hidden)
+    return { issued: false, detail: `${current.detail}: its identity cannot be checked, not signalled` };
   if (!current?.info || !current.running)
     return { issued: true, detail: `not running (${current?.detail ?? "no process"})` };
   const { forced } = await stopProcess(current.info, service.stopTimeoutMs, sleep);

@@ -46,6 +46,9 @@ export const spawn = defineRestart<SpawnRestart>({
     };
   },
   async restart(service, action, { current, sleep, env }) {
+    // An old process tend cannot see (another user's) cannot be stopped: starting one beside it is a second copy.
+    if (current?.hidden)
+      return { issued: false, detail: `${current.detail}: tend cannot stop it, so it starts no second copy` };
     try {
       let stopped = "";
       if (current?.info && current.running) {

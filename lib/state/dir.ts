@@ -31,6 +31,8 @@ function makePaths(stateDir: string) {
     downtime: at("downtime.log"),
     heartbeat: at("heartbeat"),
     lock: at("watchdog.lock"),
+    /** Held by a `watchdog run` loop for its life: one loop per state dir, and no cron pass beside it. */
+    loopLock: at("loop.lock"),
     notifyLock: at("notify.lock"),
     spool: at("notify-spool.jsonl"),
     /** Messages refused for good by their receiver. */

@@ -49,6 +49,6 @@ export function findGap(
     return null;
   }
   const recordedMs = readHeartbeat(stateDir)?.intervalMs ?? intervalMs;
-  // The boot time (a read of /proc/stat) only when there is a gap to classify.
+  // The boot time only when there is a gap to classify.
   return isStale(last, recordedMs, now) ? classifyGap(last, recordedMs, bootedAt(), now) : null;
 }

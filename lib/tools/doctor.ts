@@ -8,6 +8,7 @@ import { inWords } from "../os/files.ts";
 import { networkReason } from "../os/net.ts";
 import { flockAvailable } from "../os/lock.ts";
 import { readProc } from "../os/proc.ts";
+import { processRss } from "../os/rss.ts";
 import { runCommand } from "../os/run.ts";
 import { crontabLines, cronEnvironment, tendCronLines } from "../operator/install.ts";
 import { checkKind } from "../checks/index.ts";
@@ -78,11 +79,11 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     used: services.some((service) => service.pidfile),
   });
 
-  const rss = existsSync("/proc/self/statm");
+  const rss = processRss(process.pid);
   add({
     name: "RSS (/proc)",
-    status: rss ? "ok" : "missing",
-    detail: rss ? "/proc/PID/statm" : "no /proc: memory is not sampled",
+    status: rss !== null ? "ok" : "missing",
+    detail: rss !== null ? "VmRSS of /proc/PID/status" : "cannot read /proc/self/status: memory is not sampled",
     affects: "[service.memory]: growth warnings and restart_above",
     used: uses(config, (service) => service.memory !== null),
   });

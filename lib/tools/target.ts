@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { refuseUnsafe } from "../os/signal.ts";
 import type { Config } from "../config/types.ts";
-import { TendError, usageError } from "../core/errors.ts";
+import { refused, TendError, usageError } from "../core/errors.ts";
 import { fromPidfile, fromTmux, fromUnit, mainProcess, readPidfile, type MainProcess } from "../os/pidsource.ts";
 import type { ProcInfo } from "../os/proc.ts";
 import { stateReader } from "../state/service.ts";
@@ -56,6 +56,10 @@ export async function resolveTarget(target: string, config: Config | null, cwd =
       );
     }
   }
+  if (found.hidden)
+    throw refused(
+      `${label}: ${found.detail}: its start time cannot be read, so its identity cannot be checked: not signalled`,
+    );
   if (!found.running || !found.info) throw new TendError(`${label} has no running process (${found.detail})`, 1);
   return { label, source: found.source, info: found.info };
 }

@@ -7,7 +7,7 @@ import { isStale } from "../core/health.ts";
 import { isCalm, viewOf, type StateWord } from "../core/verdict.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
-import { mainProcess } from "../os/pidsource.ts";
+import { mainProcess, probeContext } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
 import { stateReader, type StateReader } from "../state/service.ts";
 import { type ServiceState } from "../core/state.ts";
@@ -23,6 +23,8 @@ export interface StatusRow {
   decided_at: string | null;
   /** The last pass could not judge this service: why (the state is the last one it had). */
   error: string | null;
+  /** Its process runs as another user and /proc does not show it (Android's hidepid): said, the probe judges. */
+  hidden_process?: string | null;
   strikes: number;
   failures: number;
   /** The check's timeout: the latency that counts as no answer. */
@@ -71,15 +73,17 @@ export async function collectStatus(
         const state = read(service.name);
         let result: ProbeResult | null = null;
         let at: number | null = null;
+        let hidden: string | null = null;
         if (cached) {
           if (state.lastProbe) result = { ...state.lastProbe, timedOut: false };
           at = state.lastProbe?.at ?? null;
         } else if (service.enabled) {
           const main = await mainProcess(service, state);
-          result = await probe(service.check, { process: main?.info });
+          if (main?.hidden) hidden = main.detail;
+          result = await probe(service.check, probeContext(main));
           at = now();
         }
-        return describe(service, state, result, at, now());
+        return { ...describe(service, state, result, at, now()), hidden_process: hidden };
       }),
     ),
   );
@@ -274,6 +278,9 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
   const notJudged = report.services
     .filter((row) => row.error)
     .map((row) => paint.bad(`${row.name}: not judged by the last pass (${row.error}); shown as it was`));
+  const hidden = report.services
+    .filter((row) => row.hidden_process)
+    .map((row) => paint.dim(`${row.name}: ${row.hidden_process}: the probe judges it, tend never signals it`));
   return [
     ...dead,
     paint.dim(`last pass: ${lastPass}`),
@@ -281,6 +288,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
     ...(wide ? [paint.dim(line(header))] : []),
     ...body,
     ...notJudged,
+    ...hidden,
   ].join("\n");
 }
 
