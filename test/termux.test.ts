@@ -116,7 +116,7 @@ spawn = ["bun", "${SERVER}", "${port}"]
   expect(listening.filter(Boolean)).toHaveLength(1); // still only the one
 });
 
-test("restart.spawn inside: sh from PATH, not /bin/sh, starts it; the pidfile names it; frozen: restarted", async () => {
+test("restart.spawn inside: sh from PATH (not /bin/sh) starts it; frozen, it is restarted", async () => {
   box = new TermuxBox();
   const port = await freePort();
   const pidfile = `${HOME}/web.pid`;
