@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import { decide, explain, recordRestart, recordStart, type Facts } from "../lib/core/decide.ts";
-import { classifyGap, isStale } from "../lib/core/health.ts";
+import { asleepBetween, classifyGap, isStale } from "../lib/core/health.ts";
 import { uptimeClock } from "../lib/os/proc.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
 import { readState } from "../lib/state/service.ts";
@@ -773,6 +773,55 @@ describe("the watchdog itself: a heartbeat gap is a reboot or a watchdog that di
     expect(reads).toBe(1);
   });
   test("before the first pass there is nothing to be stale", () => expect(isStale(null, 10_000, NOW)).toBe(false));
+
+  // Sleep is not absence: a phone without a wake lock suspends; its boot-time clock runs on, its awake clock stops.
+  const SLEEPS: [string, number, number | null, string][] = [
+    // name, last pass (ms before now), asleep since then (ms; null: clocks not recorded), expected reason
+    [
+      "incident: a night in Doze (8 h asleep, awake minutes): device_suspended, no 💤",
+      8 * 60 * MIN,
+      8 * 60 * MIN - 4 * MIN,
+      "device_suspended",
+    ],
+    [
+      "asleep 50 min of a 60 min gap, awake 10 min (no stale awake part): device_suspended",
+      60 * MIN,
+      50 * MIN,
+      "device_suspended",
+    ],
+    [
+      "asleep 20 min of a 60 min gap: 40 min awake without a pass is the watchdog not running",
+      60 * MIN,
+      20 * MIN,
+      "watchdog_not_running",
+    ],
+    [
+      "no clocks recorded (an older heartbeat): as before, the watchdog did not run",
+      60 * MIN,
+      null,
+      "watchdog_not_running",
+    ],
+    ["never asleep: the watchdog did not run", 60 * MIN, 0, "watchdog_not_running"],
+  ];
+  test.each(SLEEPS)("%s", (_name, lastAgo, asleep, reason) => {
+    const gap = classifyGap(NOW - lastAgo, INTERVAL, NOW - 2 * 86_400_000, NOW, asleep);
+    expect(gap).toEqual({
+      name: reason === "device_suspended" ? "device" : "watchdog",
+      reason,
+      from: NOW - lastAgo,
+      to: NOW,
+    });
+  });
+  test("a reboot is a reboot, asleep or not (the boot is after the last heartbeat)", () => {
+    expect(classifyGap(NOW - 60 * MIN, INTERVAL, NOW - 2 * MIN, NOW, 55 * MIN)?.reason).toBe(
+      "unexpected_shutdown_or_reboot",
+    );
+  });
+  test("asleep = boot-time clock advance - awake clock advance; none across two boots", () => {
+    expect(asleepBetween({ bootMs: 1000, awakeMs: 900 }, { bootMs: 61_000, awakeMs: 10_900 })).toBe(50_000);
+    expect(asleepBetween({ bootMs: 1000, awakeMs: 900 }, { bootMs: 500, awakeMs: 400 })).toBeNull(); // rebooted
+    expect(asleepBetween(null, { bootMs: 1, awakeMs: 1 })).toBeNull();
+  });
 });
 
 describe("the latency history: one string in the state file, bounded, and files of earlier versions read", () => {

@@ -2,7 +2,8 @@
 // no /proc/uptime, /proc/stat or /proc/net, other users' processes invisible, no /tmp, a /bin/sh
 // that is not Termux's, an unprivileged user. The same behaviours are tested outside in their own files.
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, utimesSync } from "node:fs";
+import { uptime } from "node:os";
 import { BUN, controlledServer, freePort, SERVER, waitFor } from "./helpers.ts";
 import { HOME, PREFIX, TermuxBox } from "./termux.ts";
 
@@ -318,4 +319,64 @@ tcp = "127.0.0.1:${hook.port}"
 
   // Nothing was written outside $HOME and $PREFIX: the sandbox's /tmp cannot be written at all.
   expect(log()).not.toContain("[ERROR]");
+});
+
+test("a state dir on shared storage (/sdcard, /storage) is refused with words, naming a place in $HOME", async () => {
+  box = new TermuxBox();
+  for (const dir of ["/sdcard/tend", "/storage/emulated/0/tend"]) {
+    box.writeConfig(
+      `[watchdog]\nstate_dir = "${dir}"\n[[service]]\nname = "blog"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
+    );
+    const pass = await box.tendRun(["watchdog"]);
+    expect(pass.code).toBe(1);
+    expect(pass.stderr).toContain(`state dir ${dir} is on shared storage (Android's shared storage)`);
+    expect(pass.stderr).toContain("use a place under $HOME");
+  }
+});
+
+test("sleep is not absence: a gap the clocks say was spent asleep is device_suspended, not 💤, not a reboot", async () => {
+  box = new TermuxBox();
+  const received: string[] = [];
+  const hook = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      received.push(await request.text());
+      return new Response("ok");
+    },
+  });
+  stops.push(() => hook.stop(true));
+  box.writeConfig(`
+[watchdog]
+interval = "10s"
+[notify]
+url = "http://127.0.0.1:${hook.port}/topic"
+[[service]]
+name = "blog"
+[service.check]
+tcp = "127.0.0.1:${hook.port}"
+`);
+  await box.tendRun(["watchdog"]);
+  const file = box.outside(`${box.state}/heartbeat`);
+  const [at, interval, clockLine] = readFileSync(file, "utf8").split("\n");
+  expect(clockLine).toMatch(/^clocks boot=\d+ awake=\d+$/);
+  // A pass some minutes ago (within this boot), as a phone without a wake lock records it: the boot-time clock
+  // the whole gap back, the awake clock only 20 s (awake less than 2 x interval + 30 s: no missed pass).
+  const [boot, awake] = clockLine.match(/\d+/g)!.map(Number);
+  const gapMs = Math.min(180_000, uptime() * 1000 - 20_000);
+  expect(gapMs).toBeGreaterThan(60_000); // the host has been up long enough to have slept since a pass
+  const passAgo = Date.now() - gapMs;
+  const earlier = `${new Date(passAgo).toISOString()}\n${interval}\nclocks boot=${boot - gapMs} awake=${awake - 20_000}\n`;
+  box.write(`${box.state}/heartbeat`, earlier, 0o600);
+  utimesSync(file, new Date(passAgo), new Date(passAgo));
+  void at;
+  const pass = await box.tendRun(["watchdog"]);
+  expect(pass.stdout).toMatch(/\[DOWNTIME\] device was asleep for \d+s \(device_suspended, from /);
+  expect(pass.stdout).not.toContain("watchdog did not run");
+  expect(received.filter((body) => body.includes("💤"))).toEqual([]);
+  // Without the clocks (an older heartbeat), the same gap is the watchdog not running: 💤.
+  box.write(`${box.state}/heartbeat`, `${new Date(passAgo).toISOString()}\n${interval}\n`, 0o600);
+  utimesSync(file, new Date(passAgo), new Date(passAgo));
+  const again = await box.tendRun(["watchdog"]);
+  expect(again.stdout).toContain("[DOWNTIME] watchdog did not run for");
 });

@@ -16,7 +16,7 @@ export type NotifyEvent = keyof typeof EVENTS;
 
 /** A span of time a service (or the host, or the watchdog) was unavailable, as recorded. */
 export interface Downtime {
-  /** A service's name, or "host" / "watchdog" for the gaps a pass finds in the heartbeat. */
+  /** A service's name, or "host" / "watchdog" / "device" (asleep) for the gaps a pass finds in the heartbeat. */
   name: string;
   /** failing, crash, hung_restart, busy_timeout, memory; unexpected_shutdown_or_reboot, watchdog_not_running */
   reason: string;
@@ -39,7 +39,11 @@ export interface LogLine {
   full?: string;
 }
 
-const WHAT: Record<string, string> = { watchdog: "watchdog did not run", host: "host was unavailable" };
+const WHAT: Record<string, string> = {
+  watchdog: "watchdog did not run",
+  host: "host was unavailable",
+  device: "device was asleep",
+};
 
 /** `NAME was unavailable for Ns (REASON, from T1 UTC to T2 UTC)` */
 export function downtimeMessage({ name, reason, from, to }: Downtime): string {

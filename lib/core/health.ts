@@ -9,17 +9,35 @@ export const isStale = (lastPassAt: number | null, intervalMs: number, now: numb
 
 /**
  * A gap in the heartbeat, found by the first pass after it: booted after the last heartbeat, the
- * host was down; up all along, the watchdog did not run (cron stopped, the loop died).
+ * host was down; up all along but asleep for most of it (a phone without a wake lock: the boot-time
+ * clock ran on while the awake clock stood still), the device was suspended — not a 💤, not a
+ * reboot — when what was left awake is no stale gap itself; else the watchdog did not run (cron
+ * stopped, the loop died). `asleepMs`: how long the device slept since the last heartbeat, if known.
  */
 export function classifyGap(
   lastPassAt: number | null,
   intervalMs: number,
   bootedAt: number,
   now: number,
+  asleepMs: number | null = null,
 ): Downtime | null {
   if (!isStale(lastPassAt, intervalMs, now)) return null;
   const from = lastPassAt!;
-  return bootedAt > from
-    ? { name: "host", reason: "unexpected_shutdown_or_reboot", from, to: now }
-    : { name: "watchdog", reason: "watchdog_not_running", from, to: now };
+  if (bootedAt > from) return { name: "host", reason: "unexpected_shutdown_or_reboot", from, to: now };
+  const awakeMs = now - from - Math.max(0, asleepMs ?? 0);
+  if (asleepMs !== null && asleepMs > 0 && awakeMs <= staleAfter(intervalMs))
+    return { name: "device", reason: "device_suspended", from, to: now };
+  return { name: "watchdog", reason: "watchdog_not_running", from, to: now };
+}
+
+/**
+ * How long the device slept between two readings of its clocks: the boot-time clock counts
+ * suspend, the awake clock does not. null when either reading is missing or they are of two boots.
+ */
+export function asleepBetween(
+  then: { bootMs: number; awakeMs: number } | null,
+  now: { bootMs: number; awakeMs: number } | null,
+): number | null {
+  if (!then || !now || now.bootMs < then.bootMs || now.awakeMs < then.awakeMs) return null;
+  return Math.max(0, now.bootMs - then.bootMs - (now.awakeMs - then.awakeMs));
 }

@@ -1,6 +1,7 @@
 import { closeSync, ftruncateSync, openSync, rmSync, writeSync } from "node:fs";
 import { TendError } from "../core/errors.ts";
 import { openAppend, readRegularFile } from "./files.ts";
+import { libc } from "./libc.ts";
 import { isRunning, readProc } from "./proc.ts";
 
 export interface Lock {
@@ -11,45 +12,6 @@ export interface Lock {
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
-const LIBC: Record<string, string[]> = {
-  linux: ["libc.so.6", "libc.so"], // glibc; Android's bionic
-  android: ["libc.so"],
-  darwin: ["libSystem.B.dylib"],
-};
-
-type Flock = (fd: number, operation: number) => number;
-/** flock(2), and the errno it left: a lock held by another is EWOULDBLOCK; anything else is said as itself. */
-let flockFn: { flock: Flock; errno: () => number } | null | undefined;
-
-/** errno after a failed call: glibc's __errno_location, bionic's __errno, macOS's __error. */
-const ERRNO_SYMBOL: Record<string, string> = { linux: "__errno_location", android: "__errno", darwin: "__error" };
-
-async function loadFlock(): Promise<typeof flockFn> {
-  if (flockFn !== undefined) return flockFn;
-  flockFn = null;
-  try {
-    const { dlopen, FFIType, read } = await import("bun:ffi");
-    const where = ERRNO_SYMBOL[process.platform] ?? "__errno_location";
-    for (const name of LIBC[process.platform] ?? []) {
-      try {
-        const lib = dlopen(name, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
-        const flock = lib.symbols.flock as Flock;
-        let errno = () => 0;
-        for (const symbol of [where, "__errno"]) {
-          try {
-            const location = dlopen(name, { [symbol]: { args: [], returns: FFIType.ptr } }).symbols[symbol];
-            errno = () => read.i32(location() as never);
-            break;
-          } catch {}
-        }
-        flockFn = { flock, errno };
-        break;
-      } catch {}
-    }
-  } catch {}
-  return flockFn;
-}
-
 const EWOULDBLOCK = process.platform === "darwin" ? 35 : 11;
 /** errno numbers flock(2) may leave, in words (Linux and Android; macOS's EWOULDBLOCK and ENOTSUP differ). */
 const FLOCK_ERRORS: Record<number, string> = {
@@ -68,7 +30,7 @@ const FLOCK_ERRORS: Record<number, string> = {
  * process is gone). Returns null when another holder has it.
  */
 export async function tryLock(path: string, { useFlock = true } = {}): Promise<Lock | null> {
-  const loaded = useFlock ? await loadFlock() : null;
+  const loaded = useFlock ? await libc() : null;
   if (loaded) {
     const fd = openAppend(path); // never through a symlink
     if (loaded.flock(fd, LOCK_EX | LOCK_NB) !== 0) {
@@ -141,4 +103,4 @@ function tryLockFile(path: string): Lock | null {
 }
 
 /** flock(2) can be loaded here (else the O_EXCL lock file stands in). */
-export const flockAvailable = async () => (await loadFlock()) !== null;
+export const flockAvailable = async () => (await libc()) !== null;

@@ -9,6 +9,7 @@ import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
 import { tryLock } from "../os/lock.ts";
+import { clocks } from "../os/libc.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
@@ -79,7 +80,9 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   }
   try {
     const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
-    const gap = dryRun || partial ? null : findGap(stateDir, intervalMs, now());
+    // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
+    const clocksNow = dryRun || partial ? null : await clocks();
+    const gap = dryRun || partial ? null : findGap(stateDir, intervalMs, now(), clocksNow);
     const gapEvents: Message[] = [];
     if (gap) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
@@ -109,7 +112,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       await pingHeartbeat(config, down, logger);
       const passAt = now();
       if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
-      writeHeartbeat(stateDir, passAt, intervalMs);
+      writeHeartbeat(stateDir, passAt, intervalMs, clocksNow);
     }
     return { ran: true, services };
   } catch (error) {

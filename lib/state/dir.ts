@@ -6,9 +6,10 @@ import {
   readdirSync,
   readlinkSync,
   renameSync,
+  statfsSync,
   type Stats,
 } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { TendError } from "../core/errors.ts";
 import { inWords } from "../os/files.ts";
 
@@ -68,6 +69,7 @@ export function refuseSymlink(path: string): void {
  * symlink. Created 0700 (with services/) when missing.
  */
 export function ensureStateDir(stateDir: string): void {
+  refuseSharedStorage(stateDir);
   for (const path of [stateDir, statePaths(stateDir).services]) {
     let info;
     try {
@@ -79,6 +81,41 @@ export function ensureStateDir(stateDir: string): void {
     if (info) refuseForeign(path, info);
     else makeDir(path);
   }
+}
+
+/** Android's shared storage: paths, and the file systems it is served by (statfs f_type). */
+const SHARED_PATHS = ["/sdcard", "/storage/", "/mnt/sdcard", "/mnt/media_rw/", "/data/media/"];
+const SHARED_TYPES: Record<number, string> = {
+  0x4d44: "FAT",
+  0x2011bab0: "exFAT",
+  0x5dca2df5: "sdcardfs",
+  0x6e736673: "NTFS",
+};
+
+/**
+ * A state dir on Android's shared storage (/sdcard, /storage/…: FAT or FUSE) would have no modes,
+ * no symlinks to refuse and perhaps no flock(2): refused, with a place that works.
+ */
+function refuseSharedStorage(stateDir: string) {
+  let why = SHARED_PATHS.some((prefix) => `${stateDir}/`.startsWith(prefix)) ? "Android's shared storage" : null;
+  if (!why) {
+    // The nearest existing directory's file system.
+    for (let dir = stateDir; dir && !why; dir = dirname(dir)) {
+      try {
+        why = SHARED_TYPES[Number(statfsSync(dir).type)] ?? "";
+        break;
+      } catch {
+        if (dir === dirname(dir)) break;
+      }
+    }
+  }
+  if (why)
+    throw new TendError(
+      `state dir ${stateDir} is on shared storage (${why}): no file modes, no symlink checks, and locks may ` +
+        `not work there; use a place under $HOME (the default ~/.local/state/tend, or state_dir = "~/tend-state")`,
+      1,
+      "state-dir",
+    );
 }
 
 /** Per-service files of earlier versions (`NAME.json`, `NAME.out` beside tend's own files) move into services/. */
