@@ -334,7 +334,7 @@ test("a state dir on shared storage (/sdcard, /storage) is refused with words, n
   }
 });
 
-test("sleep is not absence: a gap the clocks say was spent asleep is device_suspended, not 💤, not a reboot", async () => {
+test("sleep is not absence: a gap spent asleep (by the clocks) is device_suspended, not 💤, not a reboot", async () => {
   box = new TermuxBox();
   const received: string[] = [];
   const hook = Bun.serve({
@@ -366,7 +366,8 @@ tcp = "127.0.0.1:${hook.port}"
   const gapMs = Math.min(180_000, uptime() * 1000 - 20_000);
   expect(gapMs).toBeGreaterThan(60_000); // the host has been up long enough to have slept since a pass
   const passAgo = Date.now() - gapMs;
-  const earlier = `${new Date(passAgo).toISOString()}\n${interval}\nclocks boot=${boot - gapMs} awake=${awake - 20_000}\n`;
+  const clocks = `clocks boot=${boot - gapMs} awake=${awake - 20_000}`;
+  const earlier = `${new Date(passAgo).toISOString()}\n${interval}\n${clocks}\n`;
   box.write(`${box.state}/heartbeat`, earlier, 0o600);
   utimesSync(file, new Date(passAgo), new Date(passAgo));
   void at;
