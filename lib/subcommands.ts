@@ -140,13 +140,24 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   install: {
     takes: "one",
-    flags: ["write", "interval", "replace"],
+    flags: ["write", "interval", "replace", "loop"],
     async run({ args, names: [which], config, io }) {
       const install = await import("./operator/install.ts");
       const scheduler = install.parseScheduler(which);
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
       const replace: string | null = args.replace ?? null;
       if (replace !== null && scheduler !== "cron") throw usageError("--replace is for install cron");
+      if (args.loop && scheduler !== "termux-boot") throw usageError("--loop is for install termux-boot");
+      if (scheduler === "cron") {
+        // On Termux, cron is a package and a service: say what is missing before writing a line nobody runs.
+        const hasCrontab = Bun.which("crontab", { PATH: io.env.PATH ?? "" }) !== null;
+        const needs = install.termuxCronNeeds(io.env, hasCrontab);
+        if (needs.length)
+          io.err(
+            `watchdog install: cron on Termux needs: ${needs.join("; then ")} (and termux-boot to start it at boot)`,
+          );
+        if (!hasCrontab && args.write) return 1;
+      }
       const warnings = scheduler === "cron" ? await install.crontabWarnings(replace) : [];
       const rounded = scheduler === "cron" ? install.cronWarning(intervalMs) : null;
       for (const warning of [...(rounded ? [rounded] : []), ...warnings]) io.err(`watchdog install: ${warning}`);
@@ -154,6 +165,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
         ...where(io),
         intervalMs,
         mail: install.cronCanMail(io.env.PREFIX),
+        loop: Boolean(args.loop),
       });
       if (!args.write) return (io.out(install.renderInstall(scheduler, files)), 0);
       for (const line of await install.writeInstall(scheduler, files, replace)) io.out(line);

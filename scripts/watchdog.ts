@@ -16,7 +16,7 @@ const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all ser
        watchdog pause NAME [--for D] | resume NAME | reset NAME
        watchdog restart NAME | stop NAME | start NAME   verified; stop pauses, start resumes
        watchdog logs NAME [-n N] [-f]         the service's own output (spawn output, tmux pane, journal)
-       watchdog install cron|termux-boot|systemd|launchd [--write] [--interval D] [--replace PATTERN]
+       watchdog install cron|termux-boot|systemd|launchd [--write] [--interval D] [--replace PATTERN] [--loop]
        watchdog uninstall cron|termux-boot|systemd|launchd [--write]   remove exactly what install wrote
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
@@ -26,7 +26,7 @@ export function main(argv: string[], io: Io): Promise<number> {
     name: "watchdog",
     usage: USAGE,
     string: ["interval", "for", "since", "n", "replace", "listen"],
-    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve", "nagios"],
+    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve", "nagios", "loop"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [name = "pass", ...names] = args._.map(String);

@@ -77,16 +77,22 @@ test("cron: the line runs a pass at the interval; --write adds it once, keeps ot
   expect(lines[0]).toBe("0 3 * * * /usr/local/bin/backup.sh");
 });
 
-test("termux-boot: a boot script that takes the wake lock, then runs the loop; written once", () => {
+test("termux-boot: the wake lock, then runsvdir (crond runs the short passes); --loop: the loop; written once", () => {
   setup();
   const path = join(box.dir, ".termux", "boot", "tend-watchdog");
   expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: written\n`);
   expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: unchanged\n`);
   const script = readFileSync(path, "utf8").split("\n");
   expect(script[0]).toBe("#!/data/data/com.termux/files/usr/bin/sh");
-  expect(script.indexOf("termux-wake-lock")).toBeLessThan(script.findIndex((line) => line.startsWith("exec ")));
-  expect(script).toContain(`exec ${binary} watchdog run --config ${box.config}`);
+  expect(script.indexOf("termux-wake-lock")).toBeLessThan(script.indexOf("service-daemon start"));
+  expect(script.some((line) => line.includes("watchdog run"))).toBe(false);
   expect(statSync(path).mode & 0o777).toBe(0o755);
+  // The loop is the user's choice.
+  expect(asUser("watchdog", "install", "termux-boot", "--write", "--loop").stdout).toBe(`${path}: updated\n`);
+  const loop = readFileSync(path, "utf8").split("\n");
+  expect(loop.indexOf("termux-wake-lock")).toBeLessThan(loop.findIndex((line) => line.startsWith("exec ")));
+  expect(loop).toContain(`exec ${binary} watchdog run --config ${box.config}`);
+  expect(asUser("watchdog", "install", "cron", "--loop").code).toBe(2);
 });
 
 test("launchd: a plist with AbandonProcessGroup true and StartInterval, valid for a real plist parser", () => {

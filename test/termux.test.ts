@@ -295,14 +295,18 @@ tcp = "127.0.0.1:${hook.port}"
   expect(api.services[0]).toMatchObject({ name: "blog", state: "healthy" });
   serving.kill("SIGTERM");
 
-  // install: the Termux:Boot script starts from Termux's own shell, never /bin/sh; cron's line is printed.
+  // install: the Termux:Boot script starts from Termux's own shell, never /bin/sh: the wake lock, then
+  // runsvdir (crond under it); cron's line is printed, with what Termux still needs for it.
   const boot = await box.tendRun(["watchdog", "install", "termux-boot", "--write"]);
   expect(boot.code).toBe(0);
   const script = readFileSync(box.outside(`${HOME}/.termux/boot/tend-watchdog`), "utf8");
   expect(script.split("\n")[0]).toBe(`#!${PREFIX}/bin/sh`);
-  expect(script).toContain("termux-wake-lock");
+  expect(script).toContain("termux-wake-lock\n");
+  expect(script).toContain("service-daemon start\n");
   const cron = await box.tendRun(["watchdog", "install", "cron"]);
   expect(cron.code).toBe(0);
+  expect(cron.stderr).toContain("cron on Termux needs: pkg install cronie termux-services; then sv-enable crond");
+  expect((await box.tendRun(["watchdog", "install", "cron", "--write"])).code).toBe(1); // no crontab to write to
   expect(cron.stdout).toMatch(new RegExp(`^\\*/5 \\* \\* \\* \\* \\S+/tend watchdog pass --config ${box.config}`));
 
   // doctor: every row said, none an internal error; what a phone lacks is named, not fatal.

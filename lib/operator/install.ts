@@ -24,6 +24,8 @@ export interface InstallOptions {
   intervalMs: number;
   /** cron can mail a job's output (else the line appends it to the state dir's cron.log). */
   mail?: boolean;
+  /** termux-boot: start the loop at boot (`--loop`) instead of runsvdir's crond running short passes. */
+  loop?: boolean;
 }
 
 /** Marks tend's crontab line, so --write replaces it instead of adding a second. */
@@ -122,6 +124,17 @@ export async function crontabLines(): Promise<string[]> {
     : [];
 }
 
+/** On Termux: what cron needs that is not there yet, as the commands that install it (none: []). */
+export function termuxCronNeeds(env: Record<string, string | undefined>, hasCrontab: boolean): string[] {
+  const prefix = env.PREFIX ?? "";
+  if (!env.TERMUX_VERSION && !prefix.startsWith("/data/data/")) return [];
+  const needs: string[] = [];
+  if (!hasCrontab) needs.push("pkg install cronie termux-services");
+  const crond = join(env.SVDIR || join(prefix, "var", "service"), "crond");
+  if (!hasCrontab || !existsSync(crond) || existsSync(join(crond, "down"))) needs.push("sv-enable crond");
+  return needs;
+}
+
 /** What install cron says about the crontab it would share: another watchdog still runs from it. */
 export async function crontabWarnings(pattern: string | null): Promise<string[]> {
   const others = otherWatchdogs(await crontabLines().catch(() => []), pattern);
@@ -149,9 +162,22 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
           mode: 0o755,
           content: [
             "#!/data/data/com.termux/files/usr/bin/sh",
-            "# Termux:Boot runs this at boot: hold a wake lock so Android does not doze the loop away.",
-            "termux-wake-lock",
-            `exec ${quote(binary)} watchdog run${every} --config ${quote(config.path)}`,
+            ...(options.loop
+              ? [
+                  "# Termux:Boot runs this after the first unlock: a wake lock, then the loop (your choice:",
+                  "# Android 12+'s phantom process killer goes for long-lived processes first; see tend doctor).",
+                  "termux-wake-lock",
+                  `exec ${quote(binary)} watchdog run${every} --config ${quote(config.path)}`,
+                ]
+              : [
+                  "# Termux:Boot runs this after the first unlock. The wake lock keeps the CPU from sleeping",
+                  "# through cron's passes; termux-services' runsvdir runs crond, which runs tend's crontab line",
+                  "# (pkg install cronie termux-services; sv-enable crond; watchdog install cron --write).",
+                  "# Short passes: the phantom process killer (Android 12+) goes for long-lived processes first.",
+                  "termux-wake-lock",
+                  'export SVDIR="$PREFIX/var/service" LOGDIR="$PREFIX/var/log"',
+                  "service-daemon start",
+                ]),
             "",
           ].join("\n"),
         },
