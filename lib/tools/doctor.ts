@@ -49,6 +49,10 @@ async function probe(command: string, ...args: string[]): Promise<{ code: number
   return { code: result.exitCode ?? -1, said: oneLine(said) };
 }
 
+/** Termux: TERMUX_VERSION set, or PREFIX under /data/data/ (the spec's test). */
+const isTermux = (env: Record<string, string | undefined>) =>
+  Boolean(env.TERMUX_VERSION) || Boolean(env.PREFIX?.startsWith("/data/data/"));
+
 /** termux-wake-lock ships in termux-tools (installed with Termux), not termux-api. */
 const WAKE_LOCK_MISSING = "missing (termux-tools ships it: is $PREFIX/bin on PATH?)";
 
@@ -142,7 +146,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     if (panes) add(await panes);
   }
 
-  const termux = Boolean(env.PREFIX?.includes("com.termux")) || existsSync("/data/data/com.termux");
+  const termux = isTermux(env);
   const bootDir = join(env.HOME ?? "", ".termux", "boot");
   const wakeLock = termux ? await probe("termux-wake-lock", "--help") : { code: 127, said: "" };
   add({
@@ -286,8 +290,10 @@ function tmuxRow(config: Config, env: Record<string, string | undefined>, cronTm
   if (!sessions.length) return null;
   const uid = process.getuid?.() ?? 0;
   const socketIn = (tmpdir: string) => join(tmpdir, `tmux-${uid}`, "default");
-  const cronSocket = socketIn(cronTmpdir || "/tmp");
-  const mine = env.TMUX?.split(",")[0] || socketIn(env.TMUX_TMPDIR || "/tmp");
+  // tmux's own default: /tmp, and $PREFIX/tmp for Termux's build.
+  const fallback = isTermux(env) ? join(env.PREFIX!, "tmp") : join("/", "tmp");
+  const cronSocket = socketIn(cronTmpdir || fallback);
+  const mine = env.TMUX?.split(",")[0] || socketIn(env.TMUX_TMPDIR || fallback);
   return (async () => {
     const row = { name: "tmux server", affects: "restart.tmux and tmux pid sources from cron", used: true };
     const listed = (socket: string) =>
