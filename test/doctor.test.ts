@@ -56,6 +56,10 @@ run = "true"
   }
   expect(rows.tmux).toMatchObject({ status: "ok", used: true, detail: expect.stringMatching(/^tmux \d/) });
   expect(rows.flock.status).toBe("ok");
+  // A pass's work, done once (the device check): spawn and reap, the lock, its own start time, a local fetch.
+  for (const name of ["spawn and reap", "own start time", "local fetch"]) expect(rows[name].status).toBe("ok");
+  expect(rows["own start time"].detail).toMatch(/^\/proc\/self\/stat and a boot time from sysinfo: started \d+s ago$/);
+  expect(rows["process visibility"]).toBeUndefined(); // the phone's rows only on Termux
   expect(rows.launchctl).toMatchObject({ status: "missing", used: false });
   expect(rows["notify target"]).toMatchObject({
     status: "ok",

@@ -320,6 +320,18 @@ tcp = "127.0.0.1:${hook.port}"
   expect(rows["listeners (/proc/net/tcp)"].status).not.toBe("ok");
   expect(rows["state dir"].status).toBe("ok");
   expect(rows["notify target"].status).toBe("ok");
+  // The phone's own rows, and a pass's work done once: the device check a user pastes into an issue.
+  expect(rows["process visibility"]).toMatchObject({ status: "limited", detail: expect.stringContaining("hidepid=2") });
+  expect(rows["/proc files"].detail).toContain("/proc/self/stat ok, /proc/self/status ok, /proc/net/tcp no such file");
+  expect(rows["/proc files"].detail).toContain("/proc/uptime, /proc/stat closed (tend does not read them)");
+  expect(rows["page size"].status).toBe("ok");
+  expect(rows["phantom process killer"].detail).toBe("not Android (getprop gives no API level)");
+  expect(rows["Termux:Boot entries"]).toMatchObject({ status: "ok", detail: "tend-watchdog" });
+  expect(rows["wake lock"].status).toBe("ok");
+  expect(rows["crond and runsvdir"].detail).toContain("pkg install cronie termux-services");
+  expect(rows["Termux:API"]).toMatchObject({ status: "missing" });
+  expect(rows["state dir file system"].status).toBe("ok");
+  for (const name of ["spawn and reap", "lock", "own start time", "local fetch"]) expect(rows[name].status).toBe("ok");
 
   // Nothing was written outside $HOME and $PREFIX: the sandbox's /tmp cannot be written at all.
   expect(log()).not.toContain("[ERROR]");

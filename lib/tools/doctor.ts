@@ -9,6 +9,7 @@ import { networkReason } from "../os/net.ts";
 import { flockAvailable } from "../os/lock.ts";
 import { readProc } from "../os/proc.ts";
 import { processRss } from "../os/rss.ts";
+import { exerciseRows, termuxRows } from "./device.ts";
 import { runCommand } from "../os/run.ts";
 import { crontabLines, cronEnvironment, tendCronLines } from "../operator/install.ts";
 import { checkKind } from "../checks/index.ts";
@@ -156,9 +157,14 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
       ? "not Termux"
       : `${existsSync(bootDir) ? bootDir : "no ~/.termux/boot (install Termux:Boot, open it once)"}; ` +
         `termux-wake-lock ${wakeLock.code === 127 ? WAKE_LOCK_MISSING : "found"}`,
-    affects: "install termux-boot: the loop starts at boot and keeps a wake lock",
+    affects: "install termux-boot: the wake lock and runsvdir (crond) start at boot",
     used: false,
   });
+  const stateDir = config?.watchdog.stateDir ?? null;
+  // On the phone: what Android allows (hidepid, /proc, page size, the phantom killer, boot, wake lock, API).
+  if (termux) rows.push(...(await termuxRows(env, probe, stateDir)));
+  // What a pass does, done once: the device check.
+  rows.push(...(await exerciseRows(stateDir)));
 
   if (config) add(stateDirRow(config.watchdog.stateDir));
   add({
