@@ -397,3 +397,69 @@ tcp = "127.0.0.1:${hook.port}"
   const again = await box.tendRun(["watchdog"]);
   expect(again.stdout).toContain("[DOWNTIME] watchdog did not run for");
 });
+
+test('format = "termux", STAND-IN termux-notification (Termux:API cannot run here): one id per service', async () => {
+  box = new TermuxBox();
+  const calls = `${HOME}/calls.jsonl`;
+  // Records its argv: arguments ended by \x1f, calls by \x1e (a message may hold newlines).
+  box.write(
+    `${PREFIX}/bin/termux-notification`,
+    `#!/usr/bin/bash\nprintf '%s\\x1f' "$@" >> ${calls}\nprintf '\\x1e' >> ${calls}\n`,
+    0o755,
+  );
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(`
+[notify]
+format = "termux"
+[[service]]
+name = "blog"
+[service.check]
+http = "${url}"
+timeout = "1s"
+`);
+  expect((await box.tendRun(["watchdog", "validate"])).code).toBe(0);
+  control.status = 503;
+  for (let pass = 0; pass < 3; pass++) await box.tendRun(["watchdog"]);
+  control.status = 200;
+  await box.tendRun(["watchdog"]);
+  const sent = readFileSync(box.outside(calls), "utf8")
+    .split("\x1e")
+    .filter(Boolean)
+    .map((call) => call.split("\x1f").slice(0, -1));
+  expect(sent).toHaveLength(2);
+  const [down, up] = sent as string[][];
+  const arg = (argv: string[], flag: string) => argv[argv.indexOf(flag) + 1];
+  expect(arg(down, "--id")).toBe("tend-blog");
+  expect(arg(up, "--id")).toBe("tend-blog"); // the ✅ replaces the 🚨 in the notification shade
+  expect(arg(down, "--priority")).toBe("max");
+  expect(arg(down, "--content")).toStartWith("🚨");
+  expect(arg(up, "--content")).toStartWith("✅");
+  expect(arg(down, "--content")).toContain("blog");
+});
+
+test('format = "termux": a STAND-IN termux-notification that hangs (no app) is killed at 10 s, spooled', async () => {
+  box = new TermuxBox();
+  const child = `${HOME}/hung-child.pid`;
+  // Hangs like termux-notification without the app, with a child of its own: the whole group must go.
+  box.write(`${PREFIX}/bin/termux-notification`, `#!/usr/bin/bash\nsleep 1000 &\necho $! > ${child}\nwait\n`, 0o755);
+  box.writeConfig(`
+[notify]
+format = "termux"
+[[service]]
+name = "blog"
+[service.check]
+tcp = "127.0.0.1:1"
+`);
+  const started = Date.now();
+  const sent = await box.tendRun(["notify", "--service", "blog", "the phone says hello"]);
+  expect(Date.now() - started).toBeLessThan(30_000);
+  expect(sent.code).toBe(1);
+  expect(sent.stderr).toContain("termux-notification: no answer within 10s (is the Termux:API app installed?");
+  const spool = readFileSync(box.outside(`${box.state}/notify-spool.jsonl`), "utf8");
+  expect(spool).toContain("the phone says hello");
+  const grandchild = Number(readFileSync(box.outside(child), "utf8"));
+  await waitFor(() => !existsSync(`/proc/${grandchild}`), 5000, "the stand-in's child killed with its group");
+  const listed = await box.tendRun(["notify", "--spool"]);
+  expect(listed.stdout).toContain("termux termux-notification");
+});

@@ -12,6 +12,7 @@ import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./ser
 import {
   NOTIFY_FORMATS,
   TELEGRAM_NEEDS_CHAT,
+  TERMUX_DESTINATION,
   type Config,
   type Env,
   type NotifyConfig,
@@ -185,12 +186,15 @@ function readNotify(table: Reader, env: Env): NotifyConfig {
     table.fail("format", `${show(format)} is not one of ${NOTIFY_FORMATS.join(", ")}`);
   }
   const notify: NotifyConfig = {
-    url: httpUrl(table, "url") ?? (env.TEND_NOTIFY_URL || null),
+    // termux: the termux-notification command (Termux:API) is the receiver; a url is not used.
+    url: format === "termux" ? TERMUX_DESTINATION : (httpUrl(table, "url") ?? (env.TEND_NOTIFY_URL || null)),
     format: format as NotifyFormat,
     timeoutMs: table.duration("timeout") ?? 10_000,
     retries: table.integer("retries", 0, 10) ?? 2,
     minIntervalMs: table.duration("min_interval") ?? 900_000,
   };
+  if (notify.format === "termux" && table.has("url"))
+    table.fail("url", 'is not used with format = "termux" (termux-notification delivers, Termux:API)');
   if (notify.format === "telegram" && notify.url && !new URL(notify.url).searchParams.get("chat_id")) {
     table.fail(table.has("url") ? "url" : "format", TELEGRAM_NEEDS_CHAT);
   }

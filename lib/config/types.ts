@@ -69,7 +69,10 @@ export interface WatchdogConfig {
   metricsFile: string | null;
 }
 
-export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager"] as const;
+export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager", "termux"] as const;
+
+/** format = "termux" sends through termux-notification, not HTTP: its destination in the spool and in words. */
+export const TERMUX_DESTINATION = "termux:notification";
 export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
 
 export const TELEGRAM_NEEDS_CHAT = "format telegram needs chat_id in the URL (…/bot<TOKEN>/sendMessage?chat_id=<ID>)";

@@ -22,6 +22,7 @@ export const isHttpUrl = (url: string) => httpUrlProblem(url) === null;
 
 /** scheme://host[:port]/… : paths, queries and user info can hold tokens, so they are never shown. */
 export function redactUrl(url: string): string {
+  if (url.startsWith("termux:")) return "termux-notification"; // format = "termux": a command, not a URL
   try {
     const parsed = new URL(url);
     const rest = parsed.pathname !== "/" || parsed.search ? "/…" : "/";

@@ -2,7 +2,7 @@ import type { Config, NotifyFormat } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
 import { localStamp } from "../core/time.ts";
-import { TELEGRAM_NEEDS_CHAT } from "../config/types.ts";
+import { TELEGRAM_NEEDS_CHAT, TERMUX_DESTINATION } from "../config/types.ts";
 import type { Channel, Message } from "./send.ts";
 import { deliver, readDead, readSpool, spoolFile, type DeliverReport } from "./spool.ts";
 
@@ -15,6 +15,8 @@ export interface Said {
 
 /** The destination of a new message: --url/--format, else [notify]; validated as the receiver needs it. */
 export function channelFor(config: Config, url: string | null, format: NotifyFormat): Channel {
+  if (format === "termux")
+    return { url: TERMUX_DESTINATION, format, timeoutMs: config.notify.timeoutMs, retries: config.notify.retries };
   if (!url) throw usageError("no notification URL: pass --url, set [notify] url in the config, or TEND_NOTIFY_URL");
   const problem = httpUrlProblem(url);
   if (problem) throw usageError(`--url: ${JSON.stringify(shownUrl(url))} ${problem}`);

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { TELEGRAM_NEEDS_CHAT, type NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
+import { runCommand, saidBy } from "../os/run.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { usageError } from "../core/errors.ts";
@@ -39,6 +40,8 @@ export interface HttpRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** format = "termux": the command that delivers it instead of a POST. */
+  argv?: string[];
 }
 
 export interface SendResult {
@@ -111,6 +114,14 @@ export function buildRequest(message: Message, channel: Channel): HttpRequest {
       url.searchParams.delete("chat_id");
       return json({ chat_id: chatId, text: cut(`${heading}${message.message}`, 4096) }, url.toString());
     }
+    case "termux": {
+      // Termux:API: one notification id per service, so a ✅ replaces its 🚨 in the shade.
+      const priority = TERMUX_PRIORITY[message.priority ?? "default"] ?? "default";
+      const argv = ["termux-notification", "--id", `tend-${message.service ?? "tend"}`, "--priority", priority];
+      if (message.title) argv.push("--title", message.title);
+      argv.push("--content", cut(message.message, 4096));
+      return { url: channel.url, headers: {}, body: message.message, argv };
+    }
     case "alertmanager": {
       const url = channel.url.replace(/\/+$/, "");
       const alerts = message.alerts ?? [
@@ -132,8 +143,27 @@ export function buildRequest(message: Message, channel: Channel): HttpRequest {
   }
 }
 
+/** ntfy's priorities in termux-notification's words (max, high, default, low, min). */
+const TERMUX_PRIORITY: Record<string, string> = { urgent: "max", high: "high", default: "default", low: "low" };
+
+/** termux-notification without the Termux:API app hangs forever: a hard limit, its process group killed. */
+const TERMUX_TIMEOUT_MS = 10_000;
+
+/** Deliver by termux-notification: exit 0 is success; anything else, a timeout included, is a passing failure. */
+async function sendTermux(argv: string[]): Promise<SendResult> {
+  const result = await runCommand(argv, { timeoutMs: TERMUX_TIMEOUT_MS });
+  if (result.exitCode === 0) return { ok: true, status: null, detail: "termux-notification: done", attempts: 1 };
+  const why = result.timedOut
+    ? `no answer within ${humanDuration(TERMUX_TIMEOUT_MS)} (is the Termux:API app installed? ` +
+      "its process group was killed)"
+    : (result.error ?? `exit ${result.exitCode}${saidBy(result) ? `: ${saidBy(result)}` : ""}`);
+  return { ok: false, status: null, detail: `termux-notification: ${oneLine(why)}`, attempts: 1 };
+}
+
 /** What --dry-run prints: the request, its URL redacted. */
 export function describeRequest(request: HttpRequest): string {
+  if (request.argv)
+    return request.argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : JSON.stringify(arg))).join(" ");
   const headers = Object.entries(request.headers).map(([name, value]) => `${name}: ${value}`);
   return [`POST ${redactUrl(request.url)}`, ...headers, "", request.body].join("\n");
 }
@@ -149,6 +179,7 @@ export async function send(
   channel: Channel,
   { fetch: doFetch = fetch, sleep = Bun.sleep }: SendOptions = {},
 ): Promise<SendResult> {
+  if (request.argv) return sendTermux(request.argv); // once: a hung app answers no better the second time
   let last: SendResult = { ok: false, status: null, detail: "not sent", attempts: 0 };
   for (let attempt = 1; attempt <= channel.retries + 1; attempt++) {
     let retryAfterMs: number | null = null;

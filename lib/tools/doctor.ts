@@ -217,6 +217,12 @@ async function notifyRow(config: Config, sendTest?: DoctorOptions["sendTest"]): 
       used: true,
     };
   }
+  if (config.notify.format === "termux") {
+    const found = Bun.which("termux-notification");
+    return found
+      ? { ...row, status: "ok", detail: `${found} (the Termux:API app must be installed too)`, used: true }
+      : { ...row, status: "missing", detail: "no termux-notification: pkg install termux-api", used: true };
+  }
   const parsed = new URL(url);
   const port = Number(parsed.port) || (parsed.protocol === "https:" ? 443 : 80);
   const reached = await new Promise<string | null>((resolve) => {
