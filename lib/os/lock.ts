@@ -1,7 +1,7 @@
 import { closeSync, ftruncateSync, openSync, rmSync, writeSync } from "node:fs";
 import { TendError } from "../core/errors.ts";
 import { openAppend, readRegularFile } from "./files.ts";
-import { libc } from "./libc.ts";
+import { libc, type Libc } from "./libc.ts";
 import { isRunning, readProc } from "./proc.ts";
 
 export interface Lock {
@@ -29,8 +29,11 @@ const FLOCK_ERRORS: Record<number, string> = {
  * where flock cannot be loaded, an O_EXCL file holding PID + start time (stale when that
  * process is gone). Returns null when another holder has it.
  */
-export async function tryLock(path: string, { useFlock = true } = {}): Promise<Lock | null> {
-  const loaded = useFlock ? await libc() : null;
+export async function tryLock(
+  path: string,
+  { useFlock = true, lib }: { useFlock?: boolean; lib?: Libc | null } = {},
+): Promise<Lock | null> {
+  const loaded = useFlock ? (lib ?? (await libc())) : null;
   if (loaded) {
     const fd = openAppend(path); // never through a symlink
     if (loaded.flock(fd, LOCK_EX | LOCK_NB) !== 0) {
