@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-deps typecheck fmt clean bench faults
+.PHONY: all cross cross-check demo test test-deps typecheck fmt clean bench faults battery
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -81,6 +81,11 @@ bench: build/tend
 
 faults: build/tend
 	$(BUN) bench/faults.ts $(FAULT_ARGS)
+
+# What watching 20 services costs a phone per hour: tend's cron pass vs its loop vs monit (bench/battery.ts).
+battery: build/tend
+	@command -v monit >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends monit >/dev/null)
+	$(BUN) bench/battery.ts $(BATTERY_ARGS)
 
 demo: build/tend
 	bash examples/demo.sh
