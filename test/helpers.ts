@@ -82,16 +82,35 @@ export class Sandbox {
       const pid = Number(readFileSync(file, "utf8").trim()) || 0;
       if (pid > 1) this.children.push(pid);
     }
-    for (const pid of this.children) {
-      for (const target of [-pid, pid]) {
-        try {
-          process.kill(target, "SIGKILL");
-        } catch {}
-      }
-    }
+    killAll(this.children);
     Bun.spawnSync(["tmux", "kill-server"], { env: this.env() });
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** SIGKILL each process the test started, and the process group it leads (tend's spawns lead their own). */
+export function killAll(pids: number[]) {
+  for (const pid of pids) {
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {}
+    }
+  }
+}
+
+/** A local receiver on port 0 that answers 200 and keeps every body it got. */
+export function recordingReceiver() {
+  const received: string[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      received.push(await request.text());
+      return new Response("ok");
+    },
+  });
+  return { received, url: `http://127.0.0.1:${server.port}`, port: server.port, stop: () => server.stop(true) };
 }
 
 /** Run argv to its end without blocking this process (its servers keep answering); killed after timeoutMs. */

@@ -4,7 +4,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, utimesSync } from "node:fs";
 import { uptime } from "node:os";
-import { BUN, controlledServer, freePort, SERVER, waitFor } from "./helpers.ts";
+import { BUN, controlledServer, freePort, recordingReceiver, SERVER, waitFor } from "./helpers.ts";
 import { HOME, PREFIX, TermuxBox } from "./termux.ts";
 
 let box: TermuxBox;
@@ -352,16 +352,9 @@ test("a state dir on shared storage (/sdcard, /storage) is refused with words, n
 
 test("sleep is not absence: a gap spent asleep (by the clocks) is device_suspended, not 💤, not a reboot", async () => {
   box = new TermuxBox();
-  const received: string[] = [];
-  const hook = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    async fetch(request) {
-      received.push(await request.text());
-      return new Response("ok");
-    },
-  });
-  stops.push(() => hook.stop(true));
+  const hook = recordingReceiver();
+  const { received } = hook;
+  stops.push(hook.stop);
   box.writeConfig(`
 [watchdog]
 interval = "10s"

@@ -24,7 +24,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, ROOT, run, TEND, type Run } from "./helpers.ts";
+import { BUN, killAll, ROOT, run, TEND, type Run } from "./helpers.ts";
 
 export const FILES = "/data/data/com.termux/files";
 export const HOME = `${FILES}/home`;
@@ -158,13 +158,7 @@ export class TermuxBox {
       const pid = existsSync(path) ? Number(readFileSync(path, "utf8").trim()) || 0 : 0;
       if (pid > 1) this.children.push(pid);
     }
-    for (const pid of this.children) {
-      for (const target of [-pid, pid]) {
-        try {
-          process.kill(target, "SIGKILL");
-        } catch {}
-      }
-    }
+    killAll(this.children);
     await this.run(["tmux", "kill-server"]).catch(() => null);
     rmSync(this.host, { recursive: true, force: true });
   }
