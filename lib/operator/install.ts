@@ -101,8 +101,11 @@ export const tendCronLines = (lines: string[]) => lines.filter((line) => line.tr
  * The environment cron gives the tend line: its PATH (cron's default /usr/bin:/bin, or the last
  * PATH= line above it) and TMUX_TMPDIR when the crontab sets it.
  */
-export function cronEnvironment(lines: string[]): { PATH: string; TMUX_TMPDIR: string | null } {
-  const env: { PATH: string; TMUX_TMPDIR: string | null } = { PATH: "/usr/bin:/bin", TMUX_TMPDIR: null };
+export function cronEnvironment(
+  lines: string[],
+  defaultPath = "/usr/bin:/bin",
+): { PATH: string; TMUX_TMPDIR: string | null } {
+  const env: { PATH: string; TMUX_TMPDIR: string | null } = { PATH: defaultPath, TMUX_TMPDIR: null };
   for (const line of lines) {
     if (line.trimEnd().endsWith(CRON_MARK)) break;
     const assignment = /^\s*(PATH|TMUX_TMPDIR)\s*=\s*"?([^"]*)"?\s*$/.exec(line);

@@ -76,6 +76,17 @@ export async function exerciseRows(stateDir: string | null): Promise<Capability[
   return rows;
 }
 
+/** The kernel's page size, from our own auxiliary vector (AT_PAGESZ = 6): 4096, or 16384 on Android 15. */
+function auxvPageSize(): number | null {
+  try {
+    const auxv = readFileSync("/proc/self/auxv");
+    for (let at = 0; at + 16 <= auxv.length; at += 16) {
+      if (auxv.readBigUInt64LE(at) === 6n) return Number(auxv.readBigUInt64LE(at + 8));
+    }
+  } catch {}
+  return null;
+}
+
 /** The rows of the spec's "Android and Termux": what this phone allows, and what to do about what it does not. */
 export async function termuxRows(env: Env, probe: ToolProbe, stateDir: string | null): Promise<Capability[]> {
   const rows: Capability[] = [];
@@ -109,11 +120,11 @@ export async function termuxRows(env: Env, probe: ToolProbe, stateDir: string | 
     affects: "/proc/net/tcp: busy.port (busy.log still decides); /proc/self/status: memory",
   });
 
-  const pageSize = await probe("getconf", "PAGESIZE");
+  const pageSize = auxvPageSize();
   add({
     name: "page size",
     status: "ok",
-    detail: `${pageSize.code === 0 ? `${pageSize.said} bytes` : "unknown"} (RSS is VmRSS, right for any page size)`,
+    detail: `${pageSize ? `${pageSize} bytes` : "unknown"} (RSS is VmRSS, right for any page size)`,
     affects: "memory limits",
   });
 

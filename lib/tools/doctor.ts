@@ -99,9 +99,8 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     if (readFileSync("/proc/net/tcp", "utf8").split("\n").length < 2)
       [tcp, tcpDetail] = ["limited", "empty (restricted)"];
   } catch (error) {
-    [tcp, tcpDetail] = existsSync("/proc/net")
-      ? ["limited", `/proc/net/tcp: ${inWords(error)}`]
-      : ["missing", "no /proc/net"];
+    // A degrade, not a failure: busy.log still decides (Android 10+ closes /proc/net to apps).
+    [tcp, tcpDetail] = ["limited", existsSync("/proc/net") ? `/proc/net/tcp: ${inWords(error)}` : "no /proc/net"];
   }
   add({
     name: "listeners (/proc/net/tcp)",
@@ -141,7 +140,8 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     used: installed,
   });
   if (config) {
-    const cronEnv = cronEnvironment(lines);
+    // Termux's cronie gives its jobs $PREFIX/bin; elsewhere cron's PATH is /usr/bin:/bin.
+    const cronEnv = cronEnvironment(lines, isTermux(env) ? join(env.PREFIX!, "bin") : undefined);
     add(programsRow(config, cronEnv.PATH, installed));
     const panes = tmuxRow(config, env, cronEnv.TMUX_TMPDIR);
     if (panes) add(await panes);
