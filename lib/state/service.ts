@@ -1,4 +1,4 @@
-import { renameSync } from "node:fs";
+import { renameSync, statSync } from "node:fs";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
@@ -36,14 +36,33 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
 /** A service's state as what only reads it sees it (status, stats, report, serve, the loop): never repaired. */
 export type StateReader = (name: string) => ServiceState;
 
-/** Reads states from `stateDir`; with `once`, each at most once (a page shows every state three ways). */
-export function stateReader(stateDir: string, { once = false } = {}): StateReader {
+/**
+ * Reads states from `stateDir`; with `once`, each at most once (a page shows every state three
+ * ways); with `unchanged`, again only when the file changed (its inode, mtime or size: every write
+ * is a rename), for the loop's once-a-second crash watch.
+ */
+export function stateReader(stateDir: string, { once = false, unchanged = false } = {}): StateReader {
   const read: StateReader = (name) => {
     const { state, problem } = readState(stateDir, name, { repair: false });
     if (problem === null || problem === "missing") return state;
     // A file the next pass will reset (or refuses, a symlink): shown as not judged, saying why.
     return { ...state, verdict: notJudged(null, `state file ${problem}`, Date.now()) };
   };
+  if (unchanged) {
+    const cache = new Map<string, { key: string; state: ServiceState }>();
+    return (name) => {
+      let key = "";
+      try {
+        const info = statSync(stateFile(stateDir, name));
+        key = `${info.ino}:${info.mtimeMs}:${info.size}`;
+      } catch {}
+      const hit = cache.get(name);
+      if (key && hit?.key === key) return hit.state;
+      const state = read(name);
+      if (key) cache.set(name, { key, state });
+      return state;
+    };
+  }
   if (!once) return read;
   const seen = new Map<string, ServiceState>();
   return (name) => {
