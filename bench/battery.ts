@@ -51,7 +51,8 @@ const ports = Array.from({ length: SERVICES }, (_, index) => basePort + index);
 const serverScript = join(WORK, "services.ts");
 writeFileSync(
   serverScript,
-  `for (const port of ${JSON.stringify(ports)}) Bun.serve({ port, hostname: "127.0.0.1", fetch: () => new Response("ok") });`,
+  `for (const port of ${JSON.stringify(ports)})\n` +
+    `  Bun.serve({ port, hostname: "127.0.0.1", fetch: () => new Response("ok") });\n`,
 );
 const server = Bun.spawn([process.execPath, serverScript], { stdout: "ignore", stderr: "inherit", detached: true });
 await waitFor(async () => (await Promise.all(ports.map(answers))).every(Boolean), 20_000, "the 20 services");
@@ -80,7 +81,8 @@ try {
     await child.exited;
     cronPeak = Math.max(cronPeak, pss.stop());
     const usage = child.resourceUsage();
-    if (pass > 0 && usage) passCpu.push((Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1e6); // first: state files created
+    // The first pass creates the state files: not a pass like the hour's others.
+    if (pass > 0 && usage) passCpu.push((Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1e6);
   }
   const cronPass = passCpu.sort((a, b) => a - b)[Math.floor(passCpu.length / 2)];
 
@@ -111,7 +113,8 @@ try {
       `set logfile ${monitDir}/monit.log`,
       ...ports.map(
         (port, index) =>
-          `check host s${index} with address 127.0.0.1\n  if failed port ${port} protocol http request "/" with timeout 5 seconds then alert`,
+          `check host s${index} with address 127.0.0.1\n` +
+          `  if failed port ${port} protocol http request "/" with timeout 5 seconds then alert`,
       ),
       "",
     ].join("\n"),
@@ -159,7 +162,8 @@ try {
   for (const row of rows) console.log(`| ${row.join(" | ")} |`);
   const met = perHour.cron <= perHour.monit;
   console.log(
-    `\ngoal: tend's cron mode ≤ monit's CPU per hour: ${met ? "met" : "not met"} (${(perHour.cron / perHour.monit).toFixed(2)}×)`,
+    `\ngoal: tend's cron mode ≤ monit's CPU per hour: ${met ? "met" : "not met"} ` +
+      `(${(perHour.cron / perHour.monit).toFixed(2)}×)`,
   );
 } finally {
   killGroup(server.pid);

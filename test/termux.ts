@@ -4,7 +4,7 @@
 // - /proc mounted hidepid=2,subset=pid: other users' processes are invisible, and /proc/uptime,
 //   /proc/stat, /proc/loadavg, /proc/version, /proc/vmstat and /proc/net are not there (Android 8+
 //   denies them to an app with EACCES; here they are absent, ENOENT: tend must read none of them);
-// - no /tmp (a tmpfs of mode 000 over it);
+// - no writable /tmp (a tmpfs of mode 711 over it; the checkout bound back in if it lives there);
 // - /bin/sh a stub that fails (Android's /bin/sh is mksh, not Termux's shell): bound over dash;
 // - TMUX_TMPDIR=$PREFIX/tmp (Termux's tmux is built so), HOME=/data/data/com.termux/files/home,
 //   PREFIX=/data/data/com.termux/files/usr with its bin/ the only PATH, TMPDIR=$PREFIX/tmp,
@@ -18,12 +18,13 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { BUN, killAll, ROOT, run, TEND, type Run } from "./helpers.ts";
 
 export const FILES = "/data/data/com.termux/files";
@@ -60,13 +61,23 @@ const PROGRAMS = [
 const ENTER = `
 set -e
 files="$1"; shift
+keep="$1"; shift
 mount --make-rprivate /
 mount -t tmpfs -o mode=755 tmpfs /data
 mkdir -p ${FILES}
 mount --bind "$files" ${FILES}
 mount --bind ${FILES}/.sandbox/sh-stub /bin/sh
 mount -t proc -o hidepid=2,subset=pid proc /proc
-mount -t tmpfs -o mode=000 tmpfs /tmp
+# No writable /tmp: a tmpfs nobody may list or write. The checkout and the binaries the tests run stay
+# reachable at their paths even when they live under /tmp (a CI clone may), bound back in.
+mkdir -p /data/.keep
+n=0; for dir in $keep; do mkdir -p /data/.keep/$n; mount --bind "$dir" /data/.keep/$n; n=$((n+1)); done
+mount -t tmpfs -o mode=711 tmpfs /tmp
+n=0; for dir in $keep; do
+  case "$dir" in /tmp/*) mkdir -p "$dir"; mount --bind /data/.keep/$n "$dir" ;; esac
+  umount /data/.keep/$n; n=$((n+1))
+done
+rmdir /data/.keep/* /data/.keep
 exec setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups -- /usr/bin/env -i \\
   HOME=${HOME} PREFIX=${PREFIX} TMPDIR=${PREFIX}/tmp TERMUX_VERSION=0.118.0 PATH=${PREFIX}/bin \\
   SHELL=${PREFIX}/bin/sh TMUX_TMPDIR=${PREFIX}/tmp TZ=UTC LANG=en_US.UTF-8 "$@"
@@ -128,7 +139,13 @@ export class TermuxBox {
 
   /** Run argv inside (argv[0] looked up on $PREFIX/bin). */
   run(argv: string[], { timeoutMs = 60_000 }: { timeoutMs?: number } = {}): Promise<Run> {
-    return run(["unshare", "-m", "/usr/bin/bash", "-c", ENTER, "enter", this.host, ...argv], { timeoutMs, cwd: ROOT });
+    return run(this.enter(argv), { timeoutMs, cwd: ROOT });
+  }
+
+  /** The argv that runs `argv` inside: the host dir, and the host dirs to keep reachable (checkout, binaries). */
+  private enter(argv: string[]): string[] {
+    const keep = [...new Set([ROOT, dirname(realpathSync(TEND)), dirname(realpathSync(BUN))])];
+    return ["unshare", "-m", "/usr/bin/bash", "-c", ENTER, "enter", this.host, keep.join(" "), ...argv];
   }
 
   /** `tend ARGS...` inside, with the sandbox's config. */
@@ -138,7 +155,7 @@ export class TermuxBox {
 
   /** Start argv inside in the background (a loop, a server); killed by cleanup(). */
   spawn(argv: string[]) {
-    const child = Bun.spawn(["unshare", "-m", "/usr/bin/bash", "-c", ENTER, "enter", this.host, ...argv], {
+    const child = Bun.spawn(this.enter(argv), {
       stdout: "pipe",
       stderr: "pipe",
       detached: true,
