@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { uptime } from "node:os";
 import { oneLine } from "../core/sanitize.ts";
 import { readRegularFile } from "./files.ts";
@@ -65,6 +65,18 @@ export function signalProbe(pid: number): "alive" | "hidden" | "gone" {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM" ? "hidden" : "gone";
   }
+}
+
+/** The command name of a process this user can see whose name matches, or null (doctor: is cron running?). */
+export function runningNamed(names: RegExp): string | null {
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      const comm = readProc(Number(entry))?.comm ?? "";
+      if (names.test(comm)) return comm;
+    }
+  } catch {}
+  return null;
 }
 
 /** Running = exists and is neither a zombie nor dead. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { oneLine } from "../core/sanitize.ts";
 import { inWords } from "../os/files.ts";
 import { tryLock } from "../os/lock.ts";
-import { readProc, signalProbe, startedAtMs } from "../os/proc.ts";
+import { readProc, runningNamed, signalProbe, startedAtMs } from "../os/proc.ts";
 import type { ToolProbe } from "../restarts/index.ts";
 import type { Capability } from "./doctor.ts";
 
@@ -174,16 +174,8 @@ export async function termuxRows(env: Env, probe: ToolProbe, stateDir: string | 
     affects: "passes on time while the screen is off",
   });
 
-  const running = (names: RegExp) => {
-    try {
-      for (const entry of readdirSync("/proc")) {
-        if (/^\d+$/.test(entry) && names.test(readProc(Number(entry))?.comm ?? "")) return true;
-      }
-    } catch {}
-    return false;
-  };
-  const runsvdir = running(/^runsvdir$/);
-  const crond = running(/^(crond|cron)$/);
+  const runsvdir = runningNamed(/^runsvdir$/) !== null;
+  const crond = runningNamed(/^(crond|cron)$/) !== null;
   add({
     name: "crond and runsvdir",
     status: runsvdir && crond ? "ok" : "limited",

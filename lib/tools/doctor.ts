@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:net";
 import type { Config } from "../config/types.ts";
@@ -7,7 +7,7 @@ import { oneLine } from "../core/sanitize.ts";
 import { inWords } from "../os/files.ts";
 import { networkReason } from "../os/net.ts";
 import { flockAvailable } from "../os/lock.ts";
-import { readProc } from "../os/proc.ts";
+import { readProc, runningNamed } from "../os/proc.ts";
 import { processRss } from "../os/rss.ts";
 import { exerciseRows, termuxRows } from "./device.ts";
 import { runCommand } from "../os/run.ts";
@@ -126,7 +126,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
   const hasCrontab = crontab.code === 0 || /no crontab/i.test(crontab.said);
   const lines = hasCrontab ? await crontabLines().catch(() => []) : [];
   const installed = tendCronLines(lines).length > 0;
-  const daemon = cronDaemon();
+  const daemon = runningNamed(/^(cron|crond|cronie|busybox-crond)$/);
   add({
     name: "cron",
     status: hasCrontab && daemon && installed ? "ok" : hasCrontab ? "limited" : "missing",
@@ -329,18 +329,6 @@ function tmuxRow(config: Config, env: Record<string, string | undefined>, cronTm
     const server = onCron ? `${cronSocket} has no session ${absent.join(", ")}` : `no server on ${cronSocket} yet`;
     return { ...row, status: "ok" as const, detail: `${server}: the first pass creates it` };
   })();
-}
-
-/** A running cron daemon's name, from /proc. */
-function cronDaemon(): string | null {
-  try {
-    for (const entry of readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) continue;
-      const comm = readProc(Number(entry))?.comm ?? "";
-      if (/^(cron|crond|cronie|busybox-crond)$/.test(comm)) return comm;
-    }
-  } catch {}
-  return null;
 }
 
 /** Everything the configuration uses works (ok or limited). */
