@@ -60,10 +60,12 @@ const COMMON_FLAGS = ["config", "help", "version"];
 export const SUBCOMMANDS: Record<string, Subcommand> = {
   pass: {
     takes: "none",
-    flags: ["dry-run"],
+    flags: ["dry-run", "interval"],
     async run({ args, config, io }) {
       const { runPass } = await import("./pass/pass.ts");
-      return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env }), 0);
+      // --interval: the period the scheduler runs this pass at (the installed entry says it); the heartbeat keeps it.
+      const intervalMs = durationFlag("interval", args.interval) ?? undefined;
+      return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env, intervalMs }), 0);
     },
   },
   run: {

@@ -6,7 +6,7 @@ import { killRunningChecks } from "../lib/os/run.ts";
 import { subcommand } from "../lib/subcommands.ts";
 import { logConfigError } from "../lib/pass/config-error.ts";
 
-const USAGE = `usage: watchdog [pass] [--dry-run]          one pass over all services (what cron runs)
+const USAGE = `usage: watchdog [pass] [--dry-run] [--interval D]  one pass (what cron runs; D: the period it runs at)
        watchdog run [--interval D] [--serve]  passes in a loop until SIGTERM/SIGINT (--serve: and serve)
        watchdog serve [--listen ADDR:PORT]    read-only HTTP: the page /, /healthz, /api/status
        watchdog status [NAME...] [--json] [--cached] [--nagios]

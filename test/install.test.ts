@@ -58,7 +58,7 @@ test("cron: the line runs a pass at the interval; --write adds it once, keeps ot
   const printed = asUser("watchdog", "install", "cron");
   expect(printed.code).toBe(0);
   expect(printed.stdout).toBe(
-    `*/5 * * * * ${binary} watchdog pass --config ${box.config}${mailless(box.state)} # tend watchdog\n`,
+    `*/5 * * * * ${binary} watchdog pass --interval 5m --config ${box.config}${mailless(box.state)} # tend watchdog\n`,
   );
   Bun.spawnSync(["crontab", "-u", USER, "-"], {
     stdin: new TextEncoder().encode("0 3 * * * /usr/local/bin/backup.sh\n"),
@@ -66,13 +66,14 @@ test("cron: the line runs a pass at the interval; --write adds it once, keeps ot
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toContain("crontab: added");
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toBe("crontab: unchanged\n");
   expect(crontab()).toBe(
-    `0 3 * * * /usr/local/bin/backup.sh\n*/5 * * * * ${binary} watchdog pass --config ${box.config} # tend watchdog\n`,
+    "0 3 * * * /usr/local/bin/backup.sh\n" +
+      `*/5 * * * * ${binary} watchdog pass --interval 5m --config ${box.config} # tend watchdog\n`,
   );
   box.writeConfig(readFileSync(box.config, "utf8").replace('interval = "5m"', 'interval = "2h"'));
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toContain("crontab: updated");
   const lines = crontab().trim().split("\n");
   expect(lines.filter((line) => line.includes("# tend watchdog"))).toEqual([
-    `0 */2 * * * ${binary} watchdog pass --config ${box.config} # tend watchdog`,
+    `0 */2 * * * ${binary} watchdog pass --interval 2h --config ${box.config} # tend watchdog`,
   ]);
   expect(lines[0]).toBe("0 3 * * * /usr/local/bin/backup.sh");
 });
@@ -113,14 +114,14 @@ test("launchd: a plist with AbandonProcessGroup true and StartInterval, valid fo
     StartInterval: 600,
     RunAtLoad: true,
   });
-  expect(plist.ProgramArguments).toEqual([binary, "watchdog", "pass", "--config", box.config]);
+  expect(plist.ProgramArguments).toEqual([binary, "watchdog", "pass", "--interval", "10m", "--config", box.config]);
 });
 
 test("systemd: a oneshot service and a timer (OnBootSec, OnUnitActiveSec) that leaves spawned services alone", () => {
   setup("5m");
   const units = asUser("watchdog", "install", "systemd").stdout;
   expect(units).toContain(`# ${join(box.dir, ".config", "systemd", "user", "tend-watchdog.service")}`);
-  expect(units).toContain(`ExecStart=${binary} watchdog pass --config ${box.config}`);
+  expect(units).toContain(`ExecStart=${binary} watchdog pass --interval 5m --config ${box.config}`);
   expect(units).toContain("KillMode=process");
   expect(units).toContain("OnBootSec=60s");
   expect(units).toContain("OnUnitActiveSec=300s");
@@ -139,7 +140,7 @@ test("cron round trip: --interval honoured, rounded with a warning, % escaped; u
   const exact = run("watchdog", "install", "cron", "--interval", "10m");
   const escaped = `${box.dir}/50\\%off/tend.toml`;
   expect(exact.stdout.toString()).toBe(
-    `*/10 * * * * ${binary} watchdog pass --config ${escaped}${mailless(box.state)} # tend watchdog\n`,
+    `*/10 * * * * ${binary} watchdog pass --interval 10m --config ${escaped}${mailless(box.state)} # tend watchdog\n`,
   );
   expect(exact.stderr.toString()).toBe("");
   const rounded = run("watchdog", "install", "cron", "--interval", "90s");
@@ -180,7 +181,7 @@ test("systemd: % in paths is %% in ExecStart; launchd: PATH finds Homebrew; unin
     "--config",
     join(odd, "tend.toml"),
   ]).stdout.toString();
-  expect(unit).toContain(`ExecStart=${binary} watchdog pass --config ${box.dir}/50%%off/tend.toml`);
+  expect(unit).toContain(`ExecStart=${binary} watchdog pass --interval 5m --config ${box.dir}/50%%off/tend.toml`);
   const plist = asUser("watchdog", "install", "launchd").stdout;
   expect(plist).toContain("<string>/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin</string>");
   expect(asUser("watchdog", "install", "termux-boot", "--write").code).toBe(0);
@@ -214,9 +215,9 @@ test("where cron cannot mail (no sendmail, as on Termux) the line appends to the
   const config = { path: "/c/tend.toml", watchdog: { stateDir: "/s" } } as Parameters<typeof cronLine>[0];
   const options = { binary: "/bin/tend", home: "/h", uid: 1000, intervalMs: 300_000 };
   expect(cronLine(config, { ...options, mail: false })).toBe(
-    "*/5 * * * * /bin/tend watchdog pass --config /c/tend.toml >> /s/cron.log 2>&1 # tend watchdog",
+    "*/5 * * * * /bin/tend watchdog pass --interval 5m --config /c/tend.toml >> /s/cron.log 2>&1 # tend watchdog",
   );
   expect(cronLine(config, { ...options, mail: true })).toBe(
-    "*/5 * * * * /bin/tend watchdog pass --config /c/tend.toml # tend watchdog",
+    "*/5 * * * * /bin/tend watchdog pass --interval 5m --config /c/tend.toml # tend watchdog",
   );
 });

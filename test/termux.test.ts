@@ -307,7 +307,9 @@ tcp = "127.0.0.1:${hook.port}"
   expect(cron.code).toBe(0);
   expect(cron.stderr).toContain("cron on Termux needs: pkg install cronie termux-services; then sv-enable crond");
   expect((await box.tendRun(["watchdog", "install", "cron", "--write"])).code).toBe(1); // no crontab to write to
-  expect(cron.stdout).toMatch(new RegExp(`^\\*/5 \\* \\* \\* \\* \\S+/tend watchdog pass --config ${box.config}`));
+  expect(cron.stdout).toMatch(
+    new RegExp(`^\\*/5 \\* \\* \\* \\* \\S+/tend watchdog pass --interval 5m --config ${box.config}`),
+  );
 
   // doctor: every row said, none an internal error; what a phone lacks is named, not fatal.
   const doctor = await box.tendRun(["doctor", "--json"]);

@@ -1,7 +1,7 @@
 // One truth in every view: status, --json, --nagios, /api/status, the page and metrics show what the pass
 // recorded (decision, reason, until), never a rule of their own. Through the binary, against real processes.
 import { afterEach, expect, test } from "bun:test";
-import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
 
@@ -289,4 +289,28 @@ test("small words: `peers = []` in plan, 1 probe (not 1 probes), histogram label
   expect(drawn).toContain("10s-12.5s │");
   expect(drawn).toContain("2.5s-5s │");
   expect(drawn).not.toContain("13s");
+});
+
+test("the entry carries its period, the heartbeat keeps it: cron every 10m with interval 1m is no 💤", async () => {
+  box = new Sandbox();
+  const { server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url, { watchdog: 'interval = "1m"' }));
+  const line = (await box.tend(["watchdog", "install", "cron", "--interval", "10m"])).stdout;
+  expect(line).toMatch(/^\*\/10 \* \* \* \* \S+ watchdog pass --interval 10m --config /);
+  // The pass the line runs: its heartbeat says 10m, so 8 minutes later it is on time (1m would say 💤).
+  await box.tend(["watchdog", "pass", "--interval", "10m"]);
+  expect(box.read("heartbeat")).toContain("interval 10m\n");
+  const eightMinutesAgo = new Date(Date.now() - 8 * 60_000);
+  utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
+  const fresh = await json(["watchdog", "status", "--json"]);
+  expect(fresh.report.watchdog).toMatchObject({ stale: false, expected_every_s: 600 });
+  const pass = await box.tend(["watchdog", "pass", "--interval", "10m"]);
+  expect(pass.stdout).not.toContain("watchdog did not run");
+  expect(box.read("downtime.log")).toBe("");
+  // Without --interval the configured 1m applies: the same 8 minutes would be a gap.
+  utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
+  writeFileSync(join(box.state, "heartbeat"), `${eightMinutesAgo.toISOString()}\ninterval 1m\n`);
+  utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
+  expect((await box.tend(["watchdog"])).stdout).toContain("watchdog did not run");
 });

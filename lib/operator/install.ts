@@ -77,7 +77,12 @@ export const cronCanMail = (prefix = process.env.PREFIX ?? "") =>
 export function cronLine(config: Config, { binary, intervalMs, mail = cronCanMail() }: InstallOptions): string {
   // No mail: the line appends its output (a configuration error, say) to the state dir's cron.log.
   const output = mail ? "" : ` >> ${quote(join(config.watchdog.stateDir, "cron.log"))} 2>&1`;
-  const command = cronEscape(`${quote(binary)} watchdog pass --config ${quote(config.path)}${output}`);
+  // The line carries the period cron really runs it at: the heartbeat records it, so a slower
+  // scheduler than [watchdog] interval never reads as a stale watchdog.
+  const period = formatDuration(cronSchedule(intervalMs).periodMs);
+  const command = cronEscape(
+    `${quote(binary)} watchdog pass --interval ${period} --config ${quote(config.path)}${output}`,
+  );
   return `${cronSchedule(intervalMs).schedule} ${command} ${CRON_MARK}`;
 }
 
@@ -154,7 +159,7 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
   const { binary, home, uid, intervalMs } = options;
   const seconds = Math.max(1, Math.round(intervalMs / 1000));
   const every = intervalMs === config.watchdog.intervalMs ? "" : ` --interval ${formatDuration(intervalMs)}`;
-  const pass = [binary, "watchdog", "pass", "--config", config.path];
+  const pass = [binary, "watchdog", "pass", "--interval", formatDuration(intervalMs), "--config", config.path];
   switch (scheduler) {
     case "cron":
       return [{ path: "crontab", content: cronLine(config, options) + "\n", mode: 0o644 }];
