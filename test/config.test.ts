@@ -158,3 +158,25 @@ describe("bundled examples", () => {
     expect(result.stdout).toContain("ok (5 services)");
   });
 });
+
+test('fail_codes may list no answer as 0 or "000", as blogtunnel --fail-codes does; it still fails', async () => {
+  const dir = join(box.dir, "fail-codes");
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, "tend.toml");
+  const config = (codes: string) =>
+    `[watchdog]\nstate_dir = "${join(dir, "state")}"\n[[service]]\nname = "tunnel"\n` +
+    `[service.check]\nhttp = "http://127.0.0.1:1/"\nfail_codes = ${codes}\n`;
+  for (const codes of ["[502, 503, 504, 530, 0]", '[502, 530, "000"]']) {
+    writeFileSync(path, config(codes));
+    expect((await box.tend(["watchdog", "validate", "--config", path])).code).toBe(0);
+    expect((await box.tend(["watchdog", "plan", "--config", path])).stdout).toContain("check.fail_codes = [");
+  }
+  // Nothing answers on port 1: no answer fails whether or not it is listed.
+  const pass = await box.tend(["watchdog", "pass", "--config", path]);
+  expect(pass.stdout).toContain("tunnel failed health check (no answer: connection refused (HTTP 000), failure 1/3)");
+  writeFileSync(path, config("[502, 1]"));
+  const bad = await box.tend(["watchdog", "validate", "--config", path]);
+  expect(bad.code).toBe(2);
+  expect(bad.stderr).toContain("service[0].check.fail_codes: [502,1] is not a non-empty array of HTTP status codes");
+  expect(bad.stderr).toContain('(100-599, and 0 or "000" for no answer)');
+});

@@ -35,7 +35,8 @@ export const http = defineCheck<HttpCheck>({
     }
     const expect = table.statusList("expect") ?? null;
     const anyResponse = table.boolean("any_response") ?? false;
-    const failCodes = table.statusList("fail_codes") ?? null;
+    // No answer always fails; listing it (0 or "000", as in blogtunnel's --fail-codes) says so and is allowed.
+    const failCodes = table.statusList("fail_codes", { noAnswer: true }) ?? null;
     if ([expect !== null, anyResponse, failCodes !== null].filter(Boolean).length > 1) {
       table.fail("expect", "expect, any_response and fail_codes exclude each other: choose one");
     }

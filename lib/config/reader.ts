@@ -85,14 +85,20 @@ export class Reader {
     }
     return argv;
   }
-  statusList(key: string): number[] | undefined {
+  /** HTTP statuses; with `noAnswer`, also curl's no-answer code, as 0 or "000" (read as 0), as blogtunnel takes it. */
+  statusList(key: string, { noAnswer = false } = {}): number[] | undefined {
     const value = this.raw(key);
     if (value === undefined) return undefined;
-    const valid = (code: unknown) => Number.isInteger(code) && (code as number) >= 100 && (code as number) <= 599;
+    const read = (code: unknown) => (noAnswer && (code === "000" || code === 0) ? 0 : code);
+    const valid = (code: unknown) =>
+      (noAnswer && read(code) === 0) || (Number.isInteger(code) && (code as number) >= 100 && (code as number) <= 599);
     if (!Array.isArray(value) || value.length === 0 || !value.every(valid)) {
-      return void this.fail(key, `${show(value)} is not a non-empty array of HTTP status codes (100-599)`);
+      const allowed = noAnswer
+        ? 'HTTP status codes (100-599, and 0 or "000" for no answer)'
+        : "HTTP status codes (100-599)";
+      return void this.fail(key, `${show(value)} is not a non-empty array of ${allowed}`);
     }
-    return value as number[];
+    return value.map(read) as number[];
   }
   stringMap(key: string): Record<string, string> | undefined {
     const value = this.raw(key);
