@@ -699,6 +699,16 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
       at: NOW + 3200,
     });
   });
+  test("a process that exits during verification: FAILED saying when, never a deadline it did not reach", () => {
+    const outcome = { issued: true, recovered: false, elapsedMs: 1200, detail: "pid 42 is gone", lastProbe: TIMEOUT };
+    const restarted = recordRestart(service, freshState(), { ...outcome, exitedAfterMs: 1200 }, NOW, NOW + 1200);
+    expect(restarted.log[0].message).toBe("blog exited 1.2s after the restart (pid 42 is gone); backoff 10s");
+    expect(restarted.next.verdict).toMatchObject({ word: "backoff" });
+    const started = recordStart(service, freshState(), { ...outcome, exitedAfterMs: 300 }, NOW, NOW + 300);
+    expect(started.log[0].message).toBe("blog exited 0.3s after its first start (pid 42 is gone); backoff 10s");
+    const waited = recordRestart(service, freshState(), outcome, NOW, NOW + 60_000);
+    expect(waited.log[0].message).toMatch(/^blog did not recover within 60s after restart/);
+  });
   test("failed: counted, backoff 10s, 20s, 35s (capped)", () => {
     let state: ServiceState = { ...freshState(), strikes: 3 };
     const backoffs: number[] = [];

@@ -314,3 +314,21 @@ test("the entry carries its period, the heartbeat keeps it: cron every 10m with 
   utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
   expect((await box.tend(["watchdog"])).stdout).toContain("watchdog did not run");
 });
+
+test("a service that exits right after its start is FAILED at once, saying when, not at verify_timeout", async () => {
+  box = new Sandbox();
+  const { server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  const pidfile = join(box.dir, "dies.pid");
+  box.writeConfig(
+    serviceConfig(url.replace(/\d+\/$/, "1/"), {
+      service: `pidfile = "${pidfile}"\ngrace = "0s"\nverify_timeout = "60s"`,
+      restart: `[service.restart]\nspawn = ["${BUN}", "-e", "setTimeout(() => process.exit(3), 300)"]`,
+    }),
+  );
+  const started = Date.now();
+  const pass = await box.tend(["watchdog"]);
+  expect(Date.now() - started).toBeLessThan(30_000); // not the 60 s deadline
+  expect(pass.stdout).toMatch(/\[FAILED\] api exited [\d.]+s after its first start \(pid \d+ is gone\); backoff 10s/);
+  expect(pass.stdout).not.toContain("within 60s");
+});

@@ -451,6 +451,8 @@ export interface RestartOutcome {
   /** The log's version of `detail` (a command's whole argv, secrets redacted). */
   full?: string;
   lastProbe: ProbeResult | null;
+  /** The restarted process exited during verification, this long after the restart: FAILED at once. */
+  exitedAfterMs?: number;
 }
 
 export interface Verified extends Outcome {
@@ -496,9 +498,12 @@ export function recordRestart(
     ...remember(next, { at: now, what: "failed" }),
     recoveriesFailed: next.recoveriesFailed + 1,
   };
-  const what = outcome.issued
-    ? `did not recover within ${humanDuration(service.verifyTimeoutMs)} after restart`
-    : `could not be restarted`;
+  // The time really waited: a process that exited early is said so, never "within verify_timeout".
+  const what = !outcome.issued
+    ? "could not be restarted"
+    : outcome.exitedAfterMs !== undefined
+      ? `exited ${humanDuration(outcome.exitedAfterMs)} after the restart`
+      : `did not recover within ${humanDuration(service.verifyTimeoutMs)} after restart`;
   return failedVerification(service, failed, outcome, what, now);
 }
 
@@ -517,9 +522,11 @@ export function recordStart(
   if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
   if (outcome.recovered)
     return { recovered: true, next: { ...next, verdict: verified("healthy", "started", null, now) }, log: [] };
-  const what = outcome.issued
-    ? `did not become healthy within ${humanDuration(service.verifyTimeoutMs)} after its first start`
-    : `could not be started`;
+  const what = !outcome.issued
+    ? "could not be started"
+    : outcome.exitedAfterMs !== undefined
+      ? `exited ${humanDuration(outcome.exitedAfterMs)} after its first start`
+      : `did not become healthy within ${humanDuration(service.verifyTimeoutMs)} after its first start`;
   return failedVerification(service, next, outcome, what, now);
 }
 

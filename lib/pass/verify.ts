@@ -32,29 +32,19 @@ export async function restartAndVerify(
   const restart = await restartService(service, main, { sleep, env });
   let next = state;
   if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
+  let exitedAfterMs: number | undefined;
   const outcome = (
     issued: boolean,
     recovered: boolean,
     detail: string,
     lastProbe: ProbeResult | null,
     full?: string,
-  ) =>
-    first
-      ? recordStart(
-          service,
-          next,
-          { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe },
-          startedAt,
-          now(),
-        )
-      : recordRestart(
-          service,
-          next,
-          { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe },
-          startedAt,
-          now(),
-          { towardLimit: how !== "manual" },
-        );
+  ) => {
+    const result = { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe, exitedAfterMs };
+    return first
+      ? recordStart(service, next, result, startedAt, now())
+      : recordRestart(service, next, result, startedAt, now(), { towardLimit: how !== "manual" });
+  };
   if (!restart.issued) return outcome(false, false, restart.detail, null, restart.full);
   const tag = first ? "START" : "RESTART";
   logger.write(tag, `${service.name}: ${manual}${restart.detail}`, {
@@ -69,7 +59,9 @@ export async function restartAndVerify(
   while (true) {
     const current = await mainProcess(service, next);
     if (current && !current.running && last) {
-      detail = `exited during start: ${current.detail}`;
+      // Gone before it answered: FAILED now, saying when, not at a deadline it never reached.
+      exitedAfterMs = now() - startedAt;
+      detail = current.detail;
       break;
     }
     const attemptAt = now();
