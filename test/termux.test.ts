@@ -4,7 +4,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, utimesSync } from "node:fs";
 import { uptime } from "node:os";
-import { BUN, controlledServer, freePort, recordingReceiver, SERVER, waitFor } from "./helpers.ts";
+import { alive, BUN, controlledServer, freePort, recordingReceiver, SERVER, waitFor } from "./helpers.ts";
 import { HOME, PREFIX, TermuxBox } from "./termux.ts";
 
 let box: TermuxBox;
@@ -104,7 +104,7 @@ spawn = ["bun", "${SERVER}", "${port}"]
   expect(server.exitCode).toBeNull();
   // Frozen: it strikes, and at N the restart refuses to start a second copy beside one it cannot stop.
   process.kill(server.pid, "SIGSTOP");
-  stops.push(() => process.kill(server.pid, "SIGCONT"));
+  stops.push(() => server.kill("SIGCONT")); // a Subprocess: no throw if it is gone already
   for (let pass = 0; pass < 3; pass++) await box.tendRun(["watchdog"]);
   expect(log()).toContain("failure 3/3");
   expect(log()).toMatch(
@@ -144,7 +144,7 @@ spawn = ["bun", "${SERVER}", "${port}"]
   expect(second.stdout).toContain("[HUNG] web failed 1 check in a row");
   expect(second.stdout).toMatch(/\[RECOVERED\] web recovered/);
   expect(Number(readFileSync(box.outside(pidfile), "utf8"))).not.toBe(pid);
-  process.kill(pid, "SIGKILL");
+  await waitFor(() => !alive(pid), 5000, "the frozen one stopped by the restart"); // its group: TERM, then KILL
 });
 
 test("restart.tmux inside: the pane is created on Termux's tmux server ($PREFIX/tmp) and restarted", async () => {
