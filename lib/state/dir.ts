@@ -92,23 +92,30 @@ const SHARED_TYPES: Record<number, string> = {
   0x6e736673: "NTFS",
 };
 
+/** statfs f_type of the nearest existing directory at or above `path`, or null. */
+export function fileSystemType(path: string): number | null {
+  for (let dir = path; ; dir = dirname(dir)) {
+    try {
+      return Number(statfsSync(dir).type);
+    } catch {
+      if (dir === dirname(dir)) return null;
+    }
+  }
+}
+
+/** Why `stateDir` is on Android's shared storage (its path, or a file system without modes), or null. */
+export function sharedStorage(stateDir: string): string | null {
+  if (SHARED_PATHS.some((prefix) => `${stateDir}/`.startsWith(prefix))) return "Android's shared storage";
+  const type = fileSystemType(stateDir);
+  return type === null ? null : (SHARED_TYPES[type] ?? null);
+}
+
 /**
  * A state dir on Android's shared storage (/sdcard, /storage/…: FAT or FUSE) would have no modes,
  * no symlinks to refuse and perhaps no flock(2): refused, with a place that works.
  */
 function refuseSharedStorage(stateDir: string) {
-  let why = SHARED_PATHS.some((prefix) => `${stateDir}/`.startsWith(prefix)) ? "Android's shared storage" : null;
-  if (!why) {
-    // The nearest existing directory's file system.
-    for (let dir = stateDir; dir && !why; dir = dirname(dir)) {
-      try {
-        why = SHARED_TYPES[Number(statfsSync(dir).type)] ?? "";
-        break;
-      } catch {
-        if (dir === dirname(dir)) break;
-      }
-    }
-  }
+  const why = sharedStorage(stateDir);
   if (why)
     throw new TendError(
       `state dir ${stateDir} is on shared storage (${why}): no file modes, no symlink checks, and locks may ` +

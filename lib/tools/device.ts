@@ -1,7 +1,8 @@
-import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { oneLine } from "../core/sanitize.ts";
 import { inWords } from "../os/files.ts";
+import { fileSystemType, sharedStorage } from "../state/dir.ts";
 import { tryLock } from "../os/lock.ts";
 import { readProc, runningNamed, signalProbe, startedAtMs } from "../os/proc.ts";
 import type { ToolProbe } from "../restarts/index.ts";
@@ -197,20 +198,15 @@ export async function termuxRows(env: Env, probe: ToolProbe, stateDir: string | 
   });
 
   if (stateDir) {
-    let type = "unknown";
-    for (let dir = stateDir; ; dir = join(dir, "..")) {
-      try {
-        type = `0x${Number(statfsSync(dir).type).toString(16)}`;
-        break;
-      } catch {
-        if (dir === "/" || dir === join(dir, "..")) break;
-      }
-    }
-    const shared = /^\/(sdcard|storage)\b/.test(stateDir);
+    // The same rule the state dir is refused by (state/dir.ts), said here before a pass meets it.
+    const type = fileSystemType(stateDir);
+    const shared = sharedStorage(stateDir);
     add({
       name: "state dir file system",
       status: shared ? "missing" : "ok",
-      detail: `${stateDir}: statfs type ${type}${shared ? " (shared storage: refused)" : ""}`,
+      detail:
+        `${stateDir}: statfs type ${type === null ? "unknown" : `0x${type.toString(16)}`}` +
+        (shared ? ` (${shared}: refused)` : ""),
       affects: "file modes, symlink checks, locks",
       used: true,
     });
