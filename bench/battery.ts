@@ -5,10 +5,13 @@
 // CPU seconds per hour from /proc/PID/stat (utime + stime) and peak Pss from /proc/PID/smaps_rollup,
 // sampled every 50 ms (every 2 ms for a pass). An hour is not waited out: each mode's parts are measured and scaled.
 // - cron: 12 passes an hour; one pass's CPU is the median of 12 real passes (whole process, start-up in).
-// - loop: two loops side by side for the window, one at --interval 1h (1 pass + a tick a second),
-//   one at --interval 10s (window/10 passes + the same ticks): their difference is the pass, the rest the
-//   ticks; an hour at 5m is 12 passes + 3600 ticks.
+// - loop: two loops side by side for the window (from 5 s in), one at --interval 1h (a tick a second),
+//   one at --interval 10s (window/10 passes + the same ticks): their difference is the pass, the first
+//   the ticks; an hour at 5m is 12 passes + 3600 ticks.
 // - monit: `set daemon 10` for the window (window/10 cycles): a cycle's CPU, times 12 an hour at 300 s.
+// - the runtime's floor, measured like a pass: a binary compiled with the Makefile's flags that does
+//   nothing, and one that only GETs the 20 services with the http check's own client (lib/os/http1.ts;
+//   no state, no config, no log). No tend pass can cost less than the second.
 import { mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
@@ -19,6 +22,10 @@ const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
 const WORK = "/tmp/tend-battery";
 const args = minimist(process.argv.slice(2), { string: ["seconds"] });
 const WINDOW_S = Number(args.seconds ?? 120);
+// A whole number of 10 s passes and monit cycles in the window.
+if (!Number.isInteger(WINDOW_S / 10) || WINDOW_S < 30)
+  throw new Error(`--seconds ${args.seconds}: a multiple of 10, ≥ 30`);
+const WARMUP_S = 5;
 const SERVICES = 20;
 const TICK = 100; // USER_HZ
 
@@ -67,24 +74,47 @@ const config = (dir: string) => {
   return path;
 };
 
+/** A short-lived command run 13 times: the median CPU seconds of the last 12, and its peak Pss. */
+async function oneShot(argv: string[]): Promise<{ cpu: number; peak: number }> {
+  const cpu: number[] = [];
+  let peak = 0;
+  for (let run = 0; run < 13; run++) {
+    const child = Bun.spawn(argv, { stdout: "ignore", stderr: "inherit" });
+    const pss = peakPss(child.pid, 2); // a pass lives tens of milliseconds
+    await child.exited;
+    peak = Math.max(peak, pss.stop());
+    const usage = child.resourceUsage();
+    // The first pass creates the state files: not a pass like the hour's others.
+    if (run > 0 && usage) cpu.push((Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1e6);
+  }
+  return { cpu: cpu.sort((a, b) => a - b)[Math.floor(cpu.length / 2)], peak };
+}
+
+/** The runtime's floor: `source` compiled with the binary's own flags (Makefile FLAGS, less the ordering). */
+function floorBinary(name: string, source: string): string {
+  const script = join(WORK, `${name}.ts`);
+  const binary = join(WORK, name);
+  writeFileSync(script, source);
+  const flags = ["--compile", "--minify", "--bytecode", "--format=esm", "--no-compile-autoload-dotenv"];
+  flags.push("--no-compile-autoload-bunfig", "--compile-jit-policy=64");
+  const built = Bun.spawnSync([process.execPath, "build", ...flags, script, "--outfile", binary], { stderr: "pipe" });
+  if (built.exitCode !== 0) throw new Error(`bun build ${name}: ${built.stderr.toString()}`);
+  return binary;
+}
+
 try {
   // cron: 12 real passes, each a whole process.
   const cronConfig = config(join(WORK, "cron"));
-  const passCpu: number[] = [];
-  let cronPeak = 0;
-  for (let pass = 0; pass < 13; pass++) {
-    const child = Bun.spawn([TEND, "watchdog", "pass", "--config", cronConfig], {
-      stdout: "ignore",
-      stderr: "inherit",
-    });
-    const pss = peakPss(child.pid, 2); // a pass lives tens of milliseconds
-    await child.exited;
-    cronPeak = Math.max(cronPeak, pss.stop());
-    const usage = child.resourceUsage();
-    // The first pass creates the state files: not a pass like the hour's others.
-    if (pass > 0 && usage) passCpu.push((Number(usage.cpuTime.user) + Number(usage.cpuTime.system)) / 1e6);
-  }
-  const cronPass = passCpu.sort((a, b) => a - b)[Math.floor(passCpu.length / 2)];
+  const { cpu: cronPass, peak: cronPeak } = await oneShot([TEND, "watchdog", "pass", "--config", cronConfig]);
+  const nothing = await oneShot([floorBinary("nothing", "export {};\n")]);
+  const urls = JSON.stringify(ports.map((port) => `http://127.0.0.1:${port}/`));
+  const probeOnly = await oneShot([
+    floorBinary(
+      "probe-only",
+      `import { httpGet } from ${JSON.stringify(join(ROOT, "lib", "os", "http1.ts"))};\n` +
+        `await Promise.all(${urls}.map((url) => httpGet(url, { headers: {}, timeoutMs: 5000 })));\n`,
+    ),
+  ]);
 
   // loop: two loops for the window; monit: a 10 s cycle for the window. All side by side.
   const loopSlow = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h", "--config", config(join(WORK, "loop-1h"))], {
@@ -122,21 +152,39 @@ try {
   chmodSync(rc, 0o600);
   const monit = Bun.spawn(["monit", "-c", rc, "-I"], { stdout: "ignore", stderr: "ignore", detached: true });
   const peaks = [loopSlow, loopFast, monit].map((child) => peakPss(child.pid));
+  // Counted from 5 s in: the start-ups (the loop re-executes itself lean) and first passes are over, so
+  // the window holds the 1 h loop's ticks only, and window/10 passes or cycles of the others.
+  const watched = [loopSlow, loopFast, monit];
+  await Bun.sleep(WARMUP_S * 1000);
+  const before = watched.map((child) => cpuSeconds(child.pid));
   await Bun.sleep(WINDOW_S * 1000);
-  const [slowCpu, fastCpu, monitCpu] = [loopSlow, loopFast, monit].map((child) => cpuSeconds(child.pid));
+  const [slowCpu, fastCpu, monitCpu] = watched.map((child, index) => cpuSeconds(child.pid) - before[index]);
   const [slowPeak, fastPeak, monitPeak] = peaks.map((peak) => peak.stop());
   for (const child of [loopSlow, loopFast, monit]) killGroup(child.pid);
 
   const fastPasses = WINDOW_S / 10;
-  const loopPass = Math.max(0, (fastCpu - slowCpu) / (fastPasses - 1));
-  const loopTick = Math.max(0, (slowCpu - loopPass) / WINDOW_S);
+  const loopPass = Math.max(0, (fastCpu - slowCpu) / fastPasses);
+  const loopTick = slowCpu / WINDOW_S;
   const perHour = {
     cron: cronPass * 12,
     loop: loopPass * 12 + loopTick * 3600,
     monit: (monitCpu / (WINDOW_S / 10)) * 12,
   };
   const mib = (kib: number) => `${(kib / 1024).toFixed(1)} MiB`;
+  const ms = (seconds: number) => `${(seconds * 1000).toFixed(1)} ms`;
   const rows = [
+    [
+      "floor: a Bun binary that does nothing",
+      `${(nothing.cpu * 12).toFixed(3)} s`,
+      mib(nothing.peak),
+      `${ms(nothing.cpu)} × 12`,
+    ],
+    [
+      "floor: a Bun binary that only probes the 20",
+      `${(probeOnly.cpu * 12).toFixed(3)} s`,
+      mib(probeOnly.peak),
+      `${ms(probeOnly.cpu)} × 12`,
+    ],
     [
       "tend cron pass every 5 min",
       `${perHour.cron.toFixed(3)} s`,
@@ -163,7 +211,8 @@ try {
   const met = perHour.cron <= perHour.monit;
   console.log(
     `\ngoal: tend's cron mode ≤ monit's CPU per hour: ${met ? "met" : "not met"} ` +
-      `(${(perHour.cron / perHour.monit).toFixed(2)}×)`,
+      `(${(perHour.cron / perHour.monit).toFixed(2)}×); the probe-only floor is ` +
+      `${(probeOnly.cpu / (perHour.monit / 12)).toFixed(2)}× monit's cycle`,
   );
 } finally {
   killGroup(server.pid);

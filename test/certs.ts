@@ -48,7 +48,7 @@ export function makeCa(dir: string) {
     dir,
   );
   let count = 0;
-  const request = (name: string) => {
+  const request = (name: string, names = "DNS:localhost,IP:127.0.0.1") => {
     openssl(
       [
         "req",
@@ -61,7 +61,7 @@ export function makeCa(dir: string) {
         "-subj",
         "/CN=localhost",
         "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        `subjectAltName=${names}`,
         "-out",
         `${name}.csr`,
       ],
@@ -70,10 +70,10 @@ export function makeCa(dir: string) {
   };
   return {
     ca: join(dir, "ca.pem"),
-    /** A leaf valid from `fromDays` (negative: in the past) to `toDays` from now. */
-    leaf(fromDays: number, toDays: number): Leaf {
+    /** A leaf valid from `fromDays` (negative: in the past) to `toDays` from now, for `names` (SAN). */
+    leaf(fromDays: number, toDays: number, names?: string): Leaf {
       const name = `leaf${++count}`;
-      request(name);
+      request(name, names);
       const notAfter = Math.floor((Date.now() + toDays * DAY_MS) / 1000) * 1000;
       openssl(
         [

@@ -28,7 +28,8 @@ export interface ProbeContext {
   process?: ProcInfo | null;
   /** It runs, but as another user: /proc does not show it (kill(pid, 0) answered EPERM). */
   hiddenProcess?: string | null;
-  fetch?: typeof fetch;
+  /** The HTTP GET an http check makes (lib/os/http1.ts; a test may pass another). */
+  httpGet?: typeof import("../os/http1.ts").httpGet;
   now?: () => number;
 }
 
