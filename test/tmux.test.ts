@@ -64,3 +64,79 @@ run = "exec '${BUN}' '${SERVER}' ${port}"
   expect(again.stdout).toContain("[RESTART] blog: created tmux window work:blog");
   expect(again.stdout).toContain("[RECOVERED] blog recovered");
 }, 60_000);
+
+test("tmux: 3 services create one session at once from a dead server, 3 rounds; socket; output piped", async () => {
+  box = new Sandbox();
+  const names = ["web", "api", "worker"];
+  const service = (name: string) => `
+[[service]]
+name = "${name}"
+tmux = "main:${name}"
+grace = "0s"
+verify_timeout = "15s"
+backoff = "0s"
+[service.check]
+process = true
+[service.restart]
+tmux = "main:${name}"
+socket = "tend-private"
+run = "echo said-by-${name}; exec sleep 600"
+`;
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n${names.map(service).join("")}`);
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", "-L", "tend-private", ...args], { env: box.env() });
+  const windows = () => tmux("list-windows", "-t", "=main", "-F", "#{window_name}").stdout.toString().split("\n");
+  const panePids = () =>
+    tmux("list-panes", "-s", "-t", "=main", "-F", "#{pane_pid}")
+      .stdout.toString()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
+  try {
+    for (let round = 1; round <= 3; round++) {
+      const pass = await box.tend(["watchdog"]);
+      console.log(`round ${round}:\n${pass.stdout}${pass.stderr}`);
+      expect(pass.code).toBe(0);
+      expect(pass.stdout).not.toContain("[FAILED]");
+      expect(pass.stdout).not.toContain("duplicate session");
+      expect(windows().filter(Boolean).sort()).toEqual([...names].sort());
+      // On the private server only: tmux's default server (the sandbox's TMUX_TMPDIR) has no session.
+      const onDefault = Bun.spawnSync(["tmux", "has-session", "-t", "=main"], { env: box.env(), stderr: "pipe" });
+      expect(onDefault.exitCode).not.toBe(0);
+      for (const name of names) expect(box.stateOf(name).verdict?.word).toBe("healthy");
+      const pids = panePids();
+      expect(pids).toHaveLength(3);
+      // tmux copies a pane's output to the pipe as it reads it: wait for this round's line in each file.
+      const lines = (name: string) =>
+        box
+          .read(`services/${name}.out`)
+          .split("\n")
+          .filter((line) => line.trim() === `said-by-${name}`).length;
+      await waitFor(() => names.every((name) => lines(name) === round), 10_000, "each pane's output piped");
+      tmux("kill-server"); // the dead server the next round starts from
+      await waitFor(() => pids.every((pid) => !alive(pid)), 10_000, "the panes to be gone");
+    }
+    // What each pane said is kept in STATE_DIR/services/NAME.out, after its pane (and the server) died.
+    for (const name of names) {
+      const said = box.read(`services/${name}.out`);
+      expect(said.split("\n").filter((line) => line.trim() === `said-by-${name}`)).toHaveLength(3);
+    }
+    const logs = await box.tend(["watchdog", "logs", "web", "-n", "5"]);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toContain("said-by-web");
+  } finally {
+    tmux("kill-server");
+  }
+}, 120_000);
+
+test("tmux: socket names are checked as configuration", async () => {
+  box = new Sandbox();
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "a"\n[service.check]\nprocess = true\n` +
+      `[service.restart]\ntmux = "main:a"\nrun = "sleep 60"\nsocket = "no/slash"\n`,
+  );
+  const run = await box.tend(["watchdog", "validate"]);
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain(
+    'service[0].restart.socket: "no/slash" is neither a socket name (letters, digits, _ . -) nor an absolute path',
+  );
+});

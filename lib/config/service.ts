@@ -130,6 +130,8 @@ export function readService(
     pidfile: pidfile ? inState(pidfile) : null,
     // A restart kind may imply a pid source (restart.tmux alone makes its pane one).
     tmux: tmux ?? (implied && "tmux" in implied && sources.length === 0 ? implied.tmux : null),
+    // The server restart.tmux's panes live on: the pane pid source asks the same one.
+    tmuxSocket: implied && "tmux" in implied ? (implied.socket ?? null) : null,
     runit: implied && "runit" in implied && sources.length === 0 ? implied.runit : null,
     unit: unit ?? null,
     launchd: launchd ?? null,

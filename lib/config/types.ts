@@ -42,6 +42,8 @@ export interface ServiceConfig extends Tunables {
    */
   pidfile: string | null;
   tmux: string | null;
+  /** The tmux server of the pane (restart.tmux `socket`): null = tmux's default. */
+  tmuxSocket?: string | null;
   unit: string | null;
   launchd: string | null;
   /** A runit service directory whose supervise/pid names the main process (implied by restart.runit). */

@@ -1,11 +1,11 @@
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readSync } from "node:fs";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import { inWords } from "../os/files.ts";
 import { launchdDomain } from "../os/launchd.ts";
 import { runCommand, saidBy } from "../os/run.ts";
-import { exactWindow, parseTarget } from "../os/tmux.ts";
+import { exactWindow, parseTarget, serverArgs } from "../os/tmux.ts";
 import { outputOf } from "../restarts/index.ts";
 import { serviceNamed } from "./operate.ts";
 
@@ -20,7 +20,7 @@ export interface LogsOptions {
 }
 
 /** What this file reads: a file, a tmux pane's scrollback, a unit's journal (a launchd job's is its file). */
-type Source = { file: string } | { pane: string } | { unit: string };
+type Source = { file: string } | { pane: string; socket?: string | null } | { unit: string };
 
 /** Where a service's own output is: its restart kind says (outputOf), else its pid source. */
 async function sourceOf(config: Config, name: string): Promise<Source> {
@@ -29,6 +29,8 @@ async function sourceOf(config: Config, name: string): Promise<Source> {
     throw usageError(
       `${name} has no output tend knows of (restart.spawn output, a tmux pane, a unit or a launchd job)`,
     );
+  // A pane's piped output (restart.tmux) keeps what a pane that died said; its scrollback until it exists.
+  if ("pane" in source && source.file && existsSync(source.file)) return { file: source.file };
   if (!("launchd" in source)) return source;
   const label = source.launchd;
   const shown = await runCommand(["launchctl", "print", `${launchdDomain()}/${label}`], { timeoutMs: 10_000 });
@@ -84,9 +86,9 @@ export async function serviceLogs(config: Config, name: string, options: LogsOpt
     const { pane } = parseTarget(source.pane);
     const target = pane === null ? exactWindow(source.pane) : `${exactWindow(source.pane)}.${pane}`;
     const capture = async (count: number) => {
-      const result = await runCommand(["tmux", "capture-pane", "-p", "-J", "-S", `-${count}`, "-t", target], {
-        timeoutMs: 10_000,
-      });
+      const server = serverArgs(source.socket ?? null);
+      const argv = ["tmux", ...server, "capture-pane", "-p", "-J", "-S", `-${count}`, "-t", target];
+      const result = await runCommand(argv, { timeoutMs: 10_000 });
       if (result.exitCode !== 0)
         throw new TendError(`${name}: tmux pane ${source.pane}: ${saidBy(result) || "not found"}`, 1);
       return result.stdout.replace(/\n+$/, "").split("\n");

@@ -117,7 +117,7 @@ export const probeContext = (main: MainProcess | null) => ({
 export const hiddenDetail = (pid: number) => `pid ${pid} runs as another user (not visible)`;
 
 /** A tmux pane's PID (the process tmux started for the pane). */
-export async function fromTmux(target: string): Promise<MainProcess> {
+export async function fromTmux(target: string, socket: string | null = null): Promise<MainProcess> {
   const source = `tmux pane ${target}`;
   const gone = (detail: string): MainProcess => ({
     source,
@@ -127,7 +127,7 @@ export async function fromTmux(target: string): Promise<MainProcess> {
     startedAt: null,
     detail,
   });
-  const pane = await findPane(target);
+  const pane = await findPane(target, socket);
   if ("error" in pane) return gone(`${source}: ${pane.error}`);
   if (pane.dead) return gone(`${source}: its command exited`);
   const info = readProc(pane.pid);
@@ -206,7 +206,7 @@ export async function mainProcess(
   unitShown?: UnitShown,
 ): Promise<MainProcess | null> {
   if (service.pidfile) return fromPidfile(service.pidfile, state);
-  if (service.tmux) return fromTmux(service.tmux);
+  if (service.tmux) return fromTmux(service.tmux, service.tmuxSocket ?? null);
   if (service.unit) return fromUnit(service.unit, unitShown);
   if (service.launchd) return fromLaunchd(service.launchd);
   if (service.runit) return fromRunit(service.runit);

@@ -1,4 +1,13 @@
+import { openAppend } from "./files.ts";
+import { closeSync } from "node:fs";
 import { runCommand, saidBy } from "./run.ts";
+
+/** The tmux server a pane lives on: null = tmux's default; a name = `-L NAME`; an absolute path = `-S PATH`. */
+export type TmuxSocket = string | null;
+
+/** The argv that selects the server. */
+export const serverArgs = (socket: TmuxSocket): string[] =>
+  socket === null ? [] : socket.startsWith("/") ? ["-S", socket] : ["-L", socket];
 
 /** "session:window" or "session:window.pane" */
 export const TMUX_TARGET = /^[^:\s]+:[^.\s]+(\.\d+)?$/;
@@ -19,13 +28,15 @@ export function exactWindow(target: string): string {
   return `=${session}:${numbered ? window : `=${window}`}`;
 }
 
-export const tmux = (...args: string[]) => runCommand(["tmux", ...args], { timeoutMs: 10_000 });
+export const tmux = (socket: TmuxSocket, ...args: string[]) =>
+  runCommand(["tmux", ...serverArgs(socket), ...args], { timeoutMs: 10_000 });
 
 export type Pane = { pid: number; dead: boolean } | { error: string };
 
 /** The pane's PID and whether its command has exited (remain-on-exit). */
-export async function findPane(target: string): Promise<Pane> {
+export async function findPane(target: string, socket: TmuxSocket = null): Promise<Pane> {
   const result = await tmux(
+    socket,
     "list-panes",
     "-t",
     exactWindow(target),
@@ -49,33 +60,62 @@ export interface TmuxRestart {
   detail: string;
 }
 
-/** respawn-pane -k; creates the session or the window when missing. */
-export async function respawnPane(target: string, run: string): Promise<TmuxRestart> {
+/** What a new pane runs until it is piped and respawned with its command (within one tmux command). */
+const IDLE = "exec sleep 86400";
+
+/** A path in single quotes for the shell tmux runs pipe-pane's command with. */
+const shellQuoted = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
+
+export interface RespawnOptions {
+  socket?: TmuxSocket;
+  /** Append the pane's output here (pipe-pane), from its first byte: the file outlives the pane. */
+  output?: string | null;
+}
+
+/**
+ * respawn-pane -k; creates the session or the window when missing. Creation is idempotent: another
+ * service of the same pass (or a person) creating the same session first is not a failure: it is
+ * used, and this pane is made in it (tried again, at most 3 times).
+ */
+export async function respawnPane(target: string, run: string, options: RespawnOptions = {}): Promise<TmuxRestart> {
+  const socket = options.socket ?? null;
   const { session, window, pane: paneIndex, numbered } = parseTarget(target);
-  const must = async (what: string, ...args: string[]): Promise<TmuxRestart> => {
-    const result = await tmux(...args);
-    if (result.exitCode === 0) return { issued: true, detail: what };
-    return {
-      issued: false,
-      detail: `${what}: ${result.error ?? (saidBy(result) || `tmux exit ${result.exitCode}`)}`,
-    };
-  };
   const named = numbered ? [] : ["-n", window];
-  if ((await tmux("has-session", "-t", `=${session}`)).exitCode !== 0) {
-    return must(`created tmux session ${session}`, "new-session", "-d", "-s", session, ...named, run);
-  }
-  const pane = await findPane(target);
-  if ("error" in pane) {
-    return must(
-      `created tmux window ${session}:${window}`,
-      "new-window",
-      "-d",
-      "-t",
-      numbered ? `=${session}:${window}` : `=${session}:`,
-      ...named,
-      run,
-    );
-  }
   const exactPane = paneIndex === null ? exactWindow(target) : `${exactWindow(target)}.${paneIndex}`;
-  return must(`tmux respawn-pane -k -t ${target}`, "respawn-pane", "-k", "-t", exactPane, run);
+  // The pipe must be open before the command's first byte: a new pane starts idle, is piped, then
+  // respawned with RUN, all in one tmux command (the pipe survives respawn-pane; -o keeps an open one).
+  let piped = (command: string[]) => [...command, run];
+  if (options.output) {
+    closeSync(openAppend(options.output)); // created here, never through a symlink
+    const pipe = ["pipe-pane", "-o", "-t", exactPane, `exec cat >> ${shellQuoted(options.output)}`];
+    const respawn = ["respawn-pane", "-k", "-t", exactPane, run];
+    piped = (command) =>
+      command[0] === "respawn-pane" ? [...pipe, ";", ...respawn] : [...command, IDLE, ";", ...pipe, ";", ...respawn];
+  }
+  const attempt = async (what: string, ...command: string[]) => {
+    const result = await tmux(socket, ...piped(command));
+    const said = result.error ?? (saidBy(result) || `tmux exit ${result.exitCode}`);
+    return { ok: result.exitCode === 0, what, said };
+  };
+  let last = { ok: false, what: `tmux ${target}`, said: "not attempted" };
+  for (let round = 0; round < 3; round++) {
+    if ((await tmux(socket, "has-session", "-t", `=${session}`)).exitCode !== 0) {
+      last = await attempt(`created tmux session ${session}`, "new-session", "-d", "-s", session, ...named);
+      if (last.ok) return { issued: true, detail: last.what };
+      if (/duplicate session/.test(last.said)) continue; // created meanwhile: use it
+      break;
+    }
+    if ("error" in (await findPane(target, socket))) {
+      const where = numbered ? `=${session}:${window}` : `=${session}:`;
+      last = await attempt(`created tmux window ${session}:${window}`, "new-window", "-d", "-t", where, ...named);
+      if (last.ok) return { issued: true, detail: last.what };
+      if (!("error" in (await findPane(target, socket)))) continue; // created meanwhile: respawn it
+      break;
+    }
+    last = await attempt(`tmux respawn-pane -k -t ${target}`, "respawn-pane", "-k", "-t", exactPane);
+    if (last.ok) return { issued: true, detail: last.what };
+    if ("error" in (await findPane(target, socket))) continue; // its window went away meanwhile
+    break;
+  }
+  return { issued: false, detail: `${last.what}: ${last.said}` };
 }

@@ -34,7 +34,7 @@ export function serviceUnit(service: ServiceConfig): string | null {
 export function outputOf(service: ServiceConfig): OutputSource | null {
   const fromKind = service.restart ? restartKind(service.restart).output?.(service.restart) : undefined;
   if (fromKind) return fromKind;
-  if (service.tmux) return { pane: service.tmux };
+  if (service.tmux) return { pane: service.tmux, socket: service.tmuxSocket ?? null };
   if (service.unit) return { unit: service.unit };
   if (service.launchd) return { launchd: service.launchd };
   return null;

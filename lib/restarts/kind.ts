@@ -31,10 +31,11 @@ export interface RestartContext {
 export type SourceKey = "tmux" | "unit" | "launchd" | "runit";
 
 /** Where a service's main PID comes from when the service names no source of its own. */
-export type ImpliedSource = { tmux: string } | { unit: string } | { runit: string };
+export type ImpliedSource = { tmux: string; socket?: string | null } | { unit: string } | { runit: string };
 
 /** Where a service's own output is, for `watchdog logs`. */
-export type OutputSource = { file: string } | { pane: string } | { unit: string } | { launchd: string };
+export type OutputSource =
+  { file: string } | { pane: string; socket?: string | null; file?: string } | { unit: string } | { launchd: string };
 
 /** What `tend doctor` asks a tool: its exit code and first line (zx, loaded by doctor only). */
 export type ToolProbe = (command: string, ...args: string[]) => Promise<{ code: number; said: string }>;

@@ -7,6 +7,10 @@ export type TmuxRestart = {
   kind: "tmux";
   target: string;
   run: string;
+  /** The tmux server: null = tmux's default (TMUX_TMPDIR as tmux resolves it), a name (-L), a path (-S). */
+  socket: string | null;
+  /** Where the pane's output is piped (pipe-pane): STATE_DIR/services/NAME.out. */
+  output: string;
 };
 
 const SHELL_WORDS = new Set(["cd", "exec", "export", "set", "source", ".", "eval", "test", "[", "true", "false", ":"]);
@@ -25,23 +29,32 @@ function shellPrograms(line: string): string[] {
   });
 }
 
+/** A tmux socket name for -L: a file name in tmux's socket dir. */
+const SOCKET_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /** `tmux respawn-pane -k -t TARGET RUN`; creates the session or window when missing. */
 export const tmux = defineRestart<TmuxRestart>({
   kind: "tmux",
-  keys: ["tmux", "run"],
-  read(table) {
+  keys: ["tmux", "run", "socket"],
+  read(table, { paths, name }) {
     const target = table.string("tmux");
     const run = table.string("run");
+    const socket = table.string("socket") ?? null;
+    if (socket !== null && !socket.startsWith("/") && !SOCKET_NAME.test(socket)) {
+      table.fail("socket", `${show(socket)} is neither a socket name (letters, digits, _ . -) nor an absolute path`);
+    }
     if (target !== undefined && !TMUX_TARGET.test(target)) {
       table.fail("tmux", `${show(target)} is not "session:window" or "session:window.pane"`);
     }
     if (run === undefined && !table.has("run"))
       table.fail("run", "is required with restart.tmux (the pane's command line)");
-    return target && run && TMUX_TARGET.test(target) ? { kind: "tmux", target, run } : undefined;
+    return target && run && TMUX_TARGET.test(target)
+      ? { kind: "tmux", target, run, socket, output: paths.serviceOutput(name) }
+      : undefined;
   },
   async restart(_service, action) {
     try {
-      return await respawnPane(action.target, action.run);
+      return await respawnPane(action.target, action.run, { socket: action.socket, output: action.output });
     } catch (error) {
       return { issued: false, detail: `tmux respawn-pane ${action.target}: ${(error as Error).message}` };
     }
@@ -49,9 +62,10 @@ export const tmux = defineRestart<TmuxRestart>({
   // The pane's process; `watchdog start` respawns the pane (or recreates its window).
   stop: (service, _action, context) => stopCurrent(service, context),
   // restart.tmux alone makes the pane the pid source: a pane whose process is gone is started at once.
-  pidSource: (action) => ({ tmux: action.target }),
+  pidSource: (action) => ({ tmux: action.target, socket: action.socket }),
   sourceKey: "tmux",
-  output: (action) => ({ pane: action.target }),
+  // The piped output outlives the pane (why a pane that died, died); its scrollback when nothing was piped yet.
+  output: (action) => ({ pane: action.target, socket: action.socket, file: action.output }),
   programs: (action) => shellPrograms(action.run),
   tools: ["tmux"],
   doctor: {
@@ -66,5 +80,6 @@ export const tmux = defineRestart<TmuxRestart>({
   plan: (action, shown) => ({
     "restart.tmux": action.target,
     "restart.run": shown.argv(action.run.split(" ")).join(" "),
+    "restart.socket": action.socket ?? "(tmux's default)",
   }),
 });
