@@ -1,9 +1,10 @@
 // flock(2) through libc: held is a skip; any other error is said as itself (Android's shared storage: ENOSYS).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { tryLock } from "../lib/os/lock.ts";
-import { Sandbox } from "./helpers.ts";
+import { Sandbox, TEND, waitFor } from "./helpers.ts";
 
 describe("flock errors are said as themselves, never taken for another pass (FAT storage gives ENOSYS)", () => {
   const box = new Sandbox();
@@ -30,4 +31,65 @@ describe("flock errors are said as themselves, never taken for another pass (FAT
     again!.release();
     box.cleanup();
   });
+});
+
+describe("a tick is never lost to blogtunnel: only another pass makes a pass skip (SPEC, the pass lock)", () => {
+  test("a pass during blogtunnel's 5 s probe runs at once; a held lock says who holds it", async () => {
+    const box = new Sandbox();
+    // The tunnel's public URL accepts and never answers: blogtunnel's probe lasts its whole timeout.
+    const accepted: Socket[] = [];
+    const silent = createServer((socket) => void accepted.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+    box.writeConfig(
+      `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\n` +
+        `http = "http://127.0.0.1:${web.port}/"\n`,
+    );
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}/`;
+      const tunnel = Bun.spawn(
+        [TEND, "blogtunnel", "--url", url, "--timeout", "5s", "--counter", join(box.dir, "count")],
+        { env: box.env(), stdout: "pipe", stderr: "pipe" },
+      );
+      let tunnelDone = false;
+      void tunnel.exited.then(() => (tunnelDone = true));
+      await waitFor(() => accepted.length > 0, 10_000, "blogtunnel to be probing");
+      const pass = await box.tend(["watchdog", "pass"]);
+      expect(tunnelDone).toBe(false); // the pass did not wait for the probe
+      expect(pass).toMatchObject({ code: 0 });
+      expect(pass.stdout).not.toContain("[SKIP]");
+      expect(box.stateOf("web").lastProbe).toMatchObject({ ok: true });
+      await tunnel.exited;
+      expect(await new Response(tunnel.stdout).text()).toContain("blogtunnel failed health check (no answer within");
+
+      // Held by a command that holds it around state reads and writes: waited for, then the pass runs.
+      const lockPath = join(box.state, "watchdog.lock");
+      // flock(1) holds it and, holding it, records who it is (as tend's holders do).
+      const hold = (who: string, then: string) =>
+        Bun.spawn(["flock", lockPath, "sh", "-c", `echo '${who} pid '$$ > '${lockPath}'; ${then}`]);
+      const recorded = (who: string) => () => readFileSync(lockPath, "utf8").startsWith(`${who} pid `);
+      const released = join(box.dir, "released");
+      const holder = hold("blogtunnel", `sleep 1.5; date +%s%N > '${released}'`);
+      await waitFor(recorded("blogtunnel"), 5000, "blogtunnel's record");
+      const waited = await box.tend(["watchdog", "pass"]);
+      expect(waited.stdout).not.toContain("[SKIP]");
+      await holder.exited;
+      // The pass ended (its heartbeat) after the holder let go: it waited, then ran.
+      const releasedMs = Number(BigInt(readFileSync(released, "utf8").trim()) / 1_000_000n);
+      expect(statSync(join(box.state, "heartbeat")).mtimeMs).toBeGreaterThanOrEqual(releasedMs - 5);
+      // Held by another pass: skipped at once, as ever.
+      const other = hold("pass", "sleep 30");
+      await waitFor(recorded("pass"), 5000, "the other pass's record");
+      const skipped = await box.tend(["watchdog", "pass"]);
+      expect(other.exitCode).toBeNull(); // still holding it: the pass did not wait
+      expect(skipped.stdout).toContain("[SKIP] another pass is running: this one exits");
+      other.kill();
+      await other.exited;
+    } finally {
+      for (const socket of accepted) socket.destroy();
+      silent.close();
+      web.stop(true);
+      box.cleanup();
+    }
+  }, 60_000);
 });

@@ -33,7 +33,7 @@ export async function maintain(
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
   const lockFile = statePaths(stateDir).lock;
-  const lock = await waitLock(lockFile, lockWaitMs, sleep);
+  const lock = await waitLock(lockFile, lockWaitMs, sleep, "operator");
   if (!lock) throw new TendError(`a watchdog pass has held ${lockFile} for ${humanDuration(lockWaitMs)}: try again`, 1);
   try {
     const { state } = readState(stateDir, name);

@@ -55,7 +55,7 @@ export async function operate(
   }
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const lock = await waitLock(statePaths(stateDir).lock, lockWaitMs, sleep);
+  const lock = await waitLock(statePaths(stateDir).lock, lockWaitMs, sleep, "operator");
   if (!lock) throw new TendError(`a watchdog pass is running (it held the lock for 30s): try again when it ends`, 1);
   const logger = new Logger(config.watchdog.log, echo, now);
   const events: Message[] = [];

@@ -45,10 +45,19 @@ export async function tryLock(
       throw new TendError(`cannot lock ${path}: flock(2) failed: ${said}`, 1, "lock-failed");
     }
     return {
-      release: () => closeSync(fd),
+      // The record goes with the lock: one read while the next holder has not written its own says nothing.
+      release: () => {
+        try {
+          ftruncateSync(fd, 0);
+        } catch {}
+        closeSync(fd);
+      },
+      // Best effort: a full disk leaves no record (a pass then takes the holder for a pass, as before).
       record(text) {
-        ftruncateSync(fd, 0);
-        writeSync(fd, text);
+        try {
+          ftruncateSync(fd, 0);
+          writeSync(fd, text);
+        } catch {}
       },
     };
   }
@@ -66,11 +75,19 @@ export function lockHolder(path: string): string {
   return "";
 }
 
-/** Wait for the lock, polling, up to waitMs; null if it stayed held. */
+/**
+ * Who holds watchdog.lock, as its holder recorded it: a pass, or a command that holds it only to read
+ * and write state (blogtunnel, an operator's command), which a pass waits for instead of skipping.
+ */
+export type Holder = "pass" | "blogtunnel" | "operator";
+export const holderRecord = (who: Holder) => `${who} pid ${process.pid}\n`;
+
+/** Wait for the lock, polling, up to waitMs; null if it stayed held. `who`, if given, is recorded in it. */
 export async function waitLock(
   path: string,
   waitMs: number,
   sleep: (ms: number) => Promise<void> = Bun.sleep,
+  who?: Holder,
 ): Promise<Lock | null> {
   const deadline = Date.now() + waitMs;
   let lock = await tryLock(path);
@@ -78,7 +95,41 @@ export async function waitLock(
     await sleep(50);
     lock = await tryLock(path);
   }
+  if (who) lock?.record(holderRecord(who));
   return lock;
+}
+
+/**
+ * The lock for a pass: taken at once, or after waiting (up to `waitMs`) for a holder that holds it only
+ * around state reads and writes. Null when another pass holds it (or a holder that does not say who
+ * it is, as an older tend), with what was found.
+ */
+export async function passLock(
+  path: string,
+  { waitMs = 30_000, sleep = Bun.sleep }: { waitMs?: number; sleep?: (ms: number) => Promise<void> } = {},
+): Promise<{ lock: Lock | null; heldBy: string }> {
+  const started = Date.now();
+  let heldBy = "";
+  let sawBrief = false;
+  for (let attempt = 0; ; attempt++) {
+    const lock = await tryLock(path);
+    // Free at last after only unsaid records: that holder was most likely a pass that has ended.
+    if (lock && attempt > 0 && !sawBrief) {
+      lock.release();
+      return { lock: null, heldBy };
+    }
+    if (lock) {
+      lock.record(holderRecord("pass"));
+      return { lock, heldBy };
+    }
+    heldBy = lockHolder(path);
+    const brief = /^(blogtunnel|operator) pid \d+/.test(heldBy);
+    sawBrief ||= brief;
+    // A record is written right after the lock is taken: none for a second is a holder that keeps none.
+    if (!brief && (heldBy !== "" || Date.now() - started > 1000)) return { lock: null, heldBy };
+    if (brief && Date.now() - started > waitMs) return { lock: null, heldBy };
+    await sleep(brief ? 50 : 10);
+  }
 }
 
 function tryLockFile(path: string): Lock | null {

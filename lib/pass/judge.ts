@@ -34,6 +34,11 @@ export interface JudgeOptions {
   gap: Downtime | null;
   /** A partial pass judges only these. */
   only?: string[];
+  /**
+   * Run a probe or a restart's verification without the state lock (blogtunnel holds it only around
+   * state reads and writes, so a pass never waits on its probe); the state is read again after it.
+   */
+  unlocked?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 export interface ServiceOutcome {
@@ -83,14 +88,20 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   };
   let step = decide(service, state, facts, null);
   let result: ProbeResult | null = null;
+  const outside = options.unlocked ?? (<T>(work: () => Promise<T>) => work());
   if (step.kind === "probe") {
-    result = await probe(service.check, probeContext(main));
-    facts.now = now();
-    if (!result.ok) {
-      facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
-      if (facts.busy?.degraded) facts.degraded = [...(facts.degraded ?? []), facts.busy.degraded];
-      facts.waitReason = await waitReason(service, options.failingDependencies);
-    }
+    result = await outside(async () => {
+      const seen = await probe(service.check, probeContext(main));
+      facts.now = now();
+      if (!seen.ok) {
+        facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
+        if (facts.busy?.degraded) facts.degraded = [...(facts.degraded ?? []), facts.busy.degraded];
+        facts.waitReason = await waitReason(service, options.failingDependencies);
+      }
+      return seen;
+    });
+    // Decided on the state as it is now: an operator may have paused or reset it meanwhile.
+    if (options.unlocked) state = readState(config.watchdog.stateDir, service.name).state;
     step = decide(service, state, facts, result);
   }
   let decision = step as Decision;
@@ -108,7 +119,14 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   // A pass that only saw it answer as before records no decision: no fsync (see writeState).
   writeState(config.watchdog.stateDir, service.name, state, { durable: !onlyObservations(loaded.state, state) });
   if (decision.kind === "restart") {
-    const verified = await restartAndVerify(service, state, main, logger, options, decision.reason);
+    const [written, reason] = [state, decision.reason];
+    const verified = await outside(() => restartAndVerify(service, written, main, logger, options, reason));
+    if (options.unlocked) {
+      // A pause the operator made while it was verified is kept (the outcome is the restart's, the pause theirs).
+      const { paused, pausedUntil } = readState(config.watchdog.stateDir, service.name).state;
+      if (paused !== written.paused || pausedUntil !== written.pausedUntil)
+        verified.next = { ...verified.next, paused, pausedUntil };
+    }
     state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
     writeState(config.watchdog.stateDir, service.name, state);
     decision = { ...decision, next: state };

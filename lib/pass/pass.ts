@@ -8,7 +8,7 @@ import { syncAlerts } from "../notify/alertmanager.ts";
 import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
-import { tryLock } from "../os/lock.ts";
+import { holderRecord, passLock, tryLock } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
@@ -72,10 +72,25 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     if (!loop) return { ran: false, services: [] };
     loop.release();
   }
-  const lock = dryRun ? null : await tryLock(paths.lock).catch(lockFailed);
   const partial = options.only !== undefined;
+  // Only another pass makes a pass skip: blogtunnel and operators hold the lock around state reads and
+  // writes, and are waited for (up to 30s). The loop's crash starts take it without waiting.
+  const taken = dryRun
+    ? { lock: null, heldBy: "" }
+    : partial
+      ? { lock: await tryLock(paths.lock).catch(lockFailed), heldBy: "" }
+      : await passLock(paths.lock).catch(lockFailed);
+  const lock = taken.lock;
+  if (partial) lock?.record(holderRecord("pass")); // passLock records its own
   if (!dryRun && !lock) {
-    if (!partial) logger.write("SKIP", "another pass is running: this one exits");
+    const brief = /^(blogtunnel|operator) pid (\d+)/.exec(taken.heldBy);
+    if (!partial)
+      logger.write(
+        "SKIP",
+        brief
+          ? `${brief[1]} (pid ${brief[2]}) held the lock for 30s: this pass exits`
+          : "another pass is running: this one exits",
+      );
     return { ran: false, services: [] };
   }
   try {

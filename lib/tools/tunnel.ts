@@ -104,8 +104,25 @@ export async function watchTunnel(
   const service = tunnelService(name, record, config.defaults);
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const lock = await waitLock(statePaths(stateDir).lock, 30_000);
-  if (!lock) throw new TendError("a watchdog pass is running (it held the lock for 30s): try again", 1);
+  // Held only to read and write state, never through the probe or a restart's verification: a pass
+  // started in the same minute waits for it, never skips (SPEC: a tick is never lost to blogtunnel).
+  const lockPath = statePaths(stateDir).lock;
+  const take = async (waitMs: number) => {
+    const taken = await waitLock(lockPath, waitMs, Bun.sleep, "blogtunnel");
+    if (!taken)
+      throw new TendError(`a watchdog pass is running (it held the lock for ${humanDuration(waitMs)}): try again`, 1);
+    return taken;
+  };
+  let lock: Awaited<ReturnType<typeof take>> | null = await take(30_000);
+  const unlocked = async <T>(work: () => Promise<T>): Promise<T> => {
+    lock!.release();
+    lock = null;
+    try {
+      return await work();
+    } finally {
+      lock = await take(180_000); // a pass takes minutes at most (its probes and verifications)
+    }
+  };
   const logger = new Logger(config.watchdog.log, echo);
   try {
     const { value, problem } = readCounter(counter);
@@ -122,14 +139,17 @@ export async function watchTunnel(
       failingDependencies: [],
       publish: () => {},
       gap: null,
+      unlocked,
     });
     const restarted = outcome.decision.kind === "restart";
     // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.
     writeCounter(counter, restarted ? 0 : outcome.decision.next.strikes);
+    lock?.release(); // notifications have their own lock (notify.lock): a pass need not wait for them
+    lock = null;
     await sendEvents(config, outcome.events, logger);
     // Skipped (grace, paused) is not failing: cron's exit status stays 0 unless it struck or restarted.
     return { healthy: ["ok", "skip", "busy"].includes(outcome.decision.kind) };
   } finally {
-    lock.release();
+    lock?.release();
   }
 }
