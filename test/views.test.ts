@@ -3,7 +3,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { alive, BUN, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -331,4 +331,40 @@ test("a service that exits right after its start is FAILED at once, saying when,
   expect(Date.now() - started).toBeLessThan(30_000); // not the 60 s deadline
   expect(pass.stdout).toMatch(/\[FAILED\] api exited [\d.]+s after its first start \(pid \d+ is gone\); backoff 10s/);
   expect(pass.stdout).not.toContain("within 60s");
+});
+
+test("fresh evidence only: a log-checked service whose restart dies at once is FAILED, never RECOVERED", async () => {
+  box = new Sandbox();
+  const pidfile = join(box.dir, "worker.pid");
+  const log = join(box.dir, "worker.log");
+  const config = (spawn: string) =>
+    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "worker"\npidfile = "${pidfile}"\n` +
+    `grace = "0s"\nverify_timeout = "20s"\n[service.check]\nlog = "${log}"\nfresh = "5m"\n` +
+    `[service.restart]\nspawn = ${spawn}\n`;
+  // It runs and writes its log: healthy.
+  box.writeConfig(config(`["sh", "-c", "echo working >> '${log}'; exec sleep 600"]`));
+  const first = await box.tend(["watchdog"]);
+  expect(first.stdout).toContain("[START] worker: started pid");
+  const running = Number(readFileSync(pidfile, "utf8"));
+  box.track(running);
+  expect(box.stateOf("worker").verdict).toMatchObject({ word: "healthy" });
+  // It crashes, and its command now dies at once: the log its old process wrote minutes ago is no answer.
+  box.writeConfig(config(`["sh", "-c", "exit 3"]`));
+  process.kill(running, "SIGKILL");
+  await waitFor(() => !alive(running), 5000, "the worker to die");
+  const started = Date.now();
+  const pass = await box.tend(["watchdog"]);
+  console.log(pass.stdout);
+  expect(Date.now() - started).toBeLessThan(15_000); // not the 20 s deadline
+  expect(pass.stdout).toMatch(/\[FAILED\] worker exited [\d.]+s after the restart \(pid \d+ is gone\); backoff 10s/);
+  expect(pass.stdout).not.toContain("[RECOVERED]");
+  // A restart that writes its log and dies at once: alive when judged, or not recovered.
+  box.writeConfig(config(`["sh", "-c", "echo one last line >> '${log}'; exit 3"]`));
+  const statePath = join(box.state, "services", "worker.json");
+  const state = JSON.parse(readFileSync(statePath, "utf8"));
+  writeFileSync(statePath, JSON.stringify({ ...state, backoffUntil: null })); // past its backoff
+  const again = await box.tend(["watchdog"]);
+  console.log(again.stdout);
+  expect(again.stdout).toMatch(/\[FAILED\] worker exited [\d.]+s after the restart/);
+  expect(again.stdout).not.toContain("[RECOVERED]");
 });

@@ -31,6 +31,8 @@ export interface ProbeContext {
   /** The HTTP GET an http check makes (lib/os/http1.ts; a test may pass another). */
   httpGet?: typeof import("../os/http1.ts").httpGet;
   now?: () => number;
+  /** Verifying a restart that began at this time: evidence from before it (a log's old lines) does not count. */
+  since?: number;
 }
 
 /**

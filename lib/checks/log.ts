@@ -32,6 +32,10 @@ export const log = defineCheck<LogCheck>({
       return finish(false, `${check.path}: ${inWords(error)}`); // in words: "no such file", not ENOENT
     }
     const age = Math.max(0, now - modified);
+    // File times come from the kernel's coarse clock, a tick behind: 20 ms of slack.
+    if (context.since !== undefined && modified < context.since - 20) {
+      return finish(false, `log not written since the restart (last written ${humanDuration(age)} ago)`);
+    }
     if (age > check.freshMs) {
       return finish(false, `log not written for ${humanDuration(age)} (fresh: ${humanDuration(check.freshMs)})`);
     }

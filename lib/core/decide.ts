@@ -503,7 +503,7 @@ export function recordRestart(
     ? "could not be restarted"
     : outcome.exitedAfterMs !== undefined
       ? `exited ${humanDuration(outcome.exitedAfterMs)} after the restart`
-      : `did not recover within ${humanDuration(service.verifyTimeoutMs)} after restart`;
+      : `did not recover within ${humanDuration(Math.max(outcome.elapsedMs, 0))} after restart`;
   return failedVerification(service, failed, outcome, what, now);
 }
 
@@ -526,7 +526,7 @@ export function recordStart(
     ? "could not be started"
     : outcome.exitedAfterMs !== undefined
       ? `exited ${humanDuration(outcome.exitedAfterMs)} after its first start`
-      : `did not become healthy within ${humanDuration(service.verifyTimeoutMs)} after its first start`;
+      : `did not become healthy within ${humanDuration(Math.max(outcome.elapsedMs, 0))} after its first start`;
   return failedVerification(service, next, outcome, what, now);
 }
 

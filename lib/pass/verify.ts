@@ -56,18 +56,30 @@ export async function restartAndVerify(
   const deadline = startedAt + service.verifyTimeoutMs;
   let last: ProbeResult | null = null;
   let detail = "";
+  // The process tend started itself (a pidfile or pane, not a manager's MainPID, which may be 0 while
+  // the unit activates) that is gone has failed, from the first look on.
+  const gone = (current: MainProcess | null, probed: boolean) =>
+    current !== null && !current.running && (probed || !current.supervised);
   while (true) {
     const current = await mainProcess(service, next);
-    if (current && !current.running && last) {
+    if (gone(current, last !== null)) {
       // Gone before it answered: FAILED now, saying when, not at a deadline it never reached.
       exitedAfterMs = now() - startedAt;
-      detail = current.detail;
+      detail = current!.detail;
       break;
     }
     const attemptAt = now();
-    last = await probe(service.check, probeContext(current));
+    // Only evidence produced after the restart counts: a log the old process wrote is not an answer.
+    last = await probe(service.check, { ...probeContext(current), since: startedAt });
     if (last.ok) {
-      next = { ...next, watch: watchOf(current) }; // the loop watches the new process from now on
+      // ... and from a process that is still there: one that answered and died at once did not recover.
+      const after = await mainProcess(service, next);
+      if (gone(after, true)) {
+        exitedAfterMs = now() - startedAt;
+        detail = after!.detail;
+        break;
+      }
+      next = { ...next, watch: watchOf(after ?? current) }; // the loop watches the new process from now on
       return outcome(true, true, last.detail, last);
     }
     detail = `last probe: ${last.detail}`;
