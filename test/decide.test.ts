@@ -16,6 +16,7 @@ import { Sandbox } from "./helpers.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 const MIN = 60_000;
+const DAY = 86_400_000;
 
 const SERVICE: ServiceConfig = {
   ...BUILTIN_TUNABLES,
@@ -521,6 +522,29 @@ const ROWS: Row[] = [
     word: "failing",
     reason: /^cooldown until/,
   },
+  {
+    name: "incident: a phone reboot (12 notifications in 2 minutes): a service found not running is a boot start",
+    state: { startedAt: NOW - DAY, lastHealthyAt: NOW - 6 * MIN, restartsTotal: 0 },
+    facts: {
+      process: { running: false, startedAt: null, detail: "pid 42 is gone" },
+      gap: { name: "host", reason: "unexpected_shutdown_or_reboot", from: NOW - 6 * MIN, to: NOW },
+    },
+    kind: "restart",
+    reason: "boot",
+    word: "starting",
+    tags: [], // no ⚠️ of its own: the pass sends one 🔌
+    next: { outage: null, restartsTotal: 0 },
+  },
+  {
+    name: "after a reboot a given-up service stays given up (no boot start)",
+    state: { startedAt: NOW - DAY, lastHealthyAt: NOW - 2 * DAY, givenUp: true },
+    facts: {
+      process: { running: false, startedAt: null, detail: "pid 42 is gone" },
+      gap: { name: "host", reason: "unexpected_shutdown_or_reboot", from: NOW - 6 * MIN, to: NOW },
+    },
+    kind: "held",
+    word: "given-up",
+  },
 ];
 
 const facts = (extra: Partial<Facts> = {}): Facts => ({
@@ -747,6 +771,12 @@ describe("the watchdog itself: a heartbeat gap is a reboot or a watchdog that di
       { name: "host", reason: "unexpected_shutdown_or_reboot" },
     ],
     [
+      "incident: a phone rebooted inside one cron period (3 min): a reboot whatever the gap's length",
+      3 * MIN,
+      1 * MIN,
+      { name: "host", reason: "unexpected_shutdown_or_reboot" },
+    ],
+    [
       "up all along: the watchdog did not run (cron stopped, the loop died)",
       20 * MIN,
       2 * 86_400_000,
@@ -872,4 +902,9 @@ describe("the latency history: one string in the state file, bounded, and files 
     expect("latencies" in state).toBe(false);
     expect(parseSamples(state.latencyLog)[1]).toEqual([2000, 5000, 0, 1]);
   });
+});
+
+test("the boot-time clock going back is a reboot, even a short one and whatever the wall clock says", () => {
+  const gap = classifyGap(NOW - 60_000, 5 * 60_000, NOW - 7 * 86_400_000, NOW, null, true);
+  expect(gap).toMatchObject({ name: "host", reason: "unexpected_shutdown_or_reboot" });
 });

@@ -3,7 +3,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { alive, BUN, controlledServer, recordingReceiver, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -367,4 +367,42 @@ test("fresh evidence only: a log-checked service whose restart dies at once is F
   console.log(again.stdout);
   expect(again.stdout).toMatch(/\[FAILED\] worker exited [\d.]+s after the restart/);
   expect(again.stdout).not.toContain("[RECOVERED]");
+});
+
+test("after a reboot: services found not running are boot starts, one 🔌, no ⚠️ each, nothing counted", async () => {
+  box = new Sandbox();
+  const receiver = recordingReceiver();
+  stops.push(receiver.stop);
+  const names = ["blog", "tunnel", "recorder"];
+  const service = (name: string) =>
+    `[[service]]\nname = "${name}"\npidfile = "${join(box.dir, `${name}.pid`)}"\ngrace = "0s"\n` +
+    `[service.check]\nprocess = true\n[service.restart]\nspawn = ["sleep", "600"]\n`;
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n[notify]\nurl = "${receiver.url}/topic"\n${names.map(service).join("")}`,
+  );
+  const first = await box.tend(["watchdog"]);
+  expect(first.stdout.match(/\[START\] \w+: started pid/g)).toHaveLength(3);
+  const pids = names.map((name) => Number(readFileSync(join(box.dir, `${name}.pid`), "utf8")));
+  pids.forEach((pid) => box.track(pid));
+  for (const pid of pids) process.kill(pid, "SIGKILL"); // what the reboot did to them
+  await waitFor(() => pids.every((pid) => !alive(pid)), 5000, "the services to be gone");
+  // The reboot as the next pass sees it: the boot-time clock is below the last heartbeat's (it restarts
+  // at 0 with the kernel). The heartbeat is a minute old: a reboot inside one cron period.
+  const heartbeat = join(box.state, "heartbeat");
+  const [at, interval] = readFileSync(heartbeat, "utf8").split("\n");
+  writeFileSync(heartbeat, `${at}\n${interval}\nclocks boot=${1e12} awake=${1e12}\n`);
+  const minuteAgo = new Date(Date.now() - 60_000);
+  utimesSync(heartbeat, minuteAgo, minuteAgo);
+  const before = receiver.received.length;
+  const pass = await box.tend(["watchdog"]);
+  console.log(pass.stdout);
+  for (const name of names) expect(pass.stdout).toContain(`[START] ${name}: started after reboot (started pid`);
+  expect(pass.stdout).not.toContain("(crash)");
+  expect(pass.stdout).not.toContain("[RESTART]");
+  expect(pass.stdout).toMatch(/\[DOWNTIME\] host was unavailable for \d+s \(unexpected_shutdown_or_reboot/);
+  const sent = receiver.received.slice(before);
+  expect(sent).toHaveLength(1);
+  expect(sent[0]).toMatch(/^🔌 host was down \d+s \(reboot\); started (blog|tunnel|recorder), \w+, \w+$/);
+  for (const name of names) expect(box.stateOf(name)).toMatchObject({ restartsTotal: 0, outage: null });
+  for (const name of names) box.track(Number(readFileSync(join(box.dir, `${name}.pid`), "utf8")));
 });

@@ -46,7 +46,8 @@ export interface Facts {
 
 export type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error";
 /** start: the first start of a service tend never started nor saw healthy (not a restart: not counted). */
-export type RestartReason = "start" | "crash" | "hung_restart" | "busy_timeout" | "memory";
+/** `start`: a new service's first start; `boot`: found not running after a reboot (neither is counted). */
+export type RestartReason = "start" | "boot" | "crash" | "hung_restart" | "busy_timeout" | "memory";
 
 interface Outcome {
   next: ServiceState;
@@ -153,7 +154,10 @@ export function verdictOf(service: ServiceConfig, decision: Decision, now: numbe
       return verdict(decision.word, decision.until);
     case "restart":
       // Being verified from now on, until healthy or verify_timeout: a first start is "starting".
-      return verdict(decision.reason === "start" ? "starting" : "restarting", now + service.verifyTimeoutMs);
+      return verdict(
+        ["start", "boot"].includes(decision.reason) ? "starting" : "restarting",
+        now + service.verifyTimeoutMs,
+      );
     case "give-up":
       return verdict("given-up");
   }
@@ -245,6 +249,9 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
     // Never started by tend nor seen healthy: new, not crashed. Its first start opens no outage and is not counted.
     if (state.startedAt === null && state.lastHealthyAt === null)
       return { kind: "restart", reason: "start", next: state, log: [] };
+    // The host rebooted since the last pass: not a crash. Started, not counted, no outage, no ⚠️ of its
+    // own (the pass sends one 🔌 for all); a given-up service stays given up.
+    if (facts.gap?.name === "host" && !state.givenUp) return { kind: "restart", reason: "boot", next: state, log: [] };
     const why = `${service.name} is not running (${process.detail})`;
     return restartOrHold({
       service,
@@ -517,16 +524,18 @@ export function recordStart(
   outcome: RestartOutcome,
   startedAt: number,
   now: number,
+  { afterReboot = false } = {},
 ): Verified {
   let next: ServiceState = { ...state, startedAt };
+  const start = afterReboot ? "its start after the reboot" : "its first start";
   if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
   if (outcome.recovered)
     return { recovered: true, next: { ...next, verdict: verified("healthy", "started", null, now) }, log: [] };
   const what = !outcome.issued
     ? "could not be started"
     : outcome.exitedAfterMs !== undefined
-      ? `exited ${humanDuration(outcome.exitedAfterMs)} after its first start`
-      : `did not become healthy within ${humanDuration(Math.max(outcome.elapsedMs, 0))} after its first start`;
+      ? `exited ${humanDuration(outcome.exitedAfterMs)} after ${start}`
+      : `did not become healthy within ${humanDuration(Math.max(outcome.elapsedMs, 0))} after ${start}`;
   return failedVerification(service, next, outcome, what, now);
 }
 

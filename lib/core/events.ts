@@ -11,6 +11,7 @@ export const EVENTS = {
   recovered: { emoji: "✅", priority: "default" },
   certificate: { emoji: "📅", priority: "high" },
   gap: { emoji: "💤", priority: "urgent" },
+  reboot: { emoji: "🔌", priority: "high" },
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 

@@ -20,10 +20,14 @@ export function classifyGap(
   bootedAt: number,
   now: number,
   asleepMs: number | null = null,
+  bootClockReset = false,
 ): Downtime | null {
+  // A boot after the last heartbeat is a reboot whatever the gap's length: a phone reboots in 2-3
+  // minutes, inside one cron period. The boot-time clock going back says so without the wall clock.
+  if (lastPassAt !== null && (bootedAt > lastPassAt || bootClockReset))
+    return { name: "host", reason: "unexpected_shutdown_or_reboot", from: lastPassAt, to: now };
   if (!isStale(lastPassAt, intervalMs, now)) return null;
   const from = lastPassAt!;
-  if (bootedAt > from) return { name: "host", reason: "unexpected_shutdown_or_reboot", from, to: now };
   const awakeMs = now - from - Math.max(0, asleepMs ?? 0);
   if (asleepMs !== null && asleepMs > 0 && awakeMs <= staleAfter(intervalMs))
     return { name: "device", reason: "device_suspended", from, to: now };

@@ -1,5 +1,6 @@
 import type { Config } from "../config/types.ts";
-import { downtimeLine, type LogLine } from "../core/events.ts";
+import { downtimeLine, type Downtime, type LogLine } from "../core/events.ts";
+import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { notJudged, viewOf } from "../core/verdict.ts";
@@ -108,6 +109,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     }
     const uptime = options.uptime ?? uptimeClock(now);
     const services = await judgeAll(config, { ...options, dryRun, echo, now, uptime, gap, logger });
+    if (gap?.name === "host" && !dryRun) gapEvents.push(rebootMessage(gap, services, new Date(now())));
     if (!dryRun) {
       if (config.notify.format === "alertmanager" && !partial) {
         // One alert per service and condition, re-sent while it holds, resolved when it ends.
@@ -208,3 +210,16 @@ function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number
 }
 
 const serviceNamed = (config: Config, name: string) => config.services.find((service) => service.name === name)!;
+
+/**
+ * After a reboot, one 🔌 for the whole pass (not a ⚠️ per service): how long the host was down, as the
+ * DOWNTIME line says, and what was started. A service whose start then fails says so on its own (🚨).
+ */
+function rebootMessage(gap: Downtime, services: ServiceOutcome[], at: Date): Message {
+  const started = services
+    .filter(({ decision }) => decision.kind === "restart" && decision.reason === "boot")
+    .map(({ name }) => name);
+  const down = `host was down ${humanDuration(gap.to - gap.from)} (reboot)`;
+  const message = started.length ? `${down}; started ${started.join(", ")}` : `${down}; every service was running`;
+  return eventMessage("host", { tag: "START", event: "reboot", message }, at)!;
+}

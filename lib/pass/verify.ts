@@ -26,8 +26,10 @@ export async function restartAndVerify(
 ): Promise<Verified> {
   // A new service's first start (and an operator's start) is logged START and not counted; every
   // other start is a restart; an operator's restart is not counted toward max_restarts.
-  const first = how === "start" || how === "operator-start";
+  const first = how === "start" || how === "boot" || how === "operator-start";
   const manual = how === "manual" ? "manual restart: " : how === "operator-start" ? "started by the operator: " : "";
+  // After a reboot: `[START] NAME: started after reboot (what was done)`.
+  const said = (detail: string) => (how === "boot" ? `started after reboot (${detail})` : `${manual}${detail}`);
   const startedAt = now();
   const restart = await restartService(service, main, { sleep, env });
   let next = state;
@@ -42,13 +44,13 @@ export async function restartAndVerify(
   ) => {
     const result = { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe, exitedAfterMs };
     return first
-      ? recordStart(service, next, result, startedAt, now())
+      ? recordStart(service, next, result, startedAt, now(), { afterReboot: how === "boot" })
       : recordRestart(service, next, result, startedAt, now(), { towardLimit: how !== "manual" });
   };
   if (!restart.issued) return outcome(false, false, restart.detail, null, restart.full);
   const tag = first ? "START" : "RESTART";
-  logger.write(tag, `${service.name}: ${manual}${restart.detail}`, {
-    full: restart.full && `${service.name}: ${manual}${restart.full}`,
+  logger.write(tag, `${service.name}: ${said(restart.detail)}`, {
+    full: restart.full && `${service.name}: ${said(restart.full)}`,
   });
   const written = logger.entries.at(-1)!;
   next = { ...next, lastEvent: { at: written.at.getTime(), tag, message: written.message } };

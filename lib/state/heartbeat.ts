@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import type { Downtime } from "../core/events.ts";
 import { formatDuration, parseDuration } from "../core/duration.ts";
-import { asleepBetween, classifyGap, isStale } from "../core/health.ts";
+import { asleepBetween, classifyGap } from "../core/health.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { bootTimeMs } from "../os/proc.ts";
@@ -63,7 +63,8 @@ export function findGap(
   }
   const heartbeat = readHeartbeat(stateDir);
   const recordedMs = heartbeat?.intervalMs ?? intervalMs;
-  if (!isStale(last, recordedMs, now)) return null;
-  // The boot time only when there is a gap to classify.
-  return classifyGap(last, recordedMs, bootedAt(), now, asleepBetween(heartbeat?.clocks ?? null, clocksNow));
+  const then = heartbeat?.clocks ?? null;
+  const bootClockReset = then !== null && clocksNow !== null && clocksNow.bootMs < then.bootMs;
+  // Every pass compares the boot with the last heartbeat's (sysinfo(2): a syscall, no file).
+  return classifyGap(last, recordedMs, bootedAt(), now, asleepBetween(then, clocksNow), bootClockReset);
 }
