@@ -535,6 +535,97 @@ const ROWS: Row[] = [
     tags: [], // no ⚠️ of its own: the pass sends one 🔌
     next: { outage: null, restartsTotal: 0 },
   },
+  // slow_above: slow is not failing.
+  {
+    name: "slow_above: a healthy answer slower than D is slow: no strike, WARN + 🐢 when it becomes slow",
+    service: { slowAboveMs: 5000 },
+    probe: { ...OK, latencyMs: 9000 },
+    kind: "ok",
+    word: "slow",
+    strikes: 0,
+    tags: ["WARN"],
+    next: { slowSince: NOW, slowLoggedAt: NOW },
+  },
+  {
+    name: "slow_above: still slow within the hour: said nothing more",
+    service: { slowAboveMs: 5000 },
+    state: { slowSince: NOW - 10 * MIN, slowLoggedAt: NOW - 10 * MIN },
+    probe: { ...OK, latencyMs: 9000 },
+    kind: "ok",
+    word: "slow",
+    tags: [],
+  },
+  {
+    name: "slow_above: still slow an hour on: WARN again (no 🐢: one per slow spell)",
+    service: { slowAboveMs: 5000 },
+    state: { slowSince: NOW - 2 * 60 * MIN, slowLoggedAt: NOW - 61 * MIN },
+    probe: { ...OK, latencyMs: 9000 },
+    kind: "ok",
+    word: "slow",
+    tags: ["WARN"],
+    next: { slowSince: NOW - 2 * 60 * MIN, slowLoggedAt: NOW },
+  },
+  {
+    name: "slow_above: fast again is healthy, the spell ends",
+    service: { slowAboveMs: 5000 },
+    state: { slowSince: NOW - 10 * MIN, slowLoggedAt: NOW - 10 * MIN },
+    probe: OK,
+    kind: "ok",
+    word: "healthy",
+    next: { slowSince: null },
+  },
+  // remind_every: still down after its 🚨/⛔.
+  {
+    name: "remind_every: a given-up service still down a day on is said again (🔔), with for how long",
+    service: { remindEveryMs: 60 * MIN },
+    state: {
+      strikes: 3,
+      givenUp: true,
+      givenUpAt: NOW - 3 * 60 * MIN,
+      remindedAt: NOW - 61 * MIN,
+      outage: { since: NOW - 4 * 60 * MIN, reason: "failing", notified: true },
+    },
+    probe: TIMEOUT,
+    kind: "held",
+    word: "given-up",
+    next: { remindedAt: NOW },
+  },
+  {
+    name: "remind_every: inside D since the last 🔔, nothing",
+    service: { remindEveryMs: 60 * MIN },
+    state: {
+      strikes: 3,
+      givenUp: true,
+      givenUpAt: NOW - 3 * 60 * MIN,
+      remindedAt: NOW - 30 * MIN,
+      outage: { since: NOW - 4 * 60 * MIN, reason: "failing", notified: true },
+    },
+    probe: TIMEOUT,
+    kind: "held",
+    word: "given-up",
+    next: { remindedAt: NOW - 30 * MIN },
+  },
+  // given_up_retry: one verified restart every D.
+  {
+    name: "given_up_retry: a given-up service is tried again once D has passed since it was given up",
+    service: { givenUpRetryMs: 60 * MIN },
+    state: { strikes: 3, givenUp: true, givenUpAt: NOW - 61 * MIN, restartTimes: [NOW - 62 * MIN, NOW - 63 * MIN] },
+    probe: TIMEOUT,
+    kind: "restart",
+    reason: "hung_restart",
+    word: "restarting",
+    next: { givenUp: true, givenUpAt: NOW },
+  },
+  {
+    name: "given_up_retry: before D it stays given up, saying when it is tried again",
+    service: { givenUpRetryMs: 60 * MIN },
+    state: { strikes: 3, givenUp: true, givenUpAt: NOW - 10 * MIN },
+    probe: TIMEOUT,
+    kind: "held",
+    word: "given-up",
+    until: NOW + 50 * MIN,
+    reason: /^given up \(tried again at /,
+  },
   {
     name: "after a reboot a given-up service stays given up (no boot start)",
     state: { startedAt: NOW - DAY, lastHealthyAt: NOW - 2 * DAY, givenUp: true },
@@ -907,4 +998,41 @@ describe("the latency history: one string in the state file, bounded, and files 
 test("the boot-time clock going back is a reboot, even a short one and whatever the wall clock says", () => {
   const gap = classifyGap(NOW - 60_000, 5 * 60_000, NOW - 7 * 86_400_000, NOW, null, true);
   expect(gap).toMatchObject({ name: "host", reason: "unexpected_shutdown_or_reboot" });
+});
+
+describe("✅ only after a notified outage", () => {
+  const down = (notified: boolean) => ({ outage: { since: NOW - 5 * MIN, reason: "failing", notified } });
+  test("incident: a blip below N strikes (or a WAIT) is logged RECOVERED and measured, never notified", () => {
+    const blip = decide(SERVICE, { ...freshState(), ...down(false), strikes: 1 }, facts(), OK);
+    expect(blip.log.map((line) => [line.tag, line.event])).toEqual([
+      ["RECOVERED", undefined],
+      ["DOWNTIME", undefined],
+    ]);
+  });
+  test("an outage that was notified (⚠️, 🚨, ⛔) ends with ✅", () => {
+    const after = decide(SERVICE, { ...freshState(), ...down(true), strikes: 3 }, facts(), OK);
+    expect(after.log.find((line) => line.tag === "RECOVERED")?.event).toBe("recovered");
+  });
+  test("the strike that restarts marks the outage notified; a strike below N does not", () => {
+    const one = decide(SERVICE, freshState(), facts(), TIMEOUT);
+    expect(one.next.outage?.notified).toBeUndefined();
+    const third = decide(SERVICE, { ...freshState(), strikes: 2, ...down(false) }, facts(), TIMEOUT);
+    expect(third.kind).toBe("restart");
+    expect(third.next.outage).toMatchObject({ notified: true });
+  });
+});
+
+test("remind_every: the 🔔 line says how long it has been down", () => {
+  const service = { ...SERVICE, remindEveryMs: 60 * MIN };
+  const state = {
+    ...freshState(),
+    strikes: 3,
+    givenUp: true,
+    givenUpAt: NOW - 3 * 60 * MIN,
+    remindedAt: NOW - 61 * MIN,
+    outage: { since: NOW - 4 * 60 * MIN, reason: "failing", notified: true },
+  };
+  const decision = decide(service, state, facts(), TIMEOUT);
+  const reminder = decision.log.find((line) => line.event === "reminder");
+  expect(reminder).toMatchObject({ tag: "WARN", message: "blog is still down after 4h (given up)" });
 });

@@ -406,3 +406,68 @@ test("after a reboot: services found not running are boot starts, one 🔌, no �
   for (const name of names) expect(box.stateOf(name)).toMatchObject({ restartsTotal: 0, outage: null });
   for (const name of names) box.track(Number(readFileSync(join(box.dir, `${name}.pid`), "utf8")));
 });
+
+test("slow_above: a slow healthy answer is slow in every view (🐢 once, status 0, metric), no strike", async () => {
+  box = new Sandbox();
+  const receiver = recordingReceiver();
+  stops.push(receiver.stop);
+  const { server, url, control } = controlledServer();
+  stops.push(() => server.stop(true));
+  control.delayMs = 700;
+  box.writeConfig(
+    serviceConfig(url, {
+      watchdog: `[notify]\nurl = "${receiver.url}/t"`,
+      service: 'slow_above = "300ms"',
+    }).replace('timeout = "1s"', 'timeout = "5s"'),
+  );
+  const first = await box.tend(["watchdog"]);
+  expect(first.stdout).toMatch(/\[WARN\] api is slow \(HTTP 200 in 0\.\ds, above 0\.3s\)/);
+  const second = await box.tend(["watchdog"]);
+  expect(second.stdout).not.toContain("is slow"); // once per spell, then at most hourly
+  expect(receiver.received.filter((body) => body.startsWith("🐢 api is slow"))).toHaveLength(1);
+  expect(box.stateOf("api")).toMatchObject({ strikes: 0, verdict: { word: "slow" } });
+  const status = await box.tend(["watchdog", "status", "--json", "--cached"]);
+  expect(status.code).toBe(0);
+  expect(JSON.parse(status.stdout).services[0].state).toBe("slow");
+  expect(readFileSync(join(box.dir, "tend.prom"), "utf8")).toContain('tend_service_slow{service="api"} 1');
+  control.delayMs = 0;
+  await box.tend(["watchdog"]);
+  expect(box.stateOf("api").verdict.word).toBe("healthy");
+  expect(readFileSync(join(box.dir, "tend.prom"), "utf8")).toContain('tend_service_slow{service="api"} 0');
+});
+
+test("given_up_retry and remind_every: a given-up service is tried once every D, and said again (🔔)", async () => {
+  box = new Sandbox();
+  const receiver = recordingReceiver();
+  stops.push(receiver.stop);
+  box.writeConfig(
+    serviceConfig("http://127.0.0.1:1/", {
+      watchdog: `[notify]\nurl = "${receiver.url}/t"\nmin_interval = "0s"`,
+      service: 'given_up_retry = "1h"\nremind_every = "1h"\nverify_timeout = "1s"\nbackoff = "0s"\ncooldown = "0s"\ngrace = "0s"',
+      restart: `[service.restart]\ncommand = ["true"]`,
+    }),
+  );
+  await box.tend(["watchdog"]); // its state file
+  const hour = 3_600_000;
+  const statePath = join(box.state, "services", "api.json");
+  const givenUp = (extra: object) => {
+    const state = JSON.parse(readFileSync(statePath, "utf8"));
+    const outage = { since: Date.now() - 3 * hour, reason: "failing", notified: true };
+    writeFileSync(statePath, JSON.stringify({ ...state, strikes: 3, givenUp: true, outage, ...extra }));
+  };
+  // Given up 61 minutes ago: one restart, verified; it does not recover, so it stays given up.
+  givenUp({ givenUpAt: Date.now() - 61 * 60_000, remindedAt: Date.now() - 61 * 60_000 });
+  const retry = await box.tend(["watchdog"]);
+  expect(retry.stdout).toContain("given up, trying one restart again (given_up_retry 1h)");
+  expect(retry.stdout).toContain("[RESTART] api");
+  expect(retry.stdout).toMatch(/\[FAILED\] api did not recover within 1\.\ds after restart/);
+  expect(box.stateOf("api")).toMatchObject({ givenUp: true, verdict: { word: "backoff" } });
+  // Given up 10 minutes ago, last said 61 minutes ago: no retry yet, a 🔔 that says for how long.
+  givenUp({ givenUpAt: Date.now() - 10 * 60_000, remindedAt: Date.now() - 61 * 60_000, backoffUntil: null });
+  const before = receiver.received.length;
+  const reminded = await box.tend(["watchdog"]);
+  expect(reminded.stdout).not.toContain("[RESTART]");
+  expect(reminded.stdout).toContain("[WARN] api is still down after 3h (given up)");
+  expect(receiver.received.slice(before)).toEqual(["🔔 api is still down after 3h (given up)"]);
+  expect((await box.tend(["watchdog"])).stdout).not.toContain("still down"); // not again within the hour
+});

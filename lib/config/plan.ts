@@ -76,6 +76,9 @@ function flattenService(service: ServiceConfig, shown: Shown): Flat {
     stop_timeout: formatDuration(service.stopTimeoutMs),
     verify_timeout: formatDuration(service.verifyTimeoutMs),
     retry_interval: service.retryIntervalMs ? formatDuration(service.retryIntervalMs) : "interval",
+    slow_above: service.slowAboveMs ? formatDuration(service.slowAboveMs) : "off",
+    remind_every: service.remindEveryMs ? formatDuration(service.remindEveryMs) : "off",
+    given_up_retry: service.givenUpRetryMs ? formatDuration(service.givenUpRetryMs) : "off",
     depends_on: service.dependsOn,
   };
   if (service.pidfile) flat.pidfile = service.pidfile;

@@ -25,6 +25,9 @@ export const BUILTIN_TUNABLES: Tunables = {
   stopTimeoutMs: 2_000,
   verifyTimeoutMs: 60_000,
   retryIntervalMs: 0,
+  slowAboveMs: 0,
+  remindEveryMs: 0,
+  givenUpRetryMs: 0,
 };
 
 export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "duration" | "count" }> = {
@@ -39,6 +42,9 @@ export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "durati
   stop_timeout: { field: "stopTimeoutMs", kind: "duration" },
   verify_timeout: { field: "verifyTimeoutMs", kind: "duration" },
   retry_interval: { field: "retryIntervalMs", kind: "duration" },
+  slow_above: { field: "slowAboveMs", kind: "duration" },
+  remind_every: { field: "remindEveryMs", kind: "duration" },
+  given_up_retry: { field: "givenUpRetryMs", kind: "duration" },
 };
 
 const PID_SOURCES = ["pidfile", "tmux", "unit", "launchd"];
@@ -60,6 +66,8 @@ export function readTunables(table: Reader, into: Tunables) {
   for (const [key, { field, kind }] of Object.entries(TUNABLE_KEYS)) {
     const value = kind === "duration" ? table.duration(key) : table.integer(key, key === "max_restarts" ? 0 : 1);
     if (key === "retry_interval" && value !== undefined && value < 1000) table.fail(key, "must be at least 1s");
+    else if (["remind_every", "given_up_retry"].includes(key) && value !== undefined && value < 60_000)
+      table.fail(key, "must be at least 1m (or left out: off)");
     else if (value !== undefined) into[field] = value;
   }
 }

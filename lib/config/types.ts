@@ -31,6 +31,12 @@ export interface Tunables {
   verifyTimeoutMs: number;
   /** Loop mode: after a failed probe, probe again after this (0: at the next pass, `interval`). */
   retryIntervalMs: number;
+  /** A healthy answer slower than this is slow (no strike; 🐢 once per slow spell). 0: off. */
+  slowAboveMs: number;
+  /** While down after its 🚨/⛔, notify again this often (🔔). 0: off. */
+  remindEveryMs: number;
+  /** A given-up service is tried again (one verified restart) this often. 0: off (wait for reset). */
+  givenUpRetryMs: number;
 }
 
 export interface ServiceConfig extends Tunables {

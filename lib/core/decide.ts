@@ -59,7 +59,8 @@ export type Decision = Outcome &
   /** until: when the skip ends by itself (grace, boot_delay, a pause for a time), else null. */
   (
     | { kind: "skip"; reason: SkipReason; until: number | null }
-    | { kind: "ok" }
+    /** slow: healthy, but slower than slow_above. */
+    | { kind: "ok"; slow?: boolean }
     | { kind: "strike" }
     | { kind: "busy"; evidence: string }
     | { kind: "wait"; reason: string }
@@ -87,7 +88,7 @@ export function explain(decision: Step): string {
     case "give-up":
       return "max_restarts";
     case "ok":
-      return "healthy";
+      return decision.slow ? "slow" : "healthy";
     case "probe":
       return "probe";
   }
@@ -96,6 +97,7 @@ export function explain(decision: Step): string {
 const BUSY_LOG_EVERY_MS = 5 * 60_000;
 const MEMORY_WARN_EVERY_MS = 60 * 60_000;
 const WARNING_EVERY_MS = 24 * 60 * 60_000;
+const SLOW_LOG_EVERY_MS = 60 * 60_000;
 const DEGRADED_EVERY_MS = 24 * 60 * 60_000;
 const GAP_HISTORY = 100;
 
@@ -114,10 +116,43 @@ export function decide(service: ServiceConfig, state: ServiceState, facts: Facts
   const decision: Step =
     gate(service, observed.next, facts) ??
     (probe ? judge(service, observed.next, probe, facts) : { kind: "probe", next: observed.next, log: [] });
-  const log = [...observed.log, ...decision.log];
+  let log = [...observed.log, ...decision.log];
   if (decision.kind === "probe") return { ...decision, log };
   // The pass records what it decided: the views read this, never a rule of their own.
-  return { ...decision, log, next: { ...decision.next, verdict: verdictOf(service, decision, facts.now) } };
+  let next = markNotified({ ...decision.next, verdict: verdictOf(service, decision, facts.now) }, log, facts.now);
+  if (decision.kind !== "ok" && decision.kind !== "skip") {
+    const reminder = remind(service, next, log, facts.now);
+    if (reminder) [next, log] = [reminder.next, reminder.line ? [...log, reminder.line] : log];
+  }
+  return { ...decision, log, next };
+}
+
+/**
+ * remind_every: still down after its 🚨/⛔ (failing, watch only, given up), said again every D with
+ * how long it has been down (🔔). Counted from the notification, then from each reminder.
+ */
+function remind(service: ServiceConfig, state: ServiceState, log: LogLine[], now: number) {
+  if (!service.remindEveryMs || !(state.outage?.notified || state.givenUp)) return null;
+  if (log.some((line) => line.event && OUTAGE_EVENTS.has(line.event))) return null; // notified just now
+  const from = state.remindedAt ?? null;
+  if (from === null) return { next: { ...state, remindedAt: now }, line: null as LogLine | null }; // an older state
+  if (now - from < service.remindEveryMs) return null;
+  const since = state.outage?.since ?? state.givenUpAt ?? from;
+  const how = state.givenUp ? "given up" : (state.lastProbe?.detail ?? "failing");
+  const message = `${service.name} is still down after ${humanDuration(now - since)} (${how})`;
+  const line: LogLine = { tag: "WARN", event: "reminder", message };
+  return { next: { ...state, remindedAt: now }, line };
+}
+
+/** The events that tell the operator of an outage (⚠️ 🚨 ⛔): only after one of them is its end worth a ✅. */
+const OUTAGE_EVENTS: ReadonlySet<string> = new Set(["restart", "failed", "given-up"]);
+
+/** The open outage was notified: its RECOVERED is sent (✅); a blip below N strikes or a WAIT is only logged. */
+function markNotified(next: ServiceState, log: LogLine[], now: number): ServiceState {
+  if (!log.some((line) => line.event && OUTAGE_EVENTS.has(line.event))) return next;
+  const remindedAt = now; // remind_every counts from the latest 🚨/⛔
+  if (!next.outage || next.outage.notified) return { ...next, remindedAt };
+  return { ...next, outage: { ...next.outage, notified: true }, remindedAt };
 }
 
 const SKIPPED: Record<SkipReason, StateWord> = {
@@ -143,7 +178,7 @@ export function verdictOf(service: ServiceConfig, decision: Decision, now: numbe
     case "skip":
       return verdict(SKIPPED[decision.reason], decision.until);
     case "ok":
-      return verdict("healthy");
+      return verdict(decision.slow ? "slow" : "healthy");
     case "strike":
       return verdict("failing");
     case "busy":
@@ -345,7 +380,10 @@ function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeR
     closed.next = { ...closed.next, warnedAt: facts.now };
     closed.log.push({ tag: "WARN", event: "certificate", message: `${service.name}: ${probe.warning}` });
   }
-  const healthy: Decision = { kind: "ok", ...closed };
+  const slow = slowness(service, closed.next, probe, facts.now);
+  closed.next = slow.next;
+  closed.log.push(...slow.log);
+  const healthy: Decision = { kind: "ok", slow: slow.slow, ...closed };
   if (!service.memory) return healthy;
   const verdict = judgeMemory(service.name, service.memory, closed.next.rss);
   if (verdict.restart) {
@@ -363,11 +401,34 @@ function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeR
   if (verdict.warn && (state.memoryWarnedAt ?? 0) + MEMORY_WARN_EVERY_MS <= facts.now) {
     return {
       kind: "ok",
+      slow: slow.slow,
       next: { ...closed.next, memoryWarnedAt: facts.now },
       log: [...closed.log, { tag: "MEMORY", event: "memory", message: verdict.warn }],
     };
   }
   return healthy;
+}
+
+/**
+ * slow_above: a healthy answer slower than D is slow, not failing: no strike, WARN when it becomes
+ * slow (🐢, once per slow spell) and then at most hourly; the state word is `slow`.
+ */
+function slowness(service: ServiceConfig, state: ServiceState, probe: ProbeResult, now: number) {
+  if (!service.slowAboveMs || probe.latencyMs <= service.slowAboveMs) {
+    const next = state.slowSince ? { ...state, slowSince: null, slowLoggedAt: null } : state;
+    return { next, log: [] as LogLine[], slow: false };
+  }
+  const message =
+    `${service.name} is slow (${probe.detail} in ${humanDuration(probe.latencyMs)}, ` +
+    `above ${humanDuration(service.slowAboveMs)})`;
+  if (!state.slowSince) {
+    const log: LogLine[] = [{ tag: "WARN", event: "slow", message }];
+    return { next: { ...state, slowSince: now, slowLoggedAt: now }, log, slow: true };
+  }
+  if ((state.slowLoggedAt ?? 0) + SLOW_LOG_EVERY_MS <= now) {
+    return { next: { ...state, slowLoggedAt: now }, log: [{ tag: "WARN", message }] as LogLine[], slow: true };
+  }
+  return { next: state, log: [] as LogLine[], slow: true };
 }
 
 interface RestartWanted {
@@ -397,7 +458,11 @@ function holdOf({ service, state, facts, reason }: RestartWanted): Hold | null {
   if (facts.unit?.activeState === "failed") {
     return { hold: `${facts.unit.name} is failed (systemd's start limit is respected)`, until: null, word: "failing" };
   }
-  if (state.givenUp) return { hold: "given up (watchdog reset to retry)", until: null, word: "given-up" };
+  if (state.givenUp && !givenUpRetryDue(service, state, now)) {
+    const retryAt = service.givenUpRetryMs ? givenUpFrom(state, now) + service.givenUpRetryMs : null;
+    const hold = retryAt ? `given up (tried again at ${clock(retryAt)})` : "given up (watchdog reset to retry)";
+    return { hold, until: retryAt, word: "given-up" };
+  }
   if (state.backoffUntil && now < state.backoffUntil) {
     return { hold: `backoff until ${clock(state.backoffUntil)}`, until: state.backoffUntil, word: "backoff" };
   }
@@ -419,10 +484,19 @@ function restartOrHold(wanted: RestartWanted): Decision {
   if (held) {
     return { kind: "held", ...held, next: state, log: saidHeld ? before : heldLog(wanted, held.hold) };
   }
+  // given_up_retry: one restart, verified, every D; it stays given up unless that one recovers.
+  if (state.givenUp && givenUpRetryDue(service, state, facts.now)) {
+    const retry: LogLine = {
+      tag: "HUNG",
+      message: `${why}: given up, trying one restart again (given_up_retry ${humanDuration(service.givenUpRetryMs)})`,
+    };
+    const outage = state.outage ? { ...state.outage, reason } : null;
+    return { kind: "restart", reason, next: { ...state, outage, givenUpAt: facts.now }, log: [...before, retry] };
+  }
   if (windowRestarts(service, state, facts.now).length >= service.maxRestarts) {
     return {
       kind: "give-up",
-      next: { ...state, givenUp: true },
+      next: { ...state, givenUp: true, givenUpAt: facts.now },
       log: [...before, givenUpLine(service, why)],
     };
   }
@@ -554,7 +628,8 @@ function failedVerification(
   if (outcome.full) line.full = say(outcome.full);
   const backoffUntil = now + backoffMs;
   const verdict = verified("backoff", `${outcome.issued ? "did not recover" : "not restarted"}`, backoffUntil, now);
-  return { recovered: false, next: { ...state, failedInRow, backoffUntil, verdict }, log: [line] };
+  const next = markNotified({ ...state, failedInRow, backoffUntil, verdict }, [line], now);
+  return { recovered: false, next, log: [line] };
 }
 
 /** The verdict after a restart or a first start was verified. */
@@ -600,7 +675,8 @@ function closeOutage(
     const { since, reason } = state.outage;
     if (sayRecovered) {
       const message = `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})`;
-      log.push({ tag: "RECOVERED", event: "recovered", message });
+      // ✅ only for an outage that was notified; a blip or a wait is logged and measured, not notified.
+      log.push({ tag: "RECOVERED", ...(state.outage.notified ? { event: "recovered" as const } : {}), message });
     }
     const record = { from: since, to: now, reason };
     log.push(downtimeLine({ name: service.name, ...record }));
@@ -611,6 +687,12 @@ function closeOutage(
   }
   return { next, log };
 }
+
+const givenUpRetryDue = (service: ServiceConfig, state: ServiceState, now: number) =>
+  service.givenUpRetryMs > 0 && now >= givenUpFrom(state, now) + service.givenUpRetryMs;
+
+/** When it was given up (an older state without the time: its last restart). */
+const givenUpFrom = (state: ServiceState, now: number) => state.givenUpAt ?? state.lastRestartAt ?? now;
 
 const windowRestarts = (service: ServiceConfig, state: ServiceState, now: number) =>
   state.restartTimes.filter((at) => at > now - service.restartWindowMs);

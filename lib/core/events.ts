@@ -12,6 +12,8 @@ export const EVENTS = {
   certificate: { emoji: "📅", priority: "high" },
   gap: { emoji: "💤", priority: "urgent" },
   reboot: { emoji: "🔌", priority: "high" },
+  slow: { emoji: "🐢", priority: "default" },
+  reminder: { emoji: "🔔", priority: "high" },
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 

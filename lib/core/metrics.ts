@@ -9,6 +9,7 @@ const METRICS = [
     "1 unless the pass judged the service down (failing, waiting, restarting, backoff, given-up); watched only",
   ],
   ["tend_service_state", "gauge", "1 for the service's current state"],
+  ["tend_service_slow", "gauge", "1 while healthy answers are slower than slow_above"],
   ["tend_service_strikes", "gauge", "consecutive failed probes"],
   ["tend_service_restarts_total", "counter", "restarts performed by tend"],
   ["tend_service_recoveries_total", "counter", "verified restarts, by result"],
@@ -32,6 +33,8 @@ export function renderMetrics(
     if (isWatched(word) && word !== "new")
       samples.tend_service_up.push(`tend_service_up{${service}} ${isUp(word) ? 1 : 0}`);
     samples.tend_service_state.push(`tend_service_state{${service},state="${word}"} 1`);
+    if (isWatched(word) && word !== "new")
+      samples.tend_service_slow.push(`tend_service_slow{${service}} ${word === "slow" ? 1 : 0}`);
     samples.tend_service_strikes.push(`tend_service_strikes{${service}} ${state.strikes}`);
     samples.tend_service_restarts_total.push(`tend_service_restarts_total{${service}} ${state.restartsTotal}`);
     samples.tend_service_recoveries_total.push(

@@ -38,7 +38,7 @@ export interface ServiceState {
   paused: boolean;
   pausedUntil: number | null;
   /** The outage open now: since the first failed probe. */
-  outage: { since: number; reason: string } | null;
+  outage: { since: number; reason: string; notified?: boolean } | null;
   /** Closed outages, newest last (report reads these). */
   outages: OutageRecord[];
   /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
@@ -55,6 +55,13 @@ export interface ServiceState {
   lastEvent: EventRecord | null;
   /** First busy verdict of the current busy spell, and when BUSY was last logged. */
   busySince: number | null;
+  /** Slow since (slow_above), and when that was last logged. */
+  slowSince?: number | null;
+  slowLoggedAt?: number | null;
+  /** The last 🔔 (remind_every) of the open outage or given-up spell. */
+  remindedAt?: number | null;
+  /** When the service was given up (given_up_retry counts from it, then from each retry). */
+  givenUpAt?: number | null;
   busyLoggedAt: number | null;
   /** systemd: last ActiveState seen, NRestarts baseline, silent auto-restarts counted. */
   unitState: string | null;
