@@ -348,3 +348,51 @@ http = "${bad.url}"
   expect(detail).toMatch(/^ {2}HTTP 503 \(expected 2xx\/3xx\) · \d\d:\d\d:\d\d WA…$/); // cut to the width
   expect(shown.some((line) => line.startsWith("SERVICE"))).toBe(false);
 }, 30_000);
+
+test("stats leaves out every probe inside an incident (a WAIT on a frozen dependency), keeps a blip", async () => {
+  box = new Sandbox();
+  const db = controlled();
+  const app = controlled();
+  const tunnel = controlled();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "db"
+[service.check]
+http = "${db.url}"
+timeout = "2s"
+[[service]]
+name = "app"
+depends_on = ["db"]
+[service.check]
+http = "${app.url}"
+timeout = "500ms"
+[[service]]
+name = "tunnel"
+failures = 100
+[service.check]
+http = "${tunnel.url}"
+timeout = "500ms"
+`);
+  expect((await box.tend(["watchdog"])).code).toBe(0); // all healthy
+  // The database is down; the app, waiting on it, times out: the incident, not the app's tail.
+  db.control.status = 503;
+  app.control.delayMs = 1500;
+  tunnel.control.delayMs = 1500; // the tunnel: one slow answer the timeout cuts, then normal again
+  const waiting = await box.tend(["watchdog"]);
+  expect(waiting.stdout).toContain("[WAIT] app failed health check");
+  tunnel.control.delayMs = 0;
+  expect((await box.tend(["watchdog"])).stdout).toContain("[WAIT] app failed health check");
+  db.control.status = 200;
+  app.control.delayMs = 0;
+  await box.tend(["watchdog"]);
+  const stats = JSON.parse((await box.tend(["watchdog", "stats", "--json"])).stdout);
+  const of = (name: string) => stats.find((s: { name: string }) => s.name === name);
+  expect(of("app")).toMatchObject({ samples: 2, timeouts: 0, hang_probes: 2, warning: null });
+  // A blip below N strikes, closed by the next answer, is the tail the timeout cut: kept, and advised on.
+  expect(of("tunnel")).toMatchObject({ samples: 4, timeouts: 1, hang_probes: 0 });
+  expect(of("tunnel").warning).toContain("timeout 0.5s is below the observed p99");
+  const text = (await box.tend(["watchdog", "stats", "app"])).stdout;
+  expect(text).toContain("2 probes inside outages (the incident, not the tail) left out");
+}, 60_000);

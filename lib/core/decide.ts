@@ -1,6 +1,13 @@
 import type { ProbeResult } from "../checks/kind.ts";
 import type { ServiceConfig } from "../config/types.ts";
-import { remember, LATENCY_HISTORY, OUTAGE_HISTORY, type LatencySample, type ServiceState } from "./state.ts";
+import {
+  remember,
+  LATENCY_HISTORY,
+  OUTAGE_HISTORY,
+  type LatencySample,
+  type OutageRecord,
+  type ServiceState,
+} from "./state.ts";
 import { counted, humanDuration } from "./duration.ts";
 import { appendSample } from "./latency.ts";
 import { downtimeLine, type Downtime, type LogLine } from "./events.ts";
@@ -342,7 +349,8 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
   if (facts.waitReason) {
     const message =
       `${service.name} failed health check (${probe.detail}) but ${facts.waitReason}: ` + `not counted, not restarted`;
-    return { kind: "wait", reason: facts.waitReason, next: notBusy, log: [{ tag: "WAIT", message }] };
+    const waited = { ...notBusy, outage: notBusy.outage && { ...notBusy.outage, waited: true } };
+    return { kind: "wait", reason: facts.waitReason, next: waited, log: [{ tag: "WAIT", message }] };
   }
   const strikes = Math.min(state.strikes + 1, service.failures);
   const next = { ...notBusy, strikes };
@@ -678,8 +686,9 @@ function closeOutage(
       // ✅ only for an outage that was notified; a blip or a wait is logged and measured, not notified.
       log.push({ tag: "RECOVERED", ...(state.outage.notified ? { event: "recovered" as const } : {}), message });
     }
-    const record = { from: since, to: now, reason };
-    log.push(downtimeLine({ name: service.name, ...record }));
+    const incident = Boolean(state.outage.notified || state.outage.waited);
+    const record: OutageRecord = { from: since, to: now, reason, ...(incident ? { incident } : {}) };
+    log.push(downtimeLine({ name: service.name, from: since, to: now, reason }));
     return { next: { ...next, outages: [...state.outages, record].slice(-OUTAGE_HISTORY) }, log };
   }
   if (state.givenUp && sayRecovered) {

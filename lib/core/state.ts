@@ -38,7 +38,8 @@ export interface ServiceState {
   paused: boolean;
   pausedUntil: number | null;
   /** The outage open now: since the first failed probe. */
-  outage: { since: number; reason: string; notified?: boolean } | null;
+  /** notified: a ⚠️/🚨/⛔ was sent for it; waited: it was WAIT on a dependency (both: an incident, not a blip). */
+  outage: { since: number; reason: string; notified?: boolean; waited?: boolean } | null;
   /** Closed outages, newest last (report reads these). */
   outages: OutageRecord[];
   /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
@@ -107,6 +108,8 @@ export interface OutageRecord {
   from: number;
   to: number;
   reason: string;
+  /** It reached N strikes (notified) or waited on a dependency: an incident, whose probes stats leaves out. */
+  incident?: boolean;
 }
 export interface GapRecord {
   from: number;

@@ -4,7 +4,7 @@ import { counted, humanDuration, latencyLabel } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { parseSamples } from "../core/latency.ts";
 import { stateReader, type StateReader } from "../state/service.ts";
-import { type LatencySample, type OutageRecord } from "../core/state.ts";
+import { type LatencySample, type OutageRecord, type ServiceState } from "../core/state.ts";
 import type { Paint } from "./status.ts";
 
 export interface ServiceStats {
@@ -12,7 +12,10 @@ export interface ServiceStats {
   samples: number;
   /** Probes that got no answer within the timeout (their latency is the timeout: censored). */
   timeouts: number;
-  /** Probes inside outages that ended in a restart: the hang, left out of the percentiles and the advice. */
+  /**
+   * Probes inside an incident — an outage that reached N strikes (restarted or not) or waited on a
+   * dependency: the incident, not the tail; left out of the percentiles and the advice.
+   */
   hang_probes: number;
   /** Percentiles over every probe, a timeout counting as the timeout itself. */
   p50_ms: number | null;
@@ -38,19 +41,29 @@ function suggest(p99: number, max: number): number {
   return Math.max(1000, Math.ceil((Math.max(p99, max) * 1.5) / 1000) * 1000);
 }
 
+/** An outage that is an incident: it reached N strikes or waited (records before that flag: a restart reason). */
+const isIncident = (outage: OutageRecord) => outage.incident === true || outage.reason !== "failing";
+
 /**
- * Percentiles and advice from the probes of normal operation: probes inside an outage that ended
- * in a restart are the hang (a frozen process, a rehearsal), not the tail, and are counted apart.
+ * Percentiles and advice from the probes of normal operation. Probes inside an incident (a hang, a
+ * frozen dependency, a rehearsal) are not the tail, and are counted apart, whether or not it ended
+ * in a restart. A blip below N strikes that the next answer closed is the tail the timeout cut: kept.
+ * `open`: the service's outage still open now, if any.
  */
 export function serviceStats(
   service: ServiceConfig,
   samples: LatencySample[],
   outages: OutageRecord[] = [],
   buckets = 12,
+  open: ServiceState["outage"] = null,
 ): ServiceStats {
   const timeoutMs = service.check.timeoutMs;
-  const hangs = outages.filter((outage) => outage.reason !== "failing");
-  const inHang = ([at]: LatencySample) => hangs.some((outage) => at >= outage.from && at <= outage.to);
+  const current =
+    open && (open.notified || open.waited)
+      ? [{ from: open.since, to: Infinity, reason: open.reason, incident: true }]
+      : [];
+  const hangs = [...outages.filter(isIncident), ...current]; // the probe that closed one (at its end) is kept
+  const inHang = ([at]: LatencySample) => hangs.some((outage) => at >= outage.from && at < outage.to);
   const latencies = samples.filter((sample) => !inHang(sample));
   const hangProbes = samples.length - latencies.length;
   const values = latencies.map(([, ms, , timedOut]) => (timedOut ? Math.max(ms, timeoutMs) : ms)).sort((a, b) => a - b);
@@ -104,7 +117,9 @@ export function collectStats(
   return all
     .filter((service) => !names.length || names.includes(service.name))
     .map((service) =>
-      (({ latencyLog, outages }) => serviceStats(service, parseSamples(latencyLog), outages))(read(service.name)),
+      (({ latencyLog, outages, outage }) => serviceStats(service, parseSamples(latencyLog), outages, 12, outage))(
+        read(service.name),
+      ),
     );
 }
 
@@ -117,7 +132,9 @@ export function renderStats(stats: ServiceStats[], { paint, pictures }: { paint:
     out.push(
       `${s.name}: ${counted(s.samples, "probe")}  p50 ${ms(s.p50_ms)}  p90 ${ms(s.p90_ms)}  p99 ${ms(s.p99_ms)}  ` +
         `max ${ms(s.max_ms)}  timeouts ${s.timeouts}  (timeout ${ms(s.timeout_ms)})` +
-        (s.hang_probes ? `; ${counted(s.hang_probes, "probe")} inside outages that ended in a restart left out` : ""),
+        (s.hang_probes
+          ? `; ${counted(s.hang_probes, "probe")} inside outages (the incident, not the tail) left out`
+          : ""),
     );
     if (s.warning) out.push(paint.bad(`WARN ${s.warning}`));
     if (pictures && s.samples) out.push(...histogram(s, paint), "");
