@@ -1036,3 +1036,36 @@ test("remind_every: the 🔔 line says how long it has been down", () => {
   const reminder = decision.log.find((line) => line.event === "reminder");
   expect(reminder).toMatchObject({ tag: "WARN", message: "blog is still down after 4h (given up)" });
 });
+
+describe("no data is not downtime: a gap cuts an open outage at its last failed probe", () => {
+  const S = 1000;
+  const gap = { name: "watchdog", reason: "watchdog_not_running", from: NOW - 168 * S, to: NOW };
+  const state = (notified: boolean) => ({
+    ...freshState(),
+    strikes: 3,
+    outage: { since: NOW - 170 * S, reason: "failing", notified },
+    lastProbe: { at: NOW - 169 * S, ok: false, detail: "HTTP 503", latencyMs: 10 },
+  });
+  test("incident: 'unavailable for 167s' for ~1 s down: measured to the last failed probe, then no data", () => {
+    const decision = decide(SERVICE, state(true), facts({ gap }), OK);
+    const downtime = decision.log.find((line) => line.tag === "DOWNTIME")!;
+    expect(downtime.message).toMatch(
+      /^blog was unavailable for 1s \(failing, from .* UTC to .* UTC\) \(then no data for 168s\)$/,
+    );
+    expect(downtime.downtime).toMatchObject({ from: NOW - 170 * S, to: NOW - 169 * S });
+    // The ✅ it owes says the same numbers.
+    const recovered = decision.log.find((line) => line.tag === "RECOVERED")!;
+    expect(recovered).toMatchObject({ event: "recovered" });
+    expect(recovered.message).toMatch(/^blog is healthy again \(down 1s until .* UTC, then no data for 168s\)/);
+    expect(decision.next.outages.at(-1)).toMatchObject({ from: NOW - 170 * S, to: NOW - 169 * S, incident: true });
+    expect(decision.next).toMatchObject({ outage: null, owedRecovery: null });
+  });
+  test("still failing after the gap: a new outage opens now, notified already (no second 🚨 needed for its ✅)", () => {
+    const decision = decide({ ...SERVICE, restart: null }, state(true), facts({ gap }), TIMEOUT);
+    expect(decision.next.outage).toMatchObject({ since: NOW, notified: true });
+  });
+  test("a blip cut by a gap is measured and not notified", () => {
+    const decision = decide(SERVICE, { ...state(false), strikes: 1 }, facts({ gap }), OK);
+    expect(decision.log.filter((line) => line.event === "recovered")).toEqual([]);
+  });
+});

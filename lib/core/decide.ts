@@ -10,9 +10,9 @@ import {
 } from "./state.ts";
 import { counted, humanDuration } from "./duration.ts";
 import { appendSample } from "./latency.ts";
-import { downtimeLine, type Downtime, type LogLine } from "./events.ts";
+import { downtimeLine, downtimeMessage, type Downtime, type LogLine } from "./events.ts";
 import { judgeMemory, RSS_HISTORY } from "./memory.ts";
-import { localStamp } from "./time.ts";
+import { localStamp, utcStamp } from "./time.ts";
 import type { StateWord, Verdict } from "./verdict.ts";
 
 export type { LogLine, NotifyEvent } from "./events.ts";
@@ -263,8 +263,39 @@ function observe(service: ServiceConfig, state: ServiceState, facts: Facts): Out
   if (facts.gap) {
     const { from, to, reason } = facts.gap;
     next = { ...next, gaps: [...next.gaps, { from, to, reason }].slice(-GAP_HISTORY) };
+    if (next.outage) {
+      const [cut, line] = cutByGap(service, next, facts.gap);
+      next = cut;
+      log.push(line);
+    }
   }
   return { next, log };
+}
+
+/**
+ * Time the watchdog did not see is no data, never downtime: an outage open when the gap began closes
+ * as measured, at its last failed probe, "(then no data for Ns)". If it was notified, the next
+ * healthy probe still sends its ✅; if it is still failing, a new outage opens (already notified).
+ */
+function cutByGap(service: ServiceConfig, state: ServiceState, gap: Downtime): [ServiceState, LogLine] {
+  const { since, reason } = state.outage!;
+  const failedAt = state.lastProbe && !state.lastProbe.ok ? state.lastProbe.at : since;
+  const to = Math.max(since, Math.min(failedAt, gap.from));
+  const noDataMs = gap.to - gap.from;
+  const incident = Boolean(state.outage!.notified || state.outage!.waited);
+  const record: OutageRecord = { from: since, to, reason, ...(incident ? { incident } : {}) };
+  const downtime = { name: service.name, from: since, to, reason };
+  const line: LogLine = {
+    ...downtimeLine(downtime),
+    message: `${downtimeMessage(downtime)} (then no data for ${Math.round(noDataMs / 1000)}s)`,
+  };
+  const next: ServiceState = {
+    ...state,
+    outage: null,
+    outages: [...state.outages, record].slice(-OUTAGE_HISTORY),
+    owedRecovery: state.outage!.notified ? { since, to, noDataMs } : null,
+  };
+  return [next, line];
 }
 
 /**
@@ -666,7 +697,10 @@ function recordProbe(state: ServiceState, probe: ProbeResult, now: number): Serv
 }
 
 function openOutage(state: ServiceState, now: number, reason: string): ServiceState {
-  return state.outage ? state : { ...state, outage: { since: now, reason } };
+  if (state.outage) return state;
+  // Still down after a gap that cut a notified outage: this one was notified already (its ✅ is owed).
+  if (state.owedRecovery) return { ...state, owedRecovery: null, outage: { since: now, reason, notified: true } };
+  return { ...state, outage: { since: now, reason } };
 }
 
 /** Healthy: strikes 0; an open outage closes (RECOVERED unless the caller says it, and a DOWNTIME line). */
@@ -690,6 +724,16 @@ function closeOutage(
     const record: OutageRecord = { from: since, to: now, reason, ...(incident ? { incident } : {}) };
     log.push(downtimeLine({ name: service.name, from: since, to: now, reason }));
     return { next: { ...next, outages: [...state.outages, record].slice(-OUTAGE_HISTORY) }, log };
+  }
+  if (state.owedRecovery && sayRecovered) {
+    const { since, to, noDataMs } = state.owedRecovery;
+    // The numbers its DOWNTIME line gave, in the same whole seconds.
+    const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
+    const message =
+      `${service.name} is healthy again (down ${seconds(to - since)} until ${utcStamp(new Date(to))} UTC, ` +
+      `then no data for ${seconds(noDataMs)}) (${probe.detail})`;
+    log.push({ tag: "RECOVERED", event: "recovered", message });
+    return { next: { ...next, owedRecovery: null }, log };
   }
   if (state.givenUp && sayRecovered) {
     log.push({ tag: "RECOVERED", event: "recovered", message: `${service.name} is healthy again: no longer given up` });

@@ -40,6 +40,11 @@ export interface ServiceState {
   /** The outage open now: since the first failed probe. */
   /** notified: a ⚠️/🚨/⛔ was sent for it; waited: it was WAIT on a dependency (both: an incident, not a blip). */
   outage: { since: number; reason: string; notified?: boolean; waited?: boolean } | null;
+  /**
+   * An outage that was notified and then cut by a heartbeat gap (closed at its last failed probe):
+   * the next healthy probe still owes its ✅.
+   */
+  owedRecovery?: { since: number; to: number; noDataMs: number } | null;
   /** Closed outages, newest last (report reads these). */
   outages: OutageRecord[];
   /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */

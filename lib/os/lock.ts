@@ -100,6 +100,25 @@ export async function waitLock(
 }
 
 /**
+ * A `watchdog run` loop holds this lock (and says `pid N` in it). Another pass that is only looking,
+ * as this one does, holds it for a moment and says nothing: that is no loop (five passes started at
+ * once must not take each other for loops).
+ */
+export async function loopRuns(path: string, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<boolean> {
+  const started = Date.now();
+  for (;;) {
+    const lock = await tryLock(path);
+    if (lock) {
+      lock.release();
+      return false;
+    }
+    if (/^pid \d+/.test(lockHolder(path))) return true;
+    if (Date.now() - started > 1000) return true; // held a second without a word: a loop starting up
+    await sleep(5);
+  }
+}
+
+/**
  * The lock for a pass: taken at once, or after waiting (up to `waitMs`) for a holder that holds it only
  * around state reads and writes. Null when another pass holds it (or a holder that does not say who
  * it is, as an older tend), with what was found.

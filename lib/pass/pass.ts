@@ -9,7 +9,7 @@ import { syncAlerts } from "../notify/alertmanager.ts";
 import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
-import { holderRecord, passLock, tryLock } from "../os/lock.ts";
+import { holderRecord, loopRuns, passLock, tryLock } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
@@ -68,10 +68,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     throw new TendError(`cannot lock ${paths.lock}: ${inWords(error)}`, 1, "lock-failed");
   };
   // One watcher per state dir: a pass from cron while a loop runs exits at once, silently (the loop watches).
-  if (!dryRun && !options.inLoop) {
-    const loop = await tryLock(paths.loopLock).catch(lockFailed);
-    if (!loop) return { ran: false, services: [] };
-    loop.release();
+  if (!dryRun && !options.inLoop && (await loopRuns(paths.loopLock).catch(lockFailed))) {
+    return { ran: false, services: [] };
   }
   const partial = options.only !== undefined;
   // Only another pass makes a pass skip: blogtunnel and operators hold the lock around state reads and

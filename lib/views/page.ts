@@ -1,4 +1,4 @@
-import { counted, latencyLabel } from "../core/duration.ts";
+import { counted, humanDuration, latencyLabel } from "../core/duration.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import { STATE_WORDS as KNOWN_WORDS } from "../core/verdict.ts";
 import { rowIsCalm } from "./status.ts";
@@ -111,7 +111,13 @@ function card(row: StatusRow, data: PageData): string {
     : "not probed yet";
   const availability =
     report?.availability == null ? "no data" : `${(report.availability * 100).toFixed(2)}% available`;
-  const day = report ? `24 h: ${availability}, ${report.outages} outage(s), downtime ${report.downtime_s}s` : "";
+  // Over the time observed, said with how much of the 24 h window that was (the rest is no data).
+  const windowS = Math.max(1, (Date.parse(data.report.until) - Date.parse(data.report.since)) / 1000);
+  const observed = report ? Math.round((report.observed_s / windowS) * 100) : 0;
+  const day = report
+    ? `24 h: ${availability} of the ${humanDuration(report.observed_s * 1000)} observed (${observed}%; ` +
+      `no data ${humanDuration(report.no_data_s * 1000)}), ${report.outages} outage(s), downtime ${report.downtime_s}s`
+    : "";
   const recoveries = `(✓${row.recoveries_ok} ✗${row.recoveries_failed})`;
   return `<section class="card ${calm ? "calm" : "alarm"}">
 <h2>${html(row.name)} <span class="state s-${calm ? "calm" : "alarm"}">${calm ? "" : "⚠ "}${html(row.state)}</span></h2>

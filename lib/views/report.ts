@@ -11,6 +11,9 @@ export interface ServiceReport {
   name: string;
   /** Share of the observed time the service was available (0..1); null with no observed time. */
   availability: number | null;
+  /** The time the watchdog saw the service in the window, and the rest (gaps, before it was first seen). */
+  observed_s: number;
+  no_data_s: number;
   downtime_s: number;
   outages: number;
   restarts: number;
@@ -97,6 +100,9 @@ export function buildReport(
     return {
       name: service.name,
       availability: observedMs > 0 ? Math.max(0, 1 - Math.max(0, downMs) / observedMs) : null,
+      observed_s: Math.round(Math.max(0, observedMs) / 1000),
+      // The rest of the window, so the two always add up to it.
+      no_data_s: Math.max(0, Math.round(sinceMs / 1000) - Math.round(Math.max(0, observedMs) / 1000)),
       downtime_s: Math.round(Math.max(0, downMs) / 1000),
       // Inclusive: an outage shorter than the log's one-second resolution still counts.
       outages: spans.filter(([from, to]) => from <= observedSpan[1] && to >= observedSpan[0]).length,
@@ -122,10 +128,23 @@ const percent = (value: number | null) =>
   value === null ? "no data" : `${(value * 100).toFixed(value >= 0.9995 && value < 1 ? 3 : 2)}%`;
 
 export function renderReport(report: Report, { paint, pictures }: { paint: Paint; pictures: boolean }): string {
-  const header = ["SERVICE", "AVAILABILITY", "DOWNTIME", "OUTAGES", "RESTARTS", "AUTO", "RECOVERIES", "MTTR"];
+  const header = [
+    "SERVICE",
+    "AVAILABILITY",
+    "OBSERVED",
+    "DOWNTIME",
+    "OUTAGES",
+    "RESTARTS",
+    "AUTO",
+    "RECOVERIES",
+    "MTTR",
+  ];
+  const windowS = (Date.parse(report.until) - Date.parse(report.since)) / 1000;
   const rows = report.services.map((s) => [
     s.name,
     percent(s.availability),
+    // Availability is over the observed time: how much of the window that was, the rest no data.
+    `${humanDuration(s.observed_s * 1000)} (${windowS > 0 ? Math.round((s.observed_s / windowS) * 100) : 0}%)`,
     s.downtime_s ? humanDuration(s.downtime_s * 1000) : "0s",
     String(s.outages),
     String(s.restarts),
@@ -140,7 +159,10 @@ export function renderReport(report: Report, { paint, pictures }: { paint: Paint
       .join("  ")
       .trimEnd();
   const out = [
-    paint.dim(`report ${localStamp(new Date(report.since))} .. ${localStamp(new Date(report.until))}`),
+    paint.dim(
+      `report ${localStamp(new Date(report.since))} .. ${localStamp(new Date(report.until))} ` +
+        `(${humanDuration(windowS * 1000)}; availability is over the observed time, the rest is no data)`,
+    ),
     paint.dim(line(header)),
   ];
   const glyph: Record<Cell, (text: string) => string> = {
