@@ -6,6 +6,9 @@ import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
 import type { ServiceState } from "../core/state.ts";
 
+/** How long after its start a process tend started must still run to count as recovered. */
+const SETTLE_MS = 1000;
+
 export interface VerifyOptions {
   now: () => number;
   sleep: (ms: number) => Promise<void>;
@@ -75,6 +78,10 @@ export async function restartAndVerify(
     last = await probe(service.check, { ...probeContext(current), since: startedAt });
     if (last.ok) {
       // ... and from a process that is still there: one that answered and died at once did not recover.
+      // A process tend started is looked at again a second after its start: `sh -c 'exit 3'` is
+      // "running" for the first milliseconds.
+      const settle = startedAt + SETTLE_MS - now();
+      if (current && !current.supervised && settle > 0) await sleep(Math.min(settle, Math.max(0, deadline - now())));
       const after = await mainProcess(service, next);
       if (gone(after, true)) {
         exitedAfterMs = now() - startedAt;
