@@ -443,8 +443,9 @@ test("given_up_retry and remind_every: a given-up service is tried once every D,
   box.writeConfig(
     serviceConfig("http://127.0.0.1:1/", {
       watchdog: `[notify]\nurl = "${receiver.url}/t"\nmin_interval = "0s"`,
-      service:
-        'given_up_retry = "1h"\nremind_every = "1h"\nverify_timeout = "1s"\nbackoff = "0s"\ncooldown = "0s"\ngrace = "0s"',
+      service: ['given_up_retry = "1h"', 'remind_every = "1h"', 'verify_timeout = "1s"', 'backoff = "0s"']
+        .concat(['cooldown = "0s"', 'grace = "0s"'])
+        .join("\n"),
       restart: `[service.restart]\ncommand = ["true"]`,
     }),
   );

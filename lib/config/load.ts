@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
 import { parseListen } from "../core/listen.ts";
+import { parseSize, SIZE_HINT } from "../core/size.ts";
 import { httpUrlProblem, shownUrl } from "../core/redact.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
@@ -160,6 +161,16 @@ function readPeers(table: Reader): ServeConfig["peers"] {
 export const defaultStateDir = (env: Env, home: string) =>
   env.TEND_STATE_DIR ?? join(env.XDG_STATE_HOME || join(home, ".local", "state"), "tend");
 
+/** log_max_size: "10MiB" by default; at least 64 KiB (a log that rotates every few lines keeps nothing). */
+function readLogSize(table: Reader): number {
+  if (!table.has("log_max_size")) return 10 * 1024 * 1024;
+  const value = table.raw("log_max_size");
+  const bytes = parseSize(value);
+  if (bytes === null) table.fail("log_max_size", `${show(value)} is not a size (${SIZE_HINT})`);
+  else if (bytes < 64 * 1024) table.fail("log_max_size", `${show(value)} is below the floor of 64KiB`);
+  return bytes ?? 0;
+}
+
 function readWatchdog(table: Reader, env: Env, home: string, path: string): WatchdogConfig {
   const stateDirSetting = table.string("state_dir");
   const stateDir = expandPath(stateDirSetting ?? defaultStateDir(env, home), home, dirname(resolve(path)));
@@ -174,9 +185,20 @@ function readWatchdog(table: Reader, env: Env, home: string, path: string): Watc
     concurrency: table.integer("concurrency", 1, 1024) ?? 16,
     heartbeatUrl: httpUrl(table, "heartbeat_url"),
     metricsFile: metrics ? inState(metrics) : null,
+    rotation: { maxBytes: readLogSize(table), keep: table.integer("log_keep", 0, 100) ?? 3 },
   };
   if (watchdog.intervalMs < 1000 && table.has("interval")) table.fail("interval", `must be at least 1s`);
-  table.finish(["state_dir", "log", "interval", "boot_delay", "metrics_file", "heartbeat_url", "concurrency"]);
+  table.finish([
+    "state_dir",
+    "log",
+    "interval",
+    "boot_delay",
+    "metrics_file",
+    "heartbeat_url",
+    "concurrency",
+    "log_max_size",
+    "log_keep",
+  ]);
   return watchdog;
 }
 

@@ -42,6 +42,8 @@ export function renderPlan(config: Config, shown: Shown = HIDDEN): string {
         concurrency: watchdog.concurrency,
         heartbeat_url: watchdog.heartbeatUrl ? shown.url(watchdog.heartbeatUrl) : "",
         metrics_file: watchdog.metricsFile ?? "",
+        log_max_size: sizeSetting(watchdog.rotation.maxBytes),
+        log_keep: watchdog.rotation.keep,
       },
     ],
     ...[...config.services]
@@ -106,4 +108,10 @@ function flattenService(service: ServiceConfig, shown: Shown): Flat {
   if (service.restart) Object.assign(flat, restartKind(service.restart).plan(service.restart, shown));
   else flat.restart = "none";
   return flat;
+}
+
+/** A size as it can be written back in the configuration: "10MiB", "64KiB", else bytes. */
+function sizeSetting(bytes: number): string | number {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)}MiB`;
+  return bytes % 1024 === 0 ? `${bytes / 1024}KiB` : bytes;
 }

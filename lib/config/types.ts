@@ -75,6 +75,8 @@ export interface WatchdogConfig {
   heartbeatUrl: string | null;
   /** Prometheus textfile-collector output, written atomically each pass; null = off. */
   metricsFile: string | null;
+  /** watchdog.log, downtime.log and every .out rotate at this size, keeping this many (log_max_size, log_keep). */
+  rotation: { maxBytes: number; keep: number };
 }
 
 export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager", "termux"] as const;

@@ -42,20 +42,31 @@ async function sourceOf(config: Config, name: string): Promise<Source> {
 
 const BLOCK = 64 * 1024;
 
-/** The last `count` lines of a file, reading backwards in blocks (a large log is not read whole). */
+/** At most this much of a file's end is read for `-n`: a 300 MB progress bar without a newline costs 8 MiB. */
+const TAIL_LIMIT = 8 * 1024 * 1024;
+
+/**
+ * The last `count` lines of a file, reading backwards in blocks, counting newlines in the bytes (a
+ * large log is not read whole, nor decoded twice); bounded by TAIL_LIMIT, where the oldest line shown
+ * starts with "…" if it was cut.
+ */
 function tailOf(fd: number, size: number, count: number): { lines: string[]; offset: number } {
+  const blocks: Buffer[] = [];
   let start = size;
-  let text = "";
-  while (start > 0 && text.split("\n").length <= count + 1) {
-    const from = Math.max(0, start - BLOCK);
+  let newlines = 0;
+  while (start > 0 && newlines <= count && size - start < TAIL_LIMIT) {
+    const from = Math.max(0, start - BLOCK, size - TAIL_LIMIT);
     const buffer = Buffer.alloc(start - from);
     readSync(fd, buffer, 0, buffer.length, from);
-    text = buffer.toString("utf8") + text;
+    for (const byte of buffer) if (byte === 10) newlines++;
+    blocks.unshift(buffer);
     start = from;
   }
-  const lines = text.split("\n");
+  const lines = Buffer.concat(blocks).toString("utf8").split("\n");
   if (lines.at(-1) === "") lines.pop();
-  return { lines: lines.slice(-count), offset: size };
+  const shown = lines.slice(-count);
+  if (start > 0 && shown.length === lines.length && shown.length) shown[0] = `…${shown[0]}`;
+  return { lines: shown, offset: size };
 }
 
 /** `watchdog logs NAME [-n N] [-f]` (supervisorctl tail): the service's own output. */

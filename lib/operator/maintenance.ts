@@ -42,7 +42,7 @@ export async function maintain(
     // pause: SKIP (the pass skips it from now on); resume: START (watched again); reset: WARN (a crash-loop
     // stop was lifted by hand).
     const tag = action.kind === "pause" ? "SKIP" : action.kind === "resume" ? "START" : "WARN";
-    new Logger(config.watchdog.log, () => {}, now).write(tag, `${name}: ${said}`);
+    new Logger(config.watchdog.log, () => {}, now, config.watchdog.rotation).write(tag, `${name}: ${said}`);
     return said;
   } finally {
     lock.release();

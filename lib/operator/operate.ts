@@ -57,7 +57,7 @@ export async function operate(
   ensureStateDir(stateDir);
   const lock = await waitLock(statePaths(stateDir).lock, lockWaitMs, sleep, "operator");
   if (!lock) throw new TendError(`a watchdog pass is running (it held the lock for 30s): try again when it ends`, 1);
-  const logger = new Logger(config.watchdog.log, echo, now);
+  const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation);
   const events: Message[] = [];
   const notify = (line: LogLine) => {
     const message = eventMessage(name, line, new Date(now()));
@@ -92,7 +92,7 @@ export async function operate(
       const verified = await restartAndVerify(service, state, main, logger, { now, sleep, env }, how);
       for (const line of verified.log) {
         logger.write(line.tag, line.message, {
-          file: line.downtime ? statePaths(stateDir).downtime : undefined,
+          downtime: line.downtime ? statePaths(stateDir).downtime : undefined,
           full: line.full,
         });
         notify(line);

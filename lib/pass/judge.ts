@@ -148,7 +148,7 @@ function emit(
 ): ServiceState {
   let next = state;
   for (const line of lines) {
-    logger.write(line.tag, line.message, { file: line.downtime ? downtimeLog : undefined, full: line.full });
+    logger.write(line.tag, line.message, { downtime: line.downtime ? downtimeLog : undefined, full: line.full });
     const at = logger.entries.at(-1)!.at;
     // RECOVERED says more than its DOWNTIME line
     if (!line.downtime) next = { ...next, lastEvent: { at: at.getTime(), tag: line.tag, message: line.message } };

@@ -57,7 +57,7 @@ export async function runLoop({
     stopping = true;
     wake?.();
   };
-  const logger = new Logger(config.watchdog.log, echo);
+  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation);
   // One loop per state dir (Termux:Boot may start its script twice; users mix cron and a loop):
   // two loops would strike twice as fast. The kernel drops the lock when this process dies.
   ensureStateDir(config.watchdog.stateDir);

@@ -12,6 +12,8 @@ import { inWords } from "../os/files.ts";
 import { holderRecord, loopRuns, passLock, tryLock } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { uptimeClock } from "../os/proc.ts";
+import { rotateInPlace } from "../os/rotate.ts";
+import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { stateReader, writeState } from "../state/service.ts";
@@ -61,7 +63,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       config.services.map((service) => service.name),
     );
   }
-  const logger = new Logger(dryRun ? null : config.watchdog.log, echo, now);
+  const logger = new Logger(dryRun ? null : config.watchdog.log, echo, now, config.watchdog.rotation);
 
   const lockFailed = (error: unknown) => {
     if (error instanceof TendError) throw error;
@@ -101,7 +103,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     if (gap) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
       const line: LogLine = { ...downtimeLine(gap), ...(gap.name === "watchdog" ? { event: "gap" as const } : {}) };
-      logger.write(line.tag, line.message, { file: paths.downtime });
+      logger.write(line.tag, line.message, { downtime: paths.downtime });
       const message = eventMessage("watchdog", line, new Date(now()));
       if (message) gapEvents.push(message);
     }
@@ -121,6 +123,11 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
         await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger);
       }
       if (partial) return { ran: true, services };
+      // Every pass keeps the output files tend made under log_max_size (copy, then truncate in place).
+      for (const service of config.services) {
+        const output = ownOutputOf(service);
+        if (output) rotateInPlace(output, config.watchdog.rotation);
+      }
       const down = services
         .filter((service) => service.decision.next.outage !== null && service.decision.kind !== "skip")
         .map((service) => service.name);

@@ -40,6 +40,10 @@ export function outputOf(service: ServiceConfig): OutputSource | null {
   return null;
 }
 
+/** The output file tend made for the service (spawn output, a tmux pane's pipe), which it rotates; else null. */
+export const ownOutputOf = (service: ServiceConfig): string | null =>
+  service.restart ? (restartKind(service.restart).ownOutput?.(service.restart) ?? null) : null;
+
 /** The restart kinds a service relies on: its own, and the backend its pid source names. */
 export const kindsUsedBy = (service: ServiceConfig): RestartKind[] =>
   Object.values(RESTARTS).filter(

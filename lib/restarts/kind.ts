@@ -77,6 +77,8 @@ export interface RestartKind<A extends RestartConfig = RestartConfig> {
   sourceKey?: SourceKey;
   /** Where the service's own output is (`watchdog logs`). */
   output?(action: A): OutputSource;
+  /** The output file tend made for it (spawn's output, a pane's pipe): the pass keeps it under log_max_size. */
+  ownOutput?(action: A): string;
   /** Programs it runs (from PATH). A kind that runs any has a doctor row. */
   tools: string[];
   /** The operator's programs the action names (an argv's first word): doctor resolves them on cron's PATH. */

@@ -97,6 +97,7 @@ export const spawn = defineRestart<SpawnRestart>({
   stop: (service, _action, context) => stopCurrent(service, context),
   describe: (action) => `spawn ${shortArgv(action.argv)}`,
   output: (action) => ({ file: action.output }),
+  ownOutput: (action) => action.output,
   programs: (action) => [action.argv[0]],
   // sh from PATH (Termux: $PREFIX/bin/sh; Android's /bin/sh is mksh): it records the PID, then execs the argv.
   tools: ["sh"],

@@ -66,6 +66,7 @@ export const tmux = defineRestart<TmuxRestart>({
   sourceKey: "tmux",
   // The piped output outlives the pane (why a pane that died, died); its scrollback when nothing was piped yet.
   output: (action) => ({ pane: action.target, socket: action.socket, file: action.output }),
+  ownOutput: (action) => action.output,
   programs: (action) => shellPrograms(action.run),
   tools: ["tmux"],
   doctor: {

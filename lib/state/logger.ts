@@ -1,4 +1,4 @@
-import { appendNoFollow } from "../os/files.ts";
+import { appendRotating, DEFAULT_ROTATION, type Rotation } from "../os/rotate.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import { formatLine, type Tag } from "../core/time.ts";
 
@@ -15,19 +15,23 @@ export class Logger {
     private readonly file: string | null,
     private readonly echo: (line: string) => void = () => {},
     private readonly clock: () => number = Date.now,
+    private readonly rotation: Rotation = DEFAULT_ROTATION,
   ) {}
 
   /**
    * `full`: the log file's version of the message when it says more than stdout may (a
    * command's whole argv, secrets redacted, where stdout shows its program and argument count).
+   * `downtime`: downtime.log, which a DOWNTIME line also goes to (`grep DOWNTIME watchdog.log` still finds it).
    */
-  write(tag: Tag, message: string, { file = this.file, full }: { file?: string | null; full?: string } = {}): string {
+  write(tag: Tag, message: string, { downtime, full }: { downtime?: string; full?: string } = {}): string {
     const at = new Date(this.clock());
     // One line whatever the message holds: outside text cannot start a line of its own.
     const safe = escapeControls(message);
     const line = formatLine(tag, safe, at);
     this.entries.push({ tag, message: safe, at });
-    if (file) appendNoFollow(file, (full === undefined ? line : formatLine(tag, escapeControls(full), at)) + "\n");
+    const logged = (full === undefined ? line : formatLine(tag, escapeControls(full), at)) + "\n";
+    if (this.file) appendRotating(this.file, logged, this.rotation);
+    if (downtime) appendRotating(downtime, logged, this.rotation);
     this.echo(line);
     return line;
   }

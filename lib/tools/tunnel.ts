@@ -123,7 +123,7 @@ export async function watchTunnel(
       lock = await take(180_000); // a pass takes minutes at most (its probes and verifications)
     }
   };
-  const logger = new Logger(config.watchdog.log, echo);
+  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation);
   try {
     const { value, problem } = readCounter(counter);
     if (problem) logger.write("ERROR", `${name}: ${problem}`);
