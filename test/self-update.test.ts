@@ -12,6 +12,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { makeCa } from "./certs.ts";
 import { Sandbox, TEND } from "./helpers.ts";
 
 let box: Sandbox;
@@ -159,7 +160,7 @@ test("only tend is installed: a script answering like tend is refused before any
       ),
       "the new binary's watchdog pass --dry-run: exit 1",
     ],
-    [join(box.dir, "missing-file"), "missing-file: ENOENT"],
+    [join(box.dir, "missing-file"), "missing-file: no such file"], // in words, not ENOENT
   ];
   for (const [source, message] of cases) {
     const result = await selfUpdate(source, "--yes");
@@ -241,4 +242,52 @@ test("--apply-config: validated, backed up, plan diff, swapped; an invalid one c
   const moved = await box.tend(["self-update", "--apply-config", relative, "--yes", "--target", target]);
   expect(moved.code).toBe(0);
   expect(moved.stdout).toContain(`+state_dir = "${join(box.dir, "state-here")}"`);
+}, 60_000);
+
+test("redirects: never to a weaker scheme, and none at all without --sha256 (curl --proto-redir)", async () => {
+  const { target, selfUpdate, original } = install();
+  const certs = makeCa(join(box.dir, "ca"));
+  const leaf = certs.leaf(-1, 30);
+  const hits: string[] = [];
+  const plain = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => (hits.push(`http ${new URL(request.url).pathname}`), new Response(Bun.file(TEND))),
+  });
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    tls: { cert: Bun.file(leaf.cert), key: Bun.file(leaf.key) },
+    fetch(request) {
+      const path = new URL(request.url).pathname;
+      hits.push(`https ${path}`);
+      if (path === "/down") return Response.redirect(`http://127.0.0.1:${plain.port}/tend`, 302);
+      if (path === "/moved") return Response.redirect(`https://localhost:${server!.port}/tend`, 302);
+      return new Response(Bun.file(TEND));
+    },
+  });
+  const env = { NODE_EXTRA_CA_CERTS: certs.ca };
+  const base = `https://localhost:${server.port}`;
+  try {
+    const down = await box.tend(["self-update", `${base}/down`, "--yes", "--sha256", sha(TEND), "--target", target], {
+      env,
+    });
+    expect(down.code).toBe(3);
+    expect(down.stderr).toContain(`redirected to http://127.0.0.1:${plain.port}/…, a weaker scheme: refused`);
+    const moved = await box.tend(["self-update", `${base}/moved`, "--yes", "--target", target], { env });
+    expect(moved.code).toBe(3);
+    expect(moved.stderr).toContain("without --sha256 a redirect is not followed");
+    expect(hits).toEqual(["https /down", "https /moved"]); // the http binary was never fetched, nothing ran
+    expect(sha(target)).toBe(original);
+    // Pinned by its hash, an https -> https redirect is followed.
+    const pinned = await box.tend(
+      ["self-update", `${base}/moved`, "--yes", "--sha256", sha(TEND), "--target", target],
+      { env },
+    );
+    expect(pinned.stderr).toBe("");
+    expect(sha(target)).toBe(sha(TEND));
+    void selfUpdate;
+  } finally {
+    plain.stop(true);
+  }
 }, 60_000);

@@ -2,7 +2,11 @@ import { createHash } from "node:crypto";
 import {
   existsSync,
   chmodSync,
+  closeSync,
   copyFileSync,
+  fsyncSync,
+  openSync,
+  writeSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -18,6 +22,7 @@ import { localStamp } from "../core/time.ts";
 import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
+import { inWords } from "../os/files.ts";
 
 /** Backups kept by default (--keep N): each is the size of the binary, and a phone's storage is small. */
 export const KEEP_BACKUPS = 3;
@@ -110,23 +115,56 @@ async function run(binary: string, args: string[], what: string): Promise<string
   return result.stdout;
 }
 
-async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch): Promise<void> {
-  if (/^https?:\/\//.test(source)) {
-    let response: Response;
-    try {
-      response = await fetchImpl(source, { signal: AbortSignal.timeout(300_000) });
-    } catch (error) {
-      throw new TendError(`download ${redactUrl(source)}: ${oneLine((error as Error).message)}`, 1);
-    }
-    if (response.status < 200 || response.status > 299)
-      throw new TendError(`download ${redactUrl(source)}: HTTP ${response.status}`, 1);
-    writeFileSync(temp, new Uint8Array(await response.arrayBuffer()), { mode: 0o700 });
-  } else {
+const MAX_REDIRECTS = 5;
+
+/**
+ * Download SOURCE into `temp`, streamed (never held whole in memory). Redirects are followed by
+ * hand, as curl --proto-redir does: never to a weaker scheme (https to http), and only with
+ * --sha256 (a redirect moves trust to another place; the hash is what keeps it).
+ */
+async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch, pinned: boolean): Promise<void> {
+  if (!/^https?:\/\//.test(source)) {
     try {
       copyFileSync(source, temp);
     } catch (error) {
-      throw new TendError(`${source}: ${(error as NodeJS.ErrnoException).code ?? error}`, 1);
+      throw new TendError(`${source}: ${inWords(error)}`, 1);
     }
+    return;
+  }
+  let url = source;
+  for (let hop = 0; ; hop++) {
+    let response: Response;
+    try {
+      response = await fetchImpl(url, { signal: AbortSignal.timeout(300_000), redirect: "manual" });
+    } catch (error) {
+      throw new TendError(`download ${redactUrl(url)}: ${oneLine((error as Error).message)}`, 1);
+    }
+    if (response.status >= 300 && response.status < 400 && response.headers.get("location")) {
+      await response.body?.cancel().catch(() => {});
+      const next = new URL(response.headers.get("location")!, url).toString();
+      if (new URL(url).protocol === "https:" && new URL(next).protocol !== "https:")
+        throw refused(`download ${redactUrl(url)}: redirected to ${redactUrl(next)}, a weaker scheme: refused`);
+      if (!pinned)
+        throw refused(
+          `download ${redactUrl(url)}: redirected to ${redactUrl(next)}; without --sha256 a redirect is ` +
+            `not followed (give the final URL, or pin the binary with --sha256)`,
+        );
+      if (hop >= MAX_REDIRECTS) throw new TendError(`download ${redactUrl(source)}: more than 5 redirects`, 1);
+      url = next;
+      continue;
+    }
+    if (response.status < 200 || response.status > 299)
+      throw new TendError(`download ${redactUrl(url)}: HTTP ${response.status}`, 1);
+    const fd = openSync(temp, "w", 0o700);
+    try {
+      for await (const chunk of response.body ?? []) writeSync(fd, chunk as Uint8Array);
+      fsyncSync(fd);
+    } catch (error) {
+      throw new TendError(`download ${redactUrl(url)}: ${inWords(error)}`, 1);
+    } finally {
+      closeSync(fd);
+    }
+    return;
   }
 }
 
@@ -151,7 +189,7 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
   }
   const temp = tempBeside(target);
   try {
-    await fetchSource(source, temp, io.fetch ?? fetch);
+    await fetchSource(source, temp, io.fetch ?? fetch, sha256 !== null);
     const actual = sha256File(temp);
     if (sha256 && actual !== sha256.toLowerCase()) {
       throw new TendError(`sha256 mismatch: expected ${sha256.toLowerCase()}, got ${actual}`, 1);
