@@ -294,3 +294,32 @@ test("the page takes ?token= once: a cookie, the token gone from the URL; the co
   expect(await page.text()).not.toContain(TOKEN);
   expect((await get(`${url}api/status`, { headers })).status).toBe(200);
 });
+
+test("serve on loopback answers only a loopback Host (DNS rebinding reads nothing): 421 otherwise", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  configWith(web.url);
+  const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);
+  const port = new URL(url).port;
+  const curl = async (host: string) => {
+    const child = Bun.spawn([
+      "curl",
+      "-s",
+      "-o",
+      "/dev/null",
+      "-w",
+      "%{http_code}",
+      "-H",
+      `Host: ${host}`,
+      `${url}api/status`,
+    ]);
+    return new Response(child.stdout).text();
+  };
+  expect(await curl("evil.example")).toBe("421");
+  expect(await curl(`evil.example:${port}`)).toBe("421");
+  expect(await curl("127.0.0.1:1")).toBe("421"); // another port: not this server's name
+  expect(await curl(`localhost:${port}`)).toBe("200");
+  expect(await curl(`127.0.0.1:${port}`)).toBe("200");
+  expect(await curl(`[::1]:${port}`)).toBe("200");
+});

@@ -183,6 +183,12 @@ export interface Serving {
   stop: () => void;
 }
 
+/** A Host header that names this loopback server: localhost, 127.0.0.1 or [::1], with its port or none. */
+export function loopbackHost(host: string | null, port: number | undefined): boolean {
+  const match = /^(localhost|127\.0\.0\.1|\[::1\])(?::(\d+))?$/i.exec(host?.trim() ?? "");
+  return match !== null && (match[2] === undefined || Number(match[2]) === port);
+}
+
 /** Listen on `listen` (else `[serve] listen`); loopback, or a token. */
 export function startServer(config: Config, listen = config.serve.listen): Serving {
   const address = parseListen(listen);
@@ -200,6 +206,10 @@ export function startServer(config: Config, listen = config.serve.listen): Servi
       fetch: (request) => {
         // A server that runs for months must not grow: collect fully every 1000 answers (~1 ms).
         if (++answered % 1000 === 0) Bun.gc(true);
+        // DNS rebinding: a page on evil.example resolved to 127.0.0.1 would read /api/status. A loopback
+        // listener answers only requests addressed to a loopback name.
+        if (address.loopback && !loopbackHost(request.headers.get("host"), server.port))
+          return text(421, "misdirected request: this server answers only localhost, 127.0.0.1 and [::1]");
         return answer(config, request);
       },
       error: () => text(500, "internal error"),
