@@ -149,6 +149,8 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
       const replace: string | null = args.replace ?? null;
       if (replace !== null && scheduler !== "cron") throw usageError("--replace is for install cron");
+      if (replace !== null && replace.trim() === "")
+        throw usageError("--replace needs a non-empty PATTERN (the one crontab line to comment out)");
       if (args.loop && scheduler !== "termux-boot") throw usageError("--loop is for install termux-boot");
       if (scheduler === "cron") {
         // On Termux, cron is a package and a service: say what is missing before writing a line nobody runs.

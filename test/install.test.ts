@@ -221,3 +221,45 @@ test("where cron cannot mail (no sendmail, as on Termux) the line appends to the
     "*/5 * * * * /bin/tend watchdog pass --interval 5m --config /c/tend.toml # tend watchdog",
   );
 });
+
+test("install touches only its own line; --replace needs one match; newlines refused, $ and \\ escaped", () => {
+  setup("5m");
+  const mine = "0 3 * * * /usr/local/bin/backup.sh # tend watchdog";
+  const two = ["*/5 * * * * /opt/a/watchdog.sh", "*/7 * * * * /opt/b/watchdog.sh"];
+  Bun.spawnSync(["crontab", "-u", USER, "-"], { stdin: new TextEncoder().encode(`${mine}\n${two.join("\n")}\n`) });
+  // A user's line that only mentions the marker is not tend's: kept by install and uninstall.
+  expect(asUser("watchdog", "install", "cron", "--write").code).toBe(0);
+  expect(crontab()).toContain(`${mine}\n`);
+  expect(asUser("watchdog", "uninstall", "cron", "--write").code).toBe(0);
+  expect(crontab()).toBe(`${mine}\n${two.join("\n")}\n`);
+  // --replace names one line: empty, or matching two, is a usage error that changes nothing.
+  const empty = asUser("watchdog", "install", "cron", "--write", "--replace", "");
+  expect(empty.code).toBe(2);
+  expect(empty.stderr).toContain("--replace needs a non-empty PATTERN");
+  const broad = asUser("watchdog", "install", "cron", "--write", "--replace", "watchdog.sh");
+  expect(broad.code).toBe(2);
+  expect(broad.stderr).toContain('--replace "watchdog.sh" matches 2 crontab lines');
+  expect(crontab()).toBe(`${mine}\n${two.join("\n")}\n`);
+  const none = asUser("watchdog", "install", "cron", "--write", "--replace", "nothing-like-it");
+  expect(none.code).toBe(2);
+  // A newline in a path would start a line (a cron job, an ExecStartPre=) of its own: refused.
+  box.writeConfig(
+    readFileSync(box.config, "utf8").replace(/state_dir = ".*"/, 'state_dir = "/tmp/x\\n* * * * * evil"'),
+  );
+  const injected = asUser("watchdog", "install", "cron");
+  expect(injected.code).toBe(2);
+  expect(injected.stderr).toContain("holds a newline or a control character");
+  // systemd: $ is a variable and \ an escape in ExecStart: written as $$ and \\ (inside quotes).
+  setup("5m");
+  const odd = join(box.dir, "a$HOME b\\c");
+  Bun.spawnSync(["mkdir", odd]);
+  copyFileSync(box.config, join(odd, "tend.toml"));
+  chmodSync(odd, 0o755);
+  const unit = Bun.spawnSync(
+    ["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, binary, "watchdog", "install", "systemd"].concat([
+      "--config",
+      join(odd, "tend.toml"),
+    ]),
+  ).stdout.toString();
+  expect(unit).toContain(`--config "${box.dir}/a$$HOME b\\\\c/tend.toml"`);
+});

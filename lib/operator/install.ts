@@ -94,13 +94,20 @@ export function otherWatchdogs(lines: string[], pattern: string | null): string[
   return lines.filter(
     (line) =>
       !line.trimStart().startsWith("#") &&
-      !line.includes(CRON_MARK) &&
+      !isTendLine(line) &&
       (line.includes("watchdog.sh") || (pattern !== null && line.includes(pattern))),
   );
 }
 
+/**
+ * A line install wrote: it ends with the marker and runs `watchdog pass` (a user's own line that
+ * merely mentions "# tend watchdog" is not tend's to replace or remove).
+ */
+export const isTendLine = (line: string) =>
+  !line.trimStart().startsWith("#") && line.trimEnd().endsWith(CRON_MARK) && / watchdog pass /.test(line);
+
 /** tend's own lines in a crontab (the exact marker install writes). */
-export const tendCronLines = (lines: string[]) => lines.filter((line) => line.trimEnd().endsWith(CRON_MARK));
+export const tendCronLines = (lines: string[]) => lines.filter(isTendLine);
 
 /**
  * The environment cron gives the tend line: its PATH (cron's default /usr/bin:/bin, or the last
@@ -112,7 +119,7 @@ export function cronEnvironment(
 ): { PATH: string; TMUX_TMPDIR: string | null } {
   const env: { PATH: string; TMUX_TMPDIR: string | null } = { PATH: defaultPath, TMUX_TMPDIR: null };
   for (const line of lines) {
-    if (line.trimEnd().endsWith(CRON_MARK)) break;
+    if (isTendLine(line)) break;
     const assignment = /^\s*(PATH|TMUX_TMPDIR)\s*=\s*"?([^"]*)"?\s*$/.exec(line);
     if (assignment) env[assignment[1] as "PATH" | "TMUX_TMPDIR"] = assignment[2];
   }
@@ -154,9 +161,29 @@ export async function crontabWarnings(pattern: string | null): Promise<string[]>
   );
 }
 
+/**
+ * One word of an ExecStart line: double-quoted when it holds a space or a quote, `\` and `"` escaped
+ * inside; `%` as `%%` (a specifier) and `$` as `$$` (a variable) everywhere.
+ */
+export function systemdWord(word: string): string {
+  const literal = word.replace(/%/g, "%%").replace(/\$/g, "$$$$");
+  return /^[\w@%+=:,./$-]+$/.test(literal) ? literal : `"${literal.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+}
+
+/** Paths tend writes into an entry: a newline or another control character would start a line of its own. */
+function refuseControls(what: string, path: string) {
+  if (/[\u0000-\u001f\u007f]/.test(path))
+    throw usageError(
+      `${what} ${JSON.stringify(path)} holds a newline or a control character: it cannot go in an entry`,
+    );
+}
+
 /** The files (or crontab line) each scheduler needs. */
 export function installFiles(scheduler: Scheduler, config: Config, options: InstallOptions): InstallFile[] {
   const { binary, home, uid, intervalMs } = options;
+  refuseControls("the binary", binary);
+  refuseControls("the configuration", config.path);
+  refuseControls("state_dir", config.watchdog.stateDir);
   const seconds = Math.max(1, Math.round(intervalMs / 1000));
   const every = intervalMs === config.watchdog.intervalMs ? "" : ` --interval ${formatDuration(intervalMs)}`;
   const pass = [binary, "watchdog", "pass", "--interval", formatDuration(intervalMs), "--config", config.path];
@@ -203,8 +230,8 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
             "",
             "[Service]",
             "Type=oneshot",
-            // systemd gives % a meaning (specifiers) in ExecStart: escaped as %%.
-            `ExecStart=${pass.map(quote).join(" ").replace(/%/g, "%%")}`,
+            // systemd gives %, $ and \ a meaning in ExecStart (specifiers, variables, escapes).
+            `ExecStart=${pass.map(systemdWord).join(" ")}`,
             "# Services tend spawns start in their own session; do not kill them with this unit's cgroup.",
             "KillMode=process",
             "",
@@ -319,11 +346,19 @@ export async function writeInstall(
 async function writeCrontab(line: string, replace: string | null = null): Promise<string[]> {
   const lines = await crontabLines();
   const replaced = otherWatchdogs(lines, replace).filter((other) => replace !== null && other.includes(replace));
-  const ours = lines.filter((existing) => existing.includes(CRON_MARK));
+  // --replace names one line: an empty or broad pattern must not comment out a whole crontab.
+  const done = (line: string) => line.endsWith(REPLACED_MARK) && replace !== null && line.includes(replace);
+  if (replace !== null && replaced.length === 0 && !lines.some(done))
+    throw usageError(`--replace ${JSON.stringify(replace)} matches no crontab line (tend's own lines aside)`);
+  if (replace !== null && replaced.length > 1)
+    throw usageError(
+      `--replace ${JSON.stringify(replace)} matches ${replaced.length} crontab lines; give a pattern that matches one`,
+    );
+  const ours = lines.filter(isTendLine);
   if (ours.length === 1 && ours[0] === line && !replaced.length) return ["crontab: unchanged"];
   const next = [
     ...lines
-      .filter((existing) => !existing.includes(CRON_MARK))
+      .filter((existing) => !isTendLine(existing))
       .map((existing) => (replaced.includes(existing) ? `#${existing}${REPLACED_MARK}` : existing)),
     line,
   ];
@@ -352,7 +387,7 @@ async function saveCrontab(lines: string[]) {
 export async function removeInstall(scheduler: Scheduler, files: InstallFile[], write: boolean): Promise<string[]> {
   if (scheduler === "cron") {
     const lines = await crontabLines();
-    const ours = lines.filter((line) => line.includes(CRON_MARK));
+    const ours = lines.filter(isTendLine);
     const restored = lines.filter((line) => line.endsWith(REPLACED_MARK));
     if (!ours.length && !restored.length) return ["crontab: no tend line"];
     const original = (line: string) => line.slice(1, -REPLACED_MARK.length);
@@ -363,7 +398,7 @@ export async function removeInstall(scheduler: Scheduler, files: InstallFile[], 
       ];
     }
     const rest = lines
-      .filter((line) => !line.includes(CRON_MARK))
+      .filter((line) => !isTendLine(line))
       .map((line) => (line.endsWith(REPLACED_MARK) ? original(line) : line));
     await saveCrontab(rest);
     return [
