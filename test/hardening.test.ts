@@ -462,3 +462,27 @@ command = ["sh", "-c", "echo + >> ${trace}; sleep 0.3; echo - >> ${trace}"]
   }
   expect(most).toBe(2);
 });
+
+test("bidirectional controls are escaped like any control (U+202E turns a name around)", async () => {
+  const { escapeControls } = await import("../lib/core/sanitize.ts");
+  expect(escapeControls("report\u202Etxt.exe")).toBe("report\\u202etxt.exe");
+  expect(escapeControls("a\u2066b\u200fc")).toBe("a\\u2066b\\u200fc");
+});
+
+test("a spawned service does not inherit TEND_NOTIFY_URL; a configuration over 4 MiB is refused, not cut", async () => {
+  const box = new Sandbox();
+  const seen = join(box.dir, "env.txt");
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "svc"\npidfile = "${join(box.dir, "svc.pid")}"\n` +
+      `[service.check]\nprocess = true\n[service.restart]\nspawn = ["sh", "-c", "env > '${seen}'; exec sleep 60"]\n`,
+  );
+  await box.tend(["watchdog"], { env: { TEND_NOTIFY_URL: "https://ntfy.example/secret-topic-abc" } });
+  await waitFor(() => readFileSync(seen, "utf8").includes("PATH="), 5000, "the service's environment");
+  expect(readFileSync(seen, "utf8")).not.toContain("secret-topic-abc");
+  const big = "# padding\n".repeat(420_000) + readFileSync(box.config, "utf8");
+  writeFileSync(box.config, big);
+  const run = await box.tend(["watchdog", "validate"]);
+  box.cleanup([join(box.dir, "svc.pid")]);
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain("is larger than 4 MiB: refused");
+});

@@ -166,7 +166,13 @@ test("serve: off loopback a token is required; without it 401; no secret in any 
     expect(answer.status).toBe(401);
     expect(answer.headers.get("www-authenticate")).toBe('Bearer realm="tend"');
   }
+  // The scheme is case-insensitive: "bearer" is Bearer.
+  expect((await get(`${local}api/status`, { headers: { authorization: `bearer ${TOKEN}` } })).status).toBe(200);
   const authorized = { headers: { authorization: `Bearer ${TOKEN}` } };
+  // A window past 365 days (or a number too large to be a time) is a 400 that says so, never a 500.
+  const far = await get(`${local}api/report?since=9999999999999`, authorized);
+  expect(far.status).toBe(400);
+  expect(await far.text()).toContain("is not a duration up to 365d");
   for (const path of ["", "healthz", "api/status", "api/stats", "api/report?since=1d", "metrics", "nope"]) {
     const answer = await get(`${local}${path}`, authorized);
     expect(answer.status).toBe(path === "nope" ? 404 : 200);
@@ -322,4 +328,29 @@ test("serve on loopback answers only a loopback Host (DNS rebinding reads nothin
   expect(await curl(`localhost:${port}`)).toBe("200");
   expect(await curl(`127.0.0.1:${port}`)).toBe("200");
   expect(await curl(`[::1]:${port}`)).toBe("200");
+});
+
+test("a hostile peer's answer (detail an object whose toString is not a function) is unreachable, never a 500", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  const hostile = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () =>
+      Response.json({
+        last_pass: null,
+        watchdog: { stale: false },
+        services: [{ name: "x", state: "healthy", probe: { detail: { toString: 1 }, ok: true } }],
+      }),
+  });
+  stops.push(() => hostile.stop(true));
+  configWith(web.url, `[serve]\npeers = [{ url = "http://127.0.0.1:${hostile.port}/" }]`);
+  await box.tend(["watchdog", "pass"]);
+  const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);
+  const page = await get(url);
+  expect(page.status).toBe(200);
+  const body = await page.text();
+  expect(body).toContain("unreachable");
+  expect(body).toContain("not a tend /api/status answer");
 });

@@ -54,10 +54,13 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const path = findConfig(options);
   let text: string;
   try {
-    text = readRegularFile(path, CONFIG_LIMIT);
+    // One byte past the limit: a bigger file is refused, never cut (services past a cut would go unwatched).
+    text = readRegularFile(path, CONFIG_LIMIT + 1);
   } catch (error) {
     throw usageError(`cannot read configuration ${path}: ${inWords(error)}`);
   }
+  if (Buffer.byteLength(text) > CONFIG_LIMIT)
+    throw usageError(`configuration ${path} is larger than 4 MiB: refused (nothing is watched from a cut file)`);
   return parseConfig(text, path, options.env ?? process.env);
 }
 

@@ -1,11 +1,12 @@
 /**
  * The one sanitiser for text from outside (answers, command output, cmdlines, file contents,
- * other programs' errors): control characters (C0 with CR, LF, TAB and NUL, DEL, C1, ESC) and
- * the Unicode line separators become visible escapes, so no outside text can start a log line,
+ * other programs' errors): control characters (C0 with CR, LF, TAB and NUL, DEL, C1, ESC),
+ * the Unicode line separators and the bidirectional controls become visible escapes, so no outside text can start a log line,
  * move the cursor or recolour a terminal.
  */
 const NAMED: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+// Also the bidirectional controls (U+200E/F, U+202A-E, U+2066-9): a U+202E turns "exe.txt" around.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 
 const hex = (code: number, width: number) => code.toString(16).padStart(width, "0");
 

@@ -40,6 +40,12 @@ const AFTER_EXIT_MS = 100;
  * The command is judged by its exit, not by its output closing: a background child that keeps
  * the pipe open does not hold the result. `check`: killed by killRunningChecks().
  */
+/** The environment a child gets: tend's own, less the notification URL (its token is tend's, not theirs). */
+export function childEnv(env: Record<string, string | undefined> = process.env): Record<string, string> {
+  const { TEND_NOTIFY_URL: _secret, ...rest } = env;
+  return rest as Record<string, string>;
+}
+
 export async function runCommand(
   argv: string[],
   { timeoutMs, cwd, env, input, check = false }: RunOptions,
@@ -49,7 +55,7 @@ export async function runCommand(
     const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
     child = Bun.spawn(argv, {
       cwd,
-      env: env as Record<string, string>,
+      env: childEnv(env),
       stdin,
       stdout: "pipe",
       stderr: "pipe",

@@ -4,6 +4,7 @@ import { readPidfile } from "../os/pidsource.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readProc } from "../os/proc.ts";
 import { stopProcess } from "../os/signal.ts";
+import { childEnv } from "../os/run.ts";
 import { redactArgv, shortArgv } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { defineRestart } from "./kind.ts";
@@ -65,7 +66,7 @@ export const spawn = defineRestart<SpawnRestart>({
         const suffix = Buffer.from(crypto.getRandomValues(new Uint8Array(9))).toString("base64url");
         child = Bun.spawn(["sh", "-c", RECORD_SELF, pidfile, suffix, ...action.argv], {
           cwd: action.cwd ?? undefined,
-          env: { ...env, ...action.env } as Record<string, string>,
+          env: { ...childEnv(env), ...action.env } as Record<string, string>,
           stdin: "ignore",
           stdout: output,
           stderr: output,

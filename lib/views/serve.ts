@@ -58,6 +58,36 @@ function cookieValue(header: string, name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A peer's answer, rebuilt from the fields the page shows, each of its type: anything else makes it
+ * "not a tend /api/status answer" (unreachable), never a page that fails (a hostile peer's `detail`
+ * may be an object whose toString is not a function).
+ */
+export function peerStatus(answer: unknown): StatusReport | null {
+  const data = answer as Record<string, any> | null;
+  const text = (value: unknown) => typeof value === "string";
+  if (typeof data !== "object" || data === null || !Array.isArray(data.services)) return null;
+  if (typeof data.watchdog?.stale !== "boolean" || !(data.last_pass === null || text(data.last_pass))) return null;
+  const services = [];
+  for (const row of data.services) {
+    if (typeof row !== "object" || row === null || !text(row.name) || !text(row.state)) return null;
+    const probe = row.probe;
+    if (probe !== null && probe !== undefined && (typeof probe !== "object" || !text(probe.detail))) return null;
+    if (row.error !== undefined && row.error !== null && !text(row.error)) return null;
+    services.push({
+      name: row.name,
+      state: row.state,
+      error: row.error ?? null,
+      probe: probe ? { ok: probe.ok === true, detail: probe.detail, latency_ms: Number(probe.latency_ms) || 0 } : null,
+    });
+  }
+  return {
+    last_pass: data.last_pass,
+    watchdog: { stale: data.watchdog.stale, expected_every_s: Number(data.watchdog.expected_every_s) || 0 },
+    services,
+  } as unknown as StatusReport;
+}
+
 /** A peer's /api/status, server-side (3 s, 1 MiB, no redirects); anything else is `unreachable` and why. */
 async function askPeer(peer: Config["serve"]["peers"][number]): Promise<PeerView> {
   const url = shownUrl(peer.url);
@@ -71,14 +101,8 @@ async function askPeer(peer: Config["serve"]["peers"][number]): Promise<PeerView
       await response.body?.cancel().catch(() => {});
       return { url, status: null, problem: `HTTP ${response.status}` };
     }
-    const status = JSON.parse(await readBounded(response, 1024 * 1024)) as StatusReport;
-    const wellFormed =
-      Array.isArray(status?.services) &&
-      status.services.every((row) => typeof row?.name === "string" && typeof row?.state === "string") &&
-      typeof status.watchdog?.stale === "boolean";
-    return wellFormed
-      ? { url, status, problem: null }
-      : { url, status: null, problem: "not a tend /api/status answer" };
+    const status = peerStatus(JSON.parse(await readBounded(response, 1024 * 1024)));
+    return status ? { url, status, problem: null } : { url, status: null, problem: "not a tend /api/status answer" };
   } catch (error) {
     const name = (error as Error).name;
     const problem = name === "TimeoutError" ? "no answer within 3s" : oneLine((error as Error).message, 120);
@@ -127,8 +151,8 @@ const ROUTES: Record<string, Route> = {
   "/api/report"(config, url, now) {
     const since = url.searchParams.get("since");
     const sinceMs = since === null ? 7 * 86_400_000 : parseDuration(since);
-    if (sinceMs === null || sinceMs <= 0)
-      return text(400, `since: "${oneLine(since ?? "", 40)}" is not a duration (30m, 24h, 7d)`);
+    if (sinceMs === null || sinceMs <= 0 || sinceMs > 365 * 86_400_000)
+      return text(400, `since: "${oneLine(since ?? "", 40)}" is not a duration up to 365d (30m, 24h, 7d)`);
     return json(buildReport(config, sinceMs, now));
   },
   "/metrics"(config, _url, now) {
@@ -160,7 +184,8 @@ export async function answer(config: Config, request: Request, now = Date.now())
       const cookie = `${COOKIE}=${encodeURIComponent(asked)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`;
       return new Response(null, { status: 303, headers: { ...HEADERS, Location: "/", "Set-Cookie": cookie } });
     }
-    const bearer = /^Bearer (\S+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
+    // The scheme is case-insensitive (RFC 9110): "bearer" and "BEARER" are Bearer.
+    const bearer = /^Bearer +(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
     const given = bearer ?? cookieValue(request.headers.get("cookie") ?? "", COOKIE);
     if (!given || !sameToken(given, config.serve.token))
       return text(401, "unauthorized: send Authorization: Bearer TOKEN (the page: /?token=TOKEN)", {
