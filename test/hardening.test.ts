@@ -486,3 +486,45 @@ test("a spawned service does not inherit TEND_NOTIFY_URL; a configuration over 4
   expect(run.code).toBe(2);
   expect(run.stderr).toContain("is larger than 4 MiB: refused");
 });
+
+test("a type slip in a secret-holding key never quotes its value (headers, env, URLs, token, peers)", async () => {
+  const box = new Sandbox();
+  const secret = "S3CRET-value-9f8e7d";
+  box.writeConfig(`[watchdog]
+state_dir = "${box.state}"
+heartbeat_url = ["https://hc.example/ping/${secret}"]
+[notify]
+url = { u = "https://ntfy.example/${secret}" }
+[serve]
+token = ["${secret}-${secret}"]
+peers = [{ url = "ftp://${secret}@peer.example/" }]
+[[service]]
+name = "api"
+[service.check]
+http = ["https://api.example/${secret}"]
+[[service]]
+name = "web"
+[service.check]
+http = "https://web.example/"
+headers = { Authorization = "Bearer ${secret}", X-Retry = 3 }
+[service.restart]
+spawn = ["sleep", "60"]
+env = { PASSWORD = "${secret}", RETRIES = 3 }
+`);
+  const run = await box.tend(["watchdog", "validate"]);
+  const pass = await box.tend(["watchdog", "pass"]);
+  const log = box.read("watchdog.log");
+  box.cleanup();
+  expect(run.code).toBe(2);
+  for (const key of [
+    "heartbeat_url",
+    "notify.url",
+    "serve.token",
+    "service[0].check.http",
+    "check.headers",
+    "restart.env",
+  ])
+    expect(run.stderr).toContain(key);
+  for (const said of [run.stderr, pass.stderr, pass.stdout, log]) expect(said).not.toContain(secret);
+  expect(run.stderr).toContain("not shown: it may hold a secret");
+});

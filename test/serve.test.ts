@@ -354,3 +354,27 @@ test("a hostile peer's answer (detail an object whose toString is not a function
   expect(body).toContain("unreachable");
   expect(body).toContain("not a tend /api/status answer");
 });
+
+test("the page's events come from the recorded events, never the raw log (whose argvs are whole)", async () => {
+  box = new Sandbox();
+  box.writeConfig(`[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "db"
+failures = 1
+grace = "0s"
+verify_timeout = "1s"
+[service.check]
+tcp = "127.0.0.1:1"
+timeout = "300ms"
+[service.restart]
+command = ["env", "MYSQL_PWD=hunter-9x-pass", "true"]
+`);
+  await box.tend(["watchdog", "pass"]);
+  expect(box.read("watchdog.log")).toContain("hunter-9x-pass"); // the log (0600) keeps the whole argv
+  const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);
+  const body = await (await get(url)).text();
+  expect(body).toContain("Recent events");
+  expect(body).toContain("[FAILED] db");
+  expect(body).not.toContain("hunter-9x-pass");
+});

@@ -151,7 +151,7 @@ function readPeers(table: Reader): ServeConfig["peers"] {
     const extra = isTable(entry) ? Object.keys(entry).filter((name) => name !== "url" && name !== "token") : [];
     if (typeof url !== "string") return table.fail(key, "must be a URL or a { url, token } table");
     const problem = httpUrlProblem(url);
-    if (problem) return table.fail(`${key}.url`, `${show(url)}: ${problem}`);
+    if (problem) return table.fail(`${key}.url`, `${JSON.stringify(shownUrl(url))} ${problem}`);
     if (token !== undefined && (typeof token !== "string" || token.length < 16))
       return table.fail(`${key}.token`, "must be a string of at least 16 characters");
     if (extra.length) return table.fail(`${key}.${extra[0]}`, "unknown key (allowed: url, token)");

@@ -6,6 +6,12 @@ export const isTable = (value: unknown): value is Table =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 export const show = (value: unknown) =>
   typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+/**
+ * Keys whose values are secrets (URLs, header and env values, tokens, peers): an error about them
+ * never quotes the value, whatever its type (a type slip in `headers` must not print the Bearer).
+ */
+const SECRET_KEY = /(^|\.)(url|http|heartbeat_url|token|headers|env|peers)(\.|\[|$)/;
+export const isSecretKey = (path: string) => SECRET_KEY.test(path);
 const typeName = (value: unknown) =>
   Array.isArray(value) ? "an array" : isTable(value) ? "a table" : `a ${typeof value}`;
 
@@ -24,6 +30,10 @@ export class Reader {
   has(key: string) {
     return this.table[key] !== undefined;
   }
+  /** The value as an error may quote it: a secret-holding key's value never. */
+  shown(key: string, value: unknown): string {
+    return isSecretKey(this.at(key)) ? "the value (not shown: it may hold a secret)" : show(value);
+  }
   fail(key: string, message: string) {
     this.errors.push(`${this.at(key)}: ${message}`);
   }
@@ -39,7 +49,7 @@ export class Reader {
     const value = this.raw(key);
     if (value === undefined) return undefined;
     if (typeof value !== "string") {
-      return void this.fail(key, `${show(value)} is ${typeName(value)}, expected a string`);
+      return void this.fail(key, `${this.shown(key, value)} is ${typeName(value)}, expected a string`);
     }
     if (nonEmpty && value.trim() === "") return void this.fail(key, `must not be empty`);
     return value;
@@ -48,7 +58,7 @@ export class Reader {
     const value = this.raw(key);
     if (value === undefined) return undefined;
     if (typeof value !== "boolean") {
-      return void this.fail(key, `${show(value)} is ${typeName(value)}, expected true or false`);
+      return void this.fail(key, `${this.shown(key, value)} is ${typeName(value)}, expected true or false`);
     }
     return value;
   }
@@ -56,9 +66,9 @@ export class Reader {
     const value = this.raw(key);
     if (value === undefined) return undefined;
     const ms = parseDuration(value);
-    if (ms === null) return void this.fail(key, `${show(value)} is not a duration (${DURATION_HINT})`);
+    if (ms === null) return void this.fail(key, `${this.shown(key, value)} is not a duration (${DURATION_HINT})`);
     if (ms > DURATION_MAX_MS)
-      return void this.fail(key, `${show(value)} is longer than 365d, the longest duration allowed`);
+      return void this.fail(key, `${this.shown(key, value)} is longer than 365d, the longest duration allowed`);
     return ms;
   }
   integer(key: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
@@ -66,7 +76,7 @@ export class Reader {
     if (value === undefined) return undefined;
     if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
       const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
-      return void this.fail(key, `${show(value)} is not ${range}`);
+      return void this.fail(key, `${this.shown(key, value)} is not ${range}`);
     }
     return value;
   }
@@ -74,7 +84,7 @@ export class Reader {
     const value = this.raw(key);
     if (value === undefined) return undefined;
     if (!Array.isArray(value) || value.some((item) => typeof item !== "string")) {
-      return void this.fail(key, `${show(value)} is not an array of strings`);
+      return void this.fail(key, `${this.shown(key, value)} is not an array of strings`);
     }
     return value as string[];
   }
@@ -96,7 +106,7 @@ export class Reader {
       const allowed = noAnswer
         ? 'HTTP status codes (100-599, and 0 or "000" for no answer)'
         : "HTTP status codes (100-599)";
-      return void this.fail(key, `${show(value)} is not a non-empty array of ${allowed}`);
+      return void this.fail(key, `${this.shown(key, value)} is not a non-empty array of ${allowed}`);
     }
     return value.map(read) as number[];
   }
@@ -104,14 +114,15 @@ export class Reader {
     const value = this.raw(key);
     if (value === undefined) return undefined;
     if (!isTable(value) || Object.values(value).some((item) => typeof item !== "string")) {
-      return void this.fail(key, `${show(value)} is not a table of strings`);
+      return void this.fail(key, `${this.shown(key, value)} is not a table of strings`);
     }
     return value as Record<string, string>;
   }
   sub(key: string): Reader | undefined {
     const value = this.raw(key);
     if (value === undefined) return undefined;
-    if (!isTable(value)) return void this.fail(key, `${show(value)} is ${typeName(value)}, expected a table`);
+    if (!isTable(value))
+      return void this.fail(key, `${this.shown(key, value)} is ${typeName(value)}, expected a table`);
     return new Reader(value, this.at(key), this.errors);
   }
   /** Exactly one of `keys` must be present; returns it. */

@@ -12,6 +12,7 @@ import { TendError, usageError } from "../core/errors.ts";
 import { viewOf } from "../core/verdict.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
+import { formatLine, type Tag } from "../core/time.ts";
 import { stateReader } from "../state/service.ts";
 import { watchedServices } from "./watched.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
@@ -110,18 +111,32 @@ async function askPeer(peer: Config["serve"]["peers"][number]): Promise<PeerView
   }
 }
 
+/**
+ * The page's recent events: each service's last event as the pass recorded it (the stdout form: a
+ * command as its program and argument count), newest first — never the raw log, whose lines carry
+ * whole argvs.
+ */
+export function recentEvents(status: StatusReport, count = 20): string[] {
+  return status.services
+    .flatMap((row) => (row.last_event ? [row.last_event] : []))
+    .sort((a, b) => Date.parse(b.at) - Date.parse(a.at))
+    .slice(0, count)
+    .map((event) => formatLine(event.tag as Tag, event.message, new Date(event.at)));
+}
+
 type Route = (config: Config, url: URL, now: number) => Promise<Response> | Response;
 
 const ROUTES: Record<string, Route> = {
   async "/"(config, _url, now) {
     const read = stateReader(config.watchdog.stateDir, { once: true }); // one read per file, three views
+    const status = await collectStatus(config, { cached: true, now: () => now, read });
     const data: PageData = {
       host: hostname(),
       now,
-      status: await collectStatus(config, { cached: true, now: () => now, read }),
+      status,
       report: buildReport(config, 86_400_000, now, 48, read),
       stats: collectStats(config, [], read),
-      events: tailLines(config.watchdog.log, 20),
+      events: recentEvents(status),
       downtime: tailLines(statePaths(config.watchdog.stateDir).downtime, 10),
       refreshS: Math.min(60, Math.max(10, Math.round(config.watchdog.intervalMs / 1000))),
       peers: await Promise.all(config.serve.peers.map(askPeer)),
