@@ -528,3 +528,36 @@ env = { PASSWORD = "${secret}", RETRIES = 3 }
   for (const said of [run.stderr, pass.stderr, pass.stdout, log]) expect(said).not.toContain(secret);
   expect(run.stderr).toContain("not shown: it may hold a secret");
 });
+
+test("a FIFO planted at watchdog.log, watchdog.lock or notify.lock, or at an .out, is an error, never a hang", async () => {
+  const box = new Sandbox();
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "bar"\npidfile = "${join(box.dir, "bar.pid")}"\n` +
+      `[service.check]\ntcp = "127.0.0.1:1"\n[service.restart]\nspawn = ["sleep", "600"]\n`,
+  );
+  await box.tend(["watchdog", "validate"]);
+  mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
+  for (const name of ["watchdog.lock", "watchdog.log", "notify.lock"]) {
+    const path = join(box.state, name);
+    expect(Bun.spawnSync(["mkfifo", path]).exitCode).toBe(0);
+    const run =
+      name === "notify.lock"
+        ? await box.tend(["notify", "--url", "http://127.0.0.1:1/", "x"], { timeoutMs: 20_000 })
+        : await box.tend(["watchdog", "pass"], { timeoutMs: 20_000 });
+    expect({ name, hung: run.code === null || run.code === 137 }).toEqual({ name, hung: false });
+    expect(run.stderr + run.stdout).toContain("FIFO");
+    (await import("node:fs")).rmSync(path);
+  }
+  const out = join(box.state, "services", "bar.out");
+  expect(Bun.spawnSync(["mkfifo", out]).exitCode).toBe(0);
+  const fifo = await box.tend(["watchdog", "logs", "bar"], { timeoutMs: 20_000 });
+  expect(fifo.code).toBe(1);
+  expect(fifo.stderr).toContain("not a regular file");
+  (await import("node:fs")).rmSync(out);
+  symlinkSync("/etc/passwd", out);
+  const linked = await box.tend(["watchdog", "logs", "bar"], { timeoutMs: 20_000 });
+  box.cleanup();
+  expect(linked.code).toBe(1);
+  expect(linked.stderr).toContain("is a symlink (not followed)");
+  expect(linked.stdout).not.toContain("root:");
+});

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { escapeControls } from "../core/sanitize.ts";
@@ -120,7 +120,12 @@ export async function serviceLogs(config: Config, name: string, options: LogsOpt
 
   let fd: number;
   try {
-    fd = openSync(source.file, "r");
+    // Never through a symlink, never blocking on a FIFO; a FIFO or device is refused below.
+    fd = openSync(source.file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (!fstatSync(fd).isFile()) {
+      closeSync(fd);
+      throw Object.assign(new Error("not a regular file (a FIFO or a device)"), { code: "EFTYPE" });
+    }
   } catch (error) {
     throw new TendError(`${name}: ${source.file}: ${inWords(error)}`, 1);
   }

@@ -61,10 +61,30 @@ export function readRegularFile(path: string, limit: number, { noFollow = false 
   }
 }
 
-const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+// O_NONBLOCK: a FIFO planted at a log or lock path fails at once (ENXIO, no reader) instead of hanging.
+const APPEND =
+  constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-/** Open for appending, never through a symlink (logs, .out files): ELOOP when PATH is one. */
-export const openAppend = (path: string, mode = 0o600) => openSync(path, APPEND, mode);
+/**
+ * Open for appending, never through a symlink (logs, .out files, locks): ELOOP when PATH is one; a
+ * FIFO, device or directory is an error that says what it is.
+ */
+export function openAppend(path: string, mode = 0o600): number {
+  let fd: number;
+  try {
+    fd = openSync(path, APPEND, mode);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENXIO")
+      throw new FileProblem(`${path}: is a FIFO, not a regular file`);
+    throw error;
+  }
+  const stats = fstatSync(fd);
+  if (!stats.isFile()) {
+    closeSync(fd);
+    throw new FileProblem(`${path}: is ${kindOf(stats)}, not a regular file`);
+  }
+  return fd;
+}
 
 /** Append text to a file, never through a symlink. */
 export function appendNoFollow(path: string, text: string, mode = 0o600): void {

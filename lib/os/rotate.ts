@@ -18,6 +18,7 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
+import { openAppend } from "./files.ts";
 
 export interface Rotation {
   maxBytes: number;
@@ -25,8 +26,6 @@ export interface Rotation {
 }
 
 export const DEFAULT_ROTATION: Rotation = { maxBytes: 10 * 1024 * 1024, keep: 3 };
-
-const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
 
 /** NAME.(keep-1) -> NAME.keep, ..., NAME.1 -> NAME.2; the oldest beyond `keep` is dropped. */
 function shift(path: string, keep: number) {
@@ -63,7 +62,7 @@ function withRotationMark(path: string, work: () => void) {
 
 /** Append `text` to a log tend owns, rotating it first when it has reached the size (never through a symlink). */
 export function appendRotating(path: string, text: string, rotation: Rotation = DEFAULT_ROTATION, mode = 0o600) {
-  let fd = openSync(path, APPEND, mode);
+  let fd = openAppend(path, mode);
   try {
     const { size, ino: inode } = fstatSync(fd);
     if (size > 0 && size + Buffer.byteLength(text) > rotation.maxBytes) {
@@ -75,7 +74,7 @@ export function appendRotating(path: string, text: string, rotation: Rotation = 
         renameSync(path, `${path}.1`);
       });
       closeSync(fd);
-      fd = openSync(path, APPEND, mode);
+      fd = openAppend(path, mode);
     }
     writeSync(fd, text);
   } finally {
