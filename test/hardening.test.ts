@@ -561,3 +561,18 @@ test("a FIFO planted at watchdog.log, watchdog.lock or notify.lock, or at an .ou
   expect(linked.stderr).toContain("is a symlink (not followed)");
   expect(linked.stdout).not.toContain("root:");
 });
+
+test("notify --dry-run and --spool print outside text escaped (an ESC in a message recolours nothing)", async () => {
+  const box = new Sandbox();
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  const hostile = "disk \u001b[31mfull\u001b[0m \u202Eevil";
+  const dry = await box.tend(["notify", "--url", "http://127.0.0.1:1/t", "--dry-run", hostile]);
+  expect(dry.stdout).not.toContain("\u001b");
+  expect(dry.stdout).toContain("\\x1b[31mfull");
+  await box.tend(["notify", "--url", "http://127.0.0.1:1/t", hostile]); // refused: spooled
+  const spool = await box.tend(["notify", "--spool"]);
+  box.cleanup();
+  expect(spool.stdout).toContain("1 spooled");
+  expect(spool.stdout).not.toContain("\u001b");
+  expect(spool.stdout).not.toContain("\u202E");
+});

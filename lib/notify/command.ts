@@ -1,3 +1,4 @@
+import { oneLine } from "../core/sanitize.ts";
 import type { Config, NotifyFormat } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
@@ -50,10 +51,11 @@ export async function flush(
 /** `notify --spool`: what waits in the spool and what lies in the dead letters, one line each. */
 export function listLetters(stateDir: string): string[] {
   const line = (kind: string, entry: { id: string; time: string; url: string; format: string; message: string }) =>
-    `${kind} ${entry.id}  ${localStamp(new Date(entry.time))}  ${entry.format} ${redactUrl(entry.url)}  ` +
-    entry.message.split("\n")[0].slice(0, 80);
+    // Spooled text is outside text: escaped (an ESC in a message must not recolour the terminal).
+    `${kind} ${oneLine(entry.id, 40)}  ${localStamp(new Date(entry.time))}  ${oneLine(entry.format, 20)} ` +
+    `${redactUrl(entry.url)}  ${oneLine(entry.message.split("\n")[0], 80)}`;
   const spooled = readSpool(stateDir).messages.map((entry) => line("spooled", entry));
-  const dead = readDead(stateDir).map((entry) => `${line("dead   ", entry)}  (${entry.answer})`);
+  const dead = readDead(stateDir).map((entry) => `${line("dead   ", entry)}  (${oneLine(String(entry.answer), 120)})`);
   return [`${spooled.length} spooled, ${dead.length} dead letters`, ...spooled, ...dead];
 }
 

@@ -4,7 +4,7 @@ import { humanDuration } from "../core/duration.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { runCommand, saidBy } from "../os/run.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
-import { oneLine } from "../core/sanitize.ts";
+import { escapeControls, oneLine } from "../core/sanitize.ts";
 import { usageError } from "../core/errors.ts";
 
 /** One notification. */
@@ -164,8 +164,10 @@ async function sendTermux(argv: string[]): Promise<SendResult> {
 export function describeRequest(request: HttpRequest): string {
   if (request.argv)
     return request.argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : JSON.stringify(arg))).join(" ");
-  const headers = Object.entries(request.headers).map(([name, value]) => `${name}: ${value}`);
-  return [`POST ${redactUrl(request.url)}`, ...headers, "", request.body].join("\n");
+  const headers = Object.entries(request.headers).map(([name, value]) => `${name}: ${escapeControls(value)}`);
+  // The body is the message: shown with its line breaks, every other control escaped.
+  const body = request.body.split("\n").map(escapeControls).join("\n");
+  return [`POST ${redactUrl(request.url)}`, ...headers, "", body].join("\n");
 }
 
 const retryable = (status: number) => status >= 500 || status === 408 || status === 429;
