@@ -576,3 +576,20 @@ test("notify --dry-run and --spool print outside text escaped (an ESC in a messa
   expect(spool.stdout).not.toContain("\u001b");
   expect(spool.stdout).not.toContain("\u202E");
 });
+
+test("a state file of valid JSON with wrong inner types is corrupt: said and reset, never 'Invalid Date'", async () => {
+  const box = new Sandbox();
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
+  );
+  await box.tend(["watchdog"]);
+  const path = join(box.state, "services", "web.json");
+  const state = JSON.parse(readFileSync(path, "utf8"));
+  writeFileSync(path, JSON.stringify({ ...state, lastProbe: { at: "yesterday", ok: "no", detail: 3 }, startedAt: {} }));
+  const status = await box.tend(["watchdog", "status"]);
+  expect(status.stdout + status.stderr).not.toContain("Invalid Date");
+  expect(status.stderr).not.toContain("internal error");
+  const pass = await box.tend(["watchdog"]);
+  box.cleanup();
+  expect(pass.stdout).toMatch(/\[ERROR\] web: corrupt state file reset \((startedAt|lastProbe) is /);
+});

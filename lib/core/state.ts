@@ -201,6 +201,8 @@ export function parseState(text: string): Partial<ServiceState> | string {
   for (const key of ["restartTimes", "latencies", "rss", "history", "outages", "gaps"]) {
     if (record[key] !== undefined && !Array.isArray(record[key])) return `${key} is not an array`;
   }
+  const wrong = wrongShape(record);
+  if (wrong) return wrong;
   const said = record.degradedSaidAt;
   if (said !== undefined && (typeof said !== "object" || said === null || Array.isArray(said)))
     return "degradedSaidAt is not an object";
@@ -219,6 +221,59 @@ export function parseState(text: string): Partial<ServiceState> | string {
     delete record.latencies;
   }
   return record as Partial<ServiceState>;
+}
+
+/** A time (epoch ms) or null, as every `...At`/`...Until` field holds. */
+const TIMES = [
+  "startedAt",
+  "lastRestartAt",
+  "backoffUntil",
+  "pausedUntil",
+  "firstSeenAt",
+  "firstHealthyAt",
+  "lastHealthyAt",
+  "busySince",
+  "busyLoggedAt",
+  "memoryWarnedAt",
+  "warnedAt",
+  "slowSince",
+  "slowLoggedAt",
+  "remindedAt",
+  "givenUpAt",
+];
+const isTime = (value: unknown) => typeof value === "number" && Number.isFinite(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * Valid JSON of the wrong inner types (a hand edit, another program) is corrupt too, said and reset,
+ * not an "Invalid Date" in status and a page that fails: every time, the probe, the event, the outage.
+ */
+function wrongShape(record: Record<string, unknown>): string | null {
+  const bad = (key: string) => `${key} is ${oneLine(JSON.stringify(record[key]) ?? "?", 60)}`;
+  for (const key of TIMES)
+    if (record[key] !== undefined && record[key] !== null && !isTime(record[key])) return bad(key);
+  for (const key of ["givenUp", "paused"])
+    if (record[key] !== undefined && typeof record[key] !== "boolean") return bad(key);
+  const probe = record.lastProbe;
+  if (probe !== undefined && probe !== null) {
+    if (!isRecord(probe) || !isTime(probe.at) || typeof probe.ok !== "boolean" || typeof probe.detail !== "string")
+      return bad("lastProbe");
+  }
+  const event = record.lastEvent;
+  if (event !== undefined && event !== null) {
+    if (!isRecord(event) || !isTime(event.at) || typeof event.tag !== "string" || typeof event.message !== "string")
+      return bad("lastEvent");
+  }
+  const outage = record.outage;
+  if (outage !== undefined && outage !== null && (!isRecord(outage) || !isTime(outage.since))) return bad("outage");
+  for (const key of ["outages", "gaps"]) {
+    const spans = record[key];
+    if (Array.isArray(spans) && !spans.every((span) => isRecord(span) && isTime(span.from) && isTime(span.to)))
+      return `${key} holds an entry that is not {from, to}`;
+  }
+  if (Array.isArray(record.restartTimes) && !record.restartTimes.every(isTime)) return "restartTimes holds a non-time";
+  return null;
 }
 
 const validVerdict = (verdict: Partial<Verdict>) =>
