@@ -593,3 +593,16 @@ test("a state file of valid JSON with wrong inner types is corrupt: said and res
   box.cleanup();
   expect(pass.stdout).toMatch(/\[ERROR\] web: corrupt state file reset \((startedAt|lastProbe) is /);
 });
+
+test("status counts the spool without parsing it: a 60 MB spool is 200,000 waiting, read in blocks", async () => {
+  const box = new Sandbox();
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
+  );
+  await box.tend(["watchdog"]);
+  const line = JSON.stringify({ id: "x", message: "m".repeat(280), url: "http://127.0.0.1:1/", format: "text" });
+  writeFileSync(join(box.state, "notify-spool.jsonl"), `${line}\n`.repeat(200_000));
+  const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+  box.cleanup();
+  expect(status.notify.spooled).toBe(200_000);
+});

@@ -1,4 +1,4 @@
-import { lstatSync, truncateSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, truncateSync } from "node:fs";
 import type { NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
@@ -130,6 +130,35 @@ export function readSpool(stateDir: string): { messages: Spooled[]; unreadable: 
 }
 
 export const readDead = (stateDir: string): DeadLetter[] => readLines<DeadLetter>(deadFile(stateDir)).entries;
+
+/**
+ * How many messages a spool file holds, counted without parsing it (status and /api/status ask on
+ * every request): its lines, read in 64 KiB blocks, never the whole file at once.
+ */
+export function countLines(path: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return 0;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return 0;
+    const block = Buffer.alloc(64 * 1024);
+    let lines = 0;
+    let last = 10;
+    for (let read; (read = readSync(fd, block, 0, block.length, null)) > 0;) {
+      for (let at = block.indexOf(10); at !== -1 && at < read; at = block.indexOf(10, at + 1)) lines++;
+      last = block[read - 1];
+    }
+    return lines + (last === 10 ? 0 : 1); // a last line without its newline
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export const spoolCount = (stateDir: string) => countLines(spoolFile(stateDir));
+export const deadCount = (stateDir: string) => countLines(deadFile(stateDir));
 
 /** Run `work` holding notify.lock, so concurrent senders neither lose nor duplicate a message. */
 export async function withSpool<T>(

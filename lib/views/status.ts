@@ -11,7 +11,7 @@ import { mainProcess, probeContext } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
 import { stateReader, type StateReader } from "../state/service.ts";
 import { type ServiceState } from "../core/state.ts";
-import { readDead, readNotifyState, readSpool } from "../notify/spool.ts";
+import { deadCount, readNotifyState, spoolCount } from "../notify/spool.ts";
 
 export interface StatusRow {
   name: string;
@@ -87,7 +87,7 @@ export async function collectStatus(
       }),
     ),
   );
-  const spooled = readSpool(config.watchdog.stateDir).messages.length;
+  const spooled = spoolCount(config.watchdog.stateDir); // counted, not parsed: asked on every request
   const watchdog = watchdogFreshness(config, now());
   return {
     last_pass: watchdog.last_pass,
@@ -95,7 +95,7 @@ export async function collectStatus(
     services: rows,
     notify: {
       spooled,
-      dead: readDead(config.watchdog.stateDir).length,
+      dead: deadCount(config.watchdog.stateDir),
       last_error: readNotifyState(config.watchdog.stateDir).lastError,
     },
   };
