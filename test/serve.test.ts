@@ -293,12 +293,20 @@ test("the page takes ?token= once: a cookie, the token gone from the URL; the co
   expect(handed.status).toBe(303);
   expect(handed.headers.get("location")).toBe("/");
   const cookie = handed.headers.get("set-cookie")!;
-  expect(cookie).toMatch(/^tend_token=[^;]+; Path=\/; HttpOnly; SameSite=Strict/);
+  const port = new URL(url).port;
+  // A random session id of this server (named for its port), for 12 hours: never the token itself.
+  expect(cookie).toMatch(
+    new RegExp(`^tend_session_${port}=[\\w-]{32}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200$`),
+  );
+  expect(cookie).not.toContain(TOKEN);
   const headers = { cookie: cookie.split(";")[0] };
   const page = await get(url, { headers });
   expect(page.status).toBe(200);
   expect(await page.text()).not.toContain(TOKEN);
   expect((await get(`${url}api/status`, { headers })).status).toBe(200);
+  // A made-up session, or the token as a cookie, opens nothing.
+  for (const forged of [`tend_session_${port}=${"A".repeat(32)}`, `tend_session_${port}=${TOKEN}`])
+    expect((await get(`${url}api/status`, { headers: { cookie: forged } })).status).toBe(401);
 });
 
 test("serve on loopback answers only a loopback Host (DNS rebinding reads nothing): 421 otherwise", async () => {

@@ -43,7 +43,26 @@ function sameToken(given: string, token: string): boolean {
   return timingSafeEqual(digest(given), digest(token));
 }
 
-const COOKIE = "tend_token";
+const COOKIE = "tend_session";
+const SESSION_MS = 12 * 3_600_000;
+const MAX_SESSIONS = 1000;
+/** Session ids this server gave (the page's cookie), with when each ends; in memory, gone with the server. */
+const sessions = new Map<string, number>();
+
+function newSession(now: number): string {
+  const id = Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
+  if (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value!); // the oldest
+  sessions.set(id, now + SESSION_MS);
+  return id;
+}
+
+function validSession(id: string, now: number): boolean {
+  const until = sessions.get(id);
+  if (until === undefined) return false;
+  if (until > now) return true;
+  sessions.delete(id);
+  return false;
+}
 
 function cookieValue(header: string, name: string): string | undefined {
   for (const part of header.slice(0, 4096).split(";")) {
@@ -195,14 +214,20 @@ export async function answer(config: Config, request: Request, now = Date.now())
   if (config.serve.token !== null) {
     const asked = url.searchParams.get("token");
     // The page's link form: ?token= becomes a cookie and leaves the URL (and the history) at once.
+    // The cookie is a random session id of this server (named for its port, 12 h), never the token.
+    const cookieName = `${COOKIE}_${url.port || "80"}`;
     if (url.pathname === "/" && asked !== null && sameToken(asked, config.serve.token)) {
-      const cookie = `${COOKIE}=${encodeURIComponent(asked)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`;
+      const session = newSession(now);
+      const cookie = `${cookieName}=${session}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MS / 1000}`;
       return new Response(null, { status: 303, headers: { ...HEADERS, Location: "/", "Set-Cookie": cookie } });
     }
     // The scheme is case-insensitive (RFC 9110): "bearer" and "BEARER" are Bearer.
     const bearer = /^Bearer +(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
-    const given = bearer ?? cookieValue(request.headers.get("cookie") ?? "", COOKIE);
-    if (!given || !sameToken(given, config.serve.token))
+    const session = cookieValue(request.headers.get("cookie") ?? "", cookieName);
+    const allowed = bearer
+      ? sameToken(bearer, config.serve.token)
+      : session !== undefined && validSession(session, now);
+    if (!allowed)
       return text(401, "unauthorized: send Authorization: Bearer TOKEN (the page: /?token=TOKEN)", {
         "WWW-Authenticate": 'Bearer realm="tend"',
       });
