@@ -4,7 +4,7 @@ import { runCli, type Io } from "../lib/cli.ts";
 import { findConfig } from "../lib/config/load.ts";
 import { usageError } from "../lib/core/errors.ts";
 import { localStamp } from "../lib/core/time.ts";
-import { applyConfig, listBackups, rollback, updateBinary } from "../lib/tools/update.ts";
+import { applyConfig, listBackups, resolveTarget, rollback, updateBinary } from "../lib/tools/update.ts";
 
 const USAGE = `usage: self-update SOURCE [--sha256 HEX] [--target PATH] [--yes] [--keep N]   SOURCE: a path or URL
        self-update --apply-config NEW.toml [--yes]
@@ -24,7 +24,8 @@ export function main(argv: string[], io: Io, ask: () => Promise<string> = readLi
     boolean: ["yes", "rollback", "list"],
   };
   return runCli(spec, argv, io, async (args) => {
-    const target = resolve(args.target ?? process.execPath);
+    // A symlinked target (~/bin/tend -> ~/opt/tend-1.2): the file it names is replaced, the link kept.
+    const target = resolveTarget(resolve(args.target ?? process.execPath));
     const modes = [args._.length > 0, Boolean(args["apply-config"]), args.rollback, args.list].filter(Boolean).length;
     if (modes !== 1 || args._.length > 1)
       throw usageError(`give one of SOURCE, --apply-config, --rollback, --list\n\n${USAGE}`);

@@ -6,6 +6,8 @@ import {
   copyFileSync,
   existsSync,
   readdirSync,
+  rmSync,
+  symlinkSync,
   readFileSync,
   statSync,
   utimesSync,
@@ -291,3 +293,40 @@ test("redirects: never to a weaker scheme, and none at all without --sha256 (cur
     plain.stop(true);
   }
 }, 60_000);
+
+test("--rollback restores only a regular file that proves it is tend; a planted symlink or junk is refused", async () => {
+  const { target, selfUpdate, original } = install();
+  expect((await selfUpdate(TEND, "--yes")).code).toBe(0); // a real update: one real backup
+  const [saved] = backups(target);
+  // A symlink planted where the newest backup would be.
+  const planted = `${target}.bak-29991231-235959`;
+  symlinkSync("/etc/hostname", planted);
+  const linked = await selfUpdate("--rollback", "--yes");
+  expect(linked.code).toBe(3);
+  expect(linked.stderr).toContain("is not a regular file (a symlink?): not restored");
+  rmSync(planted);
+  // A truncated copy (as a full disk left it) does not answer as tend.
+  writeFileSync(planted, "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+  const junk = await selfUpdate("--rollback", "--yes");
+  expect(junk.code).toBe(3);
+  expect(junk.stderr).toContain("does not answer --version as tend does");
+  rmSync(planted);
+  expect(sha(target)).toBe(sha(TEND));
+  expect((await selfUpdate("--rollback", "--yes")).code).toBe(0); // the real backup: restored
+  expect(sha(target)).toBe(original);
+  void saved;
+});
+
+test("root updating a user's symlinked tend replaces the file the link names, keeping its owner", async () => {
+  const { target } = install();
+  const real = join(box.dir, "bin", "tend-real");
+  (await import("node:fs")).renameSync(target, real);
+  symlinkSync(real, target);
+  const nobody = Number(Bun.spawnSync(["id", "-u", "nobody"]).stdout.toString().trim());
+  (await import("node:fs")).chownSync(real, nobody, nobody);
+  const result = await box.tend(["self-update", TEND, "--yes", "--target", target]);
+  expect(result.code).toBe(0);
+  expect((await import("node:fs")).lstatSync(target).isSymbolicLink()).toBe(true); // the link kept
+  expect(sha(real)).toBe(sha(TEND));
+  expect(statSync(real).uid).toBe(nobody); // not made root's
+});

@@ -1,6 +1,9 @@
 import { createHash } from "node:crypto";
 import {
   existsSync,
+  realpathSync,
+  chownSync,
+  lstatSync,
   chmodSync,
   closeSync,
   copyFileSync,
@@ -91,11 +94,38 @@ export function backup(target: string, now: Date, keep = KEEP_BACKUPS): string {
   let path = `${target}.bak-${stamp(now)}`;
   for (let n = 1; listBackups(target).includes(path); n++) path = `${target}.bak-${stamp(now)}-${n}`;
   const info = statSync(target);
-  copyFileSync(target, path);
-  chmodSync(path, info.mode & 0o7777);
-  utimesSync(path, info.atime, info.mtime);
+  // Written completely or not at all: a temp copy, fsynced, its size checked, then renamed into place
+  // (a full disk leaves no truncated backup for --rollback to restore).
+  const temp = tempBeside(path);
+  try {
+    copyFileSync(target, temp);
+    const fd = openSync(temp, "r+");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (statSync(temp).size !== info.size)
+      throw new TendError(`backup of ${target}: the copy is ${statSync(temp).size} bytes, not ${info.size}`, 1);
+    chmodSync(temp, info.mode & 0o7777);
+    utimesSync(temp, info.atime, info.mtime);
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    if (error instanceof TendError) throw error;
+    throw new TendError(`backup of ${target}: ${inWords(error)}: nothing swapped`, 1);
+  }
   for (const old of listBackups(target).slice(keep)) rmSync(old, { force: true });
   return path;
+}
+
+/** The file a target names: a symlinked ~/bin/tend is replaced where it points, the link kept. */
+export function resolveTarget(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path; // not there yet: installed where asked
+  }
 }
 
 /** A temp file beside the target (same filesystem: the rename is atomic). */
@@ -226,6 +256,12 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
     await confirmed(io);
     const saved = backup(target, (io.now ?? (() => new Date()))(), io.keep);
     io.say(`backup: ${saved}`);
+    // The new binary keeps the installed one's owner and group (root updating a user's tend must not
+    // make it root's).
+    if (existsSync(target)) {
+      const owner = statSync(target);
+      if (process.getuid?.() === 0) chownSync(temp, owner.uid, owner.gid);
+    }
     renameSync(temp, target);
     try {
       await run(target, ["--version"], "the installed binary's --version");
@@ -251,6 +287,13 @@ function restore(saved: string, target: string): void {
 export async function rollback(target: string, io: UpdateIo): Promise<void> {
   const [newest] = listBackups(target);
   if (!newest) throw new TendError(`no backup of ${target} to roll back to`, 1);
+  // Only a regular file that proves it is tend (its --version) goes over the binary: never a symlink
+  // planted as a backup (it would put /etc/hostname there), never a truncated or foreign file.
+  const kind = lstatSync(newest);
+  if (!kind.isFile()) throw refused(`${newest} is not a regular file (a symlink?): not restored`);
+  const said = await run(newest, ["--version"], `${newest} --version`).catch(() => "");
+  if (!TEND_VERSION_LINE.test(said.split("\n")[0].trim()))
+    throw refused(`${newest} does not answer --version as tend does: not restored (truncated or not tend)`);
   const version = async (binary: string) =>
     (await run(binary, ["--version"], `${binary} --version`).catch(() => "(does not answer)")).split("\n")[0].trim();
   const [current, restored] = [await version(target), await version(newest)];
