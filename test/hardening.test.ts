@@ -606,3 +606,24 @@ test("status counts the spool without parsing it: a 60 MB spool is 200,000 waiti
   box.cleanup();
   expect(status.notify.spooled).toBe(200_000);
 });
+
+test("a spool over its read bound keeps the newest messages: the oldest are what is dropped, and counted", async () => {
+  const { readSpool } = await import("../lib/notify/spool.ts");
+  const box = new Sandbox();
+  mkdirSync(box.state, { recursive: true, mode: 0o700 });
+  const line = (message: string) =>
+    JSON.stringify({
+      id: message,
+      message,
+      url: "http://127.0.0.1:1/",
+      format: "text",
+      time: new Date().toISOString(),
+    });
+  const old = `${line("o".repeat(64 * 1024))}\n`.repeat(2100); // ~135 MiB: past the 128 MiB bound
+  writeFileSync(join(box.state, "notify-spool.jsonl"), old + `${line("NEWEST")}\n`);
+  const spool = readSpool(box.state);
+  box.cleanup();
+  expect(spool.messages.at(-1)?.message).toBe("NEWEST");
+  expect(spool.unreadable).toBe(1); // the cut: said, not silent
+  expect(spool.messages.length).toBeLessThan(2101);
+});

@@ -103,14 +103,42 @@ export function readNotifyState(stateDir: string): NotifyState {
   }
 }
 
+/**
+ * The last `limit` bytes of a file from its first whole line on (never through a symlink, never a
+ * FIFO); `cut` when older bytes were left out.
+ */
+function readTail(path: string, limit: number): { text: string; cut: boolean } {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return { text: "", cut: false };
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) return { text: "", cut: false };
+    const from = Math.max(0, stats.size - limit);
+    const buffer = Buffer.alloc(stats.size - from);
+    let size = 0;
+    while (size < buffer.length) {
+      const read = readSync(fd, buffer, size, buffer.length - size, from + size);
+      if (read === 0) break;
+      size += read;
+    }
+    let text = buffer.subarray(0, size).toString("utf8");
+    if (from > 0) text = text.slice(text.indexOf("\n") + 1); // a line cut at the start is not a message
+    return { text, cut: from > 0 };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** JSON lines; a torn or edited line is counted as unreadable, never fatal. */
 function readLines<T>(path: string): { entries: T[]; unreadable: number } {
-  let text = "";
-  try {
-    text = readRegularFile(path, SPOOL_BYTES_LIMIT, { noFollow: true });
-  } catch {}
+  const { text, cut } = readTail(path, SPOOL_BYTES_LIMIT);
   const entries: T[] = [];
-  let unreadable = 0;
+  // Over its bound, the oldest are what is lost (the newest are what is read): counted as unreadable.
+  let unreadable = cut ? 1 : 0;
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     try {
