@@ -529,7 +529,7 @@ env = { PASSWORD = "${secret}", RETRIES = 3 }
   expect(run.stderr).toContain("not shown: it may hold a secret");
 });
 
-test("a FIFO planted at watchdog.log, watchdog.lock or notify.lock, or at an .out, is an error, never a hang", async () => {
+test("a FIFO at watchdog.log, watchdog.lock, notify.lock or an .out is an error, never a hang", async () => {
   const box = new Sandbox();
   box.writeConfig(
     `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "bar"\npidfile = "${join(box.dir, "bar.pid")}"\n` +

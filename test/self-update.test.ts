@@ -294,7 +294,7 @@ test("redirects: never to a weaker scheme, and none at all without --sha256 (cur
   }
 }, 60_000);
 
-test("--rollback restores only a regular file that proves it is tend; a planted symlink or junk is refused", async () => {
+test("--rollback restores only a regular file that proves it is tend; a symlink or junk is refused", async () => {
   const { target, selfUpdate, original } = install();
   expect((await selfUpdate(TEND, "--yes")).code).toBe(0); // a real update: one real backup
   const [saved] = backups(target);

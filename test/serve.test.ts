@@ -338,7 +338,7 @@ test("serve on loopback answers only a loopback Host (DNS rebinding reads nothin
   expect(await curl(`[::1]:${port}`)).toBe("200");
 });
 
-test("a hostile peer's answer (detail an object whose toString is not a function) is unreachable, never a 500", async () => {
+test("a hostile peer's answer (a detail whose toString is no function) is unreachable, never a 500", async () => {
   box = new Sandbox();
   const web = controlledServer();
   stops.push(() => web.server.stop(true));

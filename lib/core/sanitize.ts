@@ -1,8 +1,8 @@
 /**
  * The one sanitiser for text from outside (answers, command output, cmdlines, file contents,
- * other programs' errors): control characters (C0 with CR, LF, TAB and NUL, DEL, C1, ESC),
- * the Unicode line separators and the bidirectional controls become visible escapes, so no outside text can start a log line,
- * move the cursor or recolour a terminal.
+ * other programs' errors): control characters (C0 with CR, LF, TAB and NUL, DEL, C1, ESC), the
+ * Unicode line separators and the bidirectional controls become visible escapes, so no outside
+ * text can start a log line, move the cursor or recolour a terminal.
  */
 const NAMED: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 // Also the bidirectional controls (U+200E/F, U+202A-E, U+2066-9): a U+202E turns "exe.txt" around.
