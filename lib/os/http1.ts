@@ -2,7 +2,6 @@
 // status line and headers are the answer, the body is read only when a string is looked for in it,
 // and every way of not answering has its own words. fetch cannot do this: it waits for a body it
 // was not asked to read, and reports a clean close, a reset and a malformed answer all as ECONNRESET.
-import type { Socket } from "node:net";
 import { humanDuration } from "../core/duration.ts";
 import { after } from "./timer.ts";
 
@@ -203,24 +202,20 @@ class BodySearch {
   }
 }
 
-/** GET `url` once. Never throws for what the network does; the socket is gone when it resolves. */
+/** An IP literal (no SNI for it); the rest are names. */
+const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)$/i;
+
+/**
+ * GET `url` once. Never throws for what the network does; the socket is gone when it resolves.
+ * Bun.connect, not node:net: its first connection costs ~10 ms less (bench battery), and it says a
+ * clean close (end), a reset (ECONNRESET) and each TLS failure (handshake) apart.
+ */
 export async function httpGet(url: string, options: GetOptions): Promise<GetResult> {
   const target = new URL(url);
   const secure = target.protocol === "https:";
   const host = target.hostname.replace(/^\[(.*)\]$/, "$1");
   const port = Number(target.port || (secure ? 443 : 80));
-  const { isIP } = await import("node:net");
   const started = performance.now();
-  const socket: Socket = secure
-    ? (await import("node:tls")).connect({
-        host,
-        port,
-        servername: isIP(host) ? undefined : host,
-        ca: options.ca ?? undefined,
-        rejectUnauthorized: !options.insecure,
-        ALPNProtocols: ["http/1.1"],
-      })
-    : (await import("node:net")).connect({ host, port });
   const contains = options.contains ?? null;
   return new Promise<GetResult>((resolve) => {
     let received = Buffer.alloc(0);
@@ -228,11 +223,14 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
     let headersMs = 0;
     let search: BodySearch | null = null;
     let settled = false;
+    let socket: { end(): void; terminate?(): void } | null = null;
     const settle = (result: GetResult) => {
       if (settled) return;
       settled = true;
       cancel();
-      socket.destroy();
+      try {
+        socket?.terminate?.() ?? socket?.end();
+      } catch {}
       resolve(result);
     };
     const answer = () => {
@@ -251,13 +249,13 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       search?.timedOut();
       answer();
     });
-    const onBody = (data: Buffer) => {
-      search!.add(data);
-      if (search!.done) answer();
-    };
-    socket.once(secure ? "secureConnect" : "connect", () => socket.write(requestText(target, options.headers)));
-    socket.on("data", (data: Buffer) => {
-      if (head) return onBody(data);
+    const onData = (data: Buffer) => {
+      if (settled) return;
+      if (head) {
+        search!.add(data);
+        if (search!.done) answer();
+        return;
+      }
       received = Buffer.concat([received, data]);
       const parsed = parseHead(received);
       if (parsed === "bad") return noAnswer("not an HTTP answer");
@@ -269,25 +267,41 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       if (contains === null) return answer();
       search = new BodySearch(parsed, contains, options.bodyLimit ?? 1024 * 1024);
       if (search.done) return answer();
-      onBody(parsed.rest);
-    });
-    socket.once("end", () => {
-      if (!head) return noAnswer("connection closed without an answer");
-      search?.closed(true);
+      onData(parsed.rest);
+    };
+    const closed = (clean: boolean, code?: string) => {
+      if (settled) return;
+      if (!head) return noAnswer(clean ? "connection closed without an answer" : socketWords(code ?? "ECONNRESET"));
+      search?.closed(clean);
       answer();
-    });
-    socket.once("error", (error: NodeJS.ErrnoException) => {
-      if (head) {
-        search?.closed(false);
-        return answer();
-      }
-      const name = target.hostname;
-      noAnswer((secure && tlsWords(error.code, error.message ?? "", name)) || socketWords(error.code));
-    });
-    socket.once("close", () => {
-      if (!head) return noAnswer("connection closed without an answer");
-      search?.closed(false);
-      answer();
-    });
+    };
+    const send = (open: { write(text: string): number }) => open.write(requestText(target, options.headers));
+    Bun.connect({
+      hostname: host,
+      port,
+      tls: secure
+        ? {
+            rejectUnauthorized: !options.insecure,
+            serverName: IP_LITERAL.test(host) ? undefined : host,
+            ...(options.ca ? { ca: options.ca } : {}),
+          }
+        : undefined,
+      socket: {
+        open(open) {
+          socket = open;
+          if (!secure) send(open);
+        },
+        handshake(open, ok, error) {
+          if (ok) return void send(open);
+          const code = (error as NodeJS.ErrnoException | null)?.code;
+          noAnswer(tlsWords(code, error?.message ?? "", target.hostname) ?? "TLS handshake failed");
+        },
+        data: (_open, data) => onData(data),
+        end: () => closed(true),
+        close: (_open, error) => closed(!error, (error as NodeJS.ErrnoException | undefined)?.code),
+        error: (_open, error) => closed(false, (error as NodeJS.ErrnoException).code),
+        connectError: (_open, error) => noAnswer(socketWords((error as NodeJS.ErrnoException).code)),
+      },
+    }).catch((error: NodeJS.ErrnoException) => noAnswer(socketWords(error.code)));
   });
 }
