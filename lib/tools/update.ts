@@ -262,7 +262,11 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
       const owner = statSync(target);
       if (process.getuid?.() === 0) chownSync(temp, owner.uid, owner.gid);
     }
-    renameSync(temp, target);
+    try {
+      renameSync(temp, target);
+    } catch (error) {
+      throw new TendError(`cannot install ${target}: ${inWords(error)} (nothing swapped; backup ${saved})`, 1);
+    }
     try {
       await run(target, ["--version"], "the installed binary's --version");
     } catch (error) {
@@ -278,9 +282,14 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
 /** Copy a backup back over the target, atomically. */
 function restore(saved: string, target: string): void {
   const temp = tempBeside(target);
-  copyFileSync(saved, temp);
-  chmodSync(temp, statSync(saved).mode & 0o7777);
-  renameSync(temp, target);
+  try {
+    copyFileSync(saved, temp);
+    chmodSync(temp, statSync(saved).mode & 0o7777);
+    renameSync(temp, target);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw new TendError(`cannot restore ${saved} over ${target}: ${inWords(error)}`, 1);
+  }
 }
 
 /** Restore the newest backup: asked like an update, and the version it restored said. */
