@@ -140,3 +140,36 @@ test("tmux: socket names are checked as configuration", async () => {
     'service[0].restart.socket: "no/slash" is neither a socket name (letters, digits, _ . -) nor an absolute path',
   );
 });
+
+test("tmux: a pane whose command exits during verification is FAILED at once, saying when; its words kept", async () => {
+  box = new Sandbox();
+  box.writeConfig(`[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "dies"
+tmux = "main:dies"
+grace = "0s"
+verify_timeout = "30s"
+[service.check]
+process = true
+[service.restart]
+tmux = "main:dies"
+socket = "tend-dies"
+run = "echo cannot bind port 8080; exit 3"
+`);
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", "-L", "tend-dies", ...args], { env: box.env() });
+  try {
+    const started = Date.now();
+    const pass = await box.tend(["watchdog"]);
+    console.log(pass.stdout);
+    expect(Date.now() - started).toBeLessThan(20_000); // not the 30 s deadline
+    expect(pass.stdout).toMatch(
+      /\[FAILED\] dies exited [\d.]+s after its first start \(tmux pane main:dies: .*\); backoff/,
+    );
+    expect(pass.stdout).not.toContain("[RECOVERED]");
+    await waitFor(() => box.read("services/dies.out").includes("cannot bind port 8080"), 10_000, "the pane's words");
+    expect((await box.tend(["watchdog", "logs", "dies"])).stdout).toContain("cannot bind port 8080");
+  } finally {
+    tmux("kill-server");
+  }
+}, 60_000);
