@@ -141,7 +141,7 @@ test("tmux: socket names are checked as configuration", async () => {
   );
 });
 
-test("tmux: a pane whose command exits during verification is FAILED at once, saying when; its words kept", async () => {
+test("tmux: a pane that exits during verification is FAILED at once, saying when; its words kept", async () => {
   box = new Sandbox();
   box.writeConfig(`[watchdog]
 state_dir = "${box.state}"
