@@ -3,7 +3,7 @@ import type { NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
-import { inWords, readRegularFile } from "../os/files.ts";
+import { inWords, readRegularFile, readTail } from "../os/files.ts";
 import { waitLock } from "../os/lock.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { buildRequest, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
@@ -100,36 +100,6 @@ export function readNotifyState(stateDir: string): NotifyState {
     return { ...empty, ...JSON.parse(readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true })) };
   } catch {
     return empty;
-  }
-}
-
-/**
- * The last `limit` bytes of a file from its first whole line on (never through a symlink, never a
- * FIFO); `cut` when older bytes were left out.
- */
-function readTail(path: string, limit: number): { text: string; cut: boolean } {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return { text: "", cut: false };
-  }
-  try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) return { text: "", cut: false };
-    const from = Math.max(0, stats.size - limit);
-    const buffer = Buffer.alloc(stats.size - from);
-    let size = 0;
-    while (size < buffer.length) {
-      const read = readSync(fd, buffer, size, buffer.length - size, from + size);
-      if (read === 0) break;
-      size += read;
-    }
-    let text = buffer.subarray(0, size).toString("utf8");
-    if (from > 0) text = text.slice(text.indexOf("\n") + 1); // a line cut at the start is not a message
-    return { text, cut: from > 0 };
-  } finally {
-    closeSync(fd);
   }
 }
 

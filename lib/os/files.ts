@@ -96,17 +96,20 @@ export function appendNoFollow(path: string, text: string, mode = 0o600): void {
   }
 }
 
-/** The last `count` lines of a regular file, reading at most its last `limit` bytes (never through a symlink). */
-export function tailLines(path: string, count: number, limit = 65_536): string[] {
+/**
+ * The last `limit` bytes of a regular file from its first whole line on (never through a symlink,
+ * never a FIFO: "" then); `cut` when older bytes were left out.
+ */
+export function readTail(path: string, limit: number): { text: string; cut: boolean } {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   } catch {
-    return [];
+    return { text: "", cut: false };
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile()) return [];
+    if (!stats.isFile()) return { text: "", cut: false };
     const from = Math.max(0, stats.size - limit);
     const buffer = Buffer.alloc(stats.size - from);
     let size = 0;
@@ -115,10 +118,19 @@ export function tailLines(path: string, count: number, limit = 65_536): string[]
       if (read === 0) break;
       size += read;
     }
-    const lines = buffer.subarray(0, size).toString("utf8").split("\n");
-    if (from > 0) lines.shift(); // a cut first line
-    return lines.filter((line) => line !== "").slice(-count);
+    const text = buffer.subarray(0, size).toString("utf8");
+    if (from === 0) return { text, cut: false };
+    const first = text.indexOf("\n"); // the first line was cut: not a line
+    return { text: first < 0 ? "" : text.slice(first + 1), cut: true };
   } finally {
     closeSync(fd);
   }
+}
+
+/** The last `count` lines of a regular file, reading at most its last `limit` bytes (never through a symlink). */
+export function tailLines(path: string, count: number, limit = 65_536): string[] {
+  return readTail(path, limit)
+    .text.split("\n")
+    .filter((line) => line !== "")
+    .slice(-count);
 }
