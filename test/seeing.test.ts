@@ -369,19 +369,19 @@ name = "app"
 depends_on = ["db"]
 [service.check]
 http = "${app.url}"
-timeout = "500ms"
+timeout = "1s"
 [[service]]
 name = "tunnel"
 failures = 100
 [service.check]
 http = "${tunnel.url}"
-timeout = "500ms"
+timeout = "1s"
 `);
   expect((await box.tend(["watchdog"])).code).toBe(0); // all healthy
   // The database is down; the app, waiting on it, times out: the incident, not the app's tail.
   db.control.status = 503;
-  app.control.delayMs = 1500;
-  tunnel.control.delayMs = 1500; // the tunnel: one slow answer the timeout cuts, then normal again
+  app.control.delayMs = 2500;
+  tunnel.control.delayMs = 2500; // the tunnel: one slow answer the timeout cuts, then normal again
   const waiting = await box.tend(["watchdog"]);
   expect(waiting.stdout).toContain("[WAIT] app failed health check");
   tunnel.control.delayMs = 0;
@@ -394,7 +394,7 @@ timeout = "500ms"
   expect(of("app")).toMatchObject({ samples: 2, timeouts: 0, hang_probes: 2, warning: null });
   // A blip below N strikes, closed by the next answer, is the tail the timeout cut: kept, and advised on.
   expect(of("tunnel")).toMatchObject({ samples: 4, timeouts: 1, hang_probes: 0 });
-  expect(of("tunnel").warning).toContain("timeout 0.5s is below the observed p99");
+  expect(of("tunnel").warning).toContain("timeout 1.0s is below the observed p99");
   const text = (await box.tend(["watchdog", "stats", "app"])).stdout;
   expect(text).toContain("2 probes inside outages (the incident, not the tail) left out");
 }, 60_000);

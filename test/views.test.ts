@@ -425,7 +425,7 @@ test("slow_above: a slow healthy answer is slow in every view (🐢 once, status
     }).replace('timeout = "1s"', 'timeout = "5s"'),
   );
   const first = await box.tend(["watchdog"]);
-  expect(first.stdout).toMatch(/\[WARN\] api is slow \(HTTP 200 in 0\.\ds, above 0\.3s\)/);
+  expect(first.stdout).toMatch(/\[WARN\] api is slow \(HTTP 200 in [\d.]+s, above 0\.3s\)/);
   const second = await box.tend(["watchdog"]);
   expect(second.stdout).not.toContain("is slow"); // once per spell, then at most hourly
   expect(receiver.received.filter((body) => body.startsWith("🐢 api is slow"))).toHaveLength(1);
@@ -466,7 +466,8 @@ test("given_up_retry and remind_every: a given-up service is tried once every D,
   const retry = await box.tend(["watchdog"]);
   expect(retry.stdout).toContain("given up, trying one restart again (given_up_retry 1h)");
   expect(retry.stdout).toContain("[RESTART] api");
-  expect(retry.stdout).toMatch(/\[FAILED\] api did not recover within 1\.\ds after restart/);
+  // The time really waited, whatever the load made it.
+  expect(retry.stdout).toMatch(/\[FAILED\] api did not recover within [\d.]+s after restart/);
   expect(box.stateOf("api")).toMatchObject({ givenUp: true, verdict: { word: "backoff" } });
   // Given up 10 minutes ago, last said 61 minutes ago: no retry yet, a 🔔 that says for how long.
   givenUp({ givenUpAt: Date.now() - 10 * 60_000, remindedAt: Date.now() - 61 * 60_000, backoffUntil: null });

@@ -267,7 +267,7 @@ command = ["true"]
     for (let restart = 1; restart <= 2; restart++) {
       const pass = await box.tend(["watchdog"]);
       expect(pass.stdout).toContain("[HUNG] flaky");
-      expect(pass.stdout).toMatch(/\[FAILED\] flaky did not recover within 1\.\ds after restart/);
+      expect(pass.stdout).toMatch(/\[FAILED\] flaky did not recover within [\d.]+s after restart/); // as waited
     }
     const third = await box.tend(["watchdog"]);
     expect(third.stdout).toContain("[GIVEN-UP] flaky failed 1 check in a row but was restarted 2 times within 1h");
