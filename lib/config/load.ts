@@ -3,7 +3,6 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
 import { parseListen } from "../core/listen.ts";
-import { parseSize, SIZE_HINT } from "../core/size.ts";
 import { httpUrlProblem, shownUrl } from "../core/redact.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
@@ -166,12 +165,10 @@ export const defaultStateDir = (env: Env, home: string) =>
 
 /** log_max_size: "10MiB" by default; at least 64 KiB (a log that rotates every few lines keeps nothing). */
 function readLogSize(table: Reader): number {
-  if (!table.has("log_max_size")) return 10 * 1024 * 1024;
-  const value = table.raw("log_max_size");
-  const bytes = parseSize(value);
-  if (bytes === null) table.fail("log_max_size", `${show(value)} is not a size (${SIZE_HINT})`);
-  else if (bytes < 64 * 1024) table.fail("log_max_size", `${show(value)} is below the floor of 64KiB`);
-  return bytes ?? 0;
+  const bytes = table.size("log_max_size");
+  if (bytes !== undefined && bytes < 64 * 1024)
+    table.fail("log_max_size", `${show(table.raw("log_max_size"))} is below the floor of 64KiB`);
+  return bytes ?? 10 * 1024 * 1024;
 }
 
 function readWatchdog(table: Reader, env: Env, home: string, path: string): WatchdogConfig {

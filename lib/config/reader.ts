@@ -1,3 +1,4 @@
+import { parseSize, SIZE_HINT } from "../core/size.ts";
 import { DURATION_HINT, DURATION_MAX_MS, parseDuration } from "../core/duration.ts";
 import { nearest } from "../core/nearest.ts";
 
@@ -44,6 +45,14 @@ export class Reader {
   raw(key: string): unknown {
     this.used.add(key);
     return this.table[key];
+  }
+  /** "512MiB", "1GiB", "800MB" or a number of bytes. */
+  size(key: string): number | undefined {
+    const value = this.raw(key);
+    if (value === undefined) return undefined;
+    const bytes = parseSize(value);
+    if (bytes === null) return void this.fail(key, `${this.shown(key, value)} is not a size (${SIZE_HINT})`);
+    return bytes;
   }
   string(key: string, { nonEmpty = true } = {}): string | undefined {
     const value = this.raw(key);

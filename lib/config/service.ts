@@ -1,7 +1,6 @@
 import { CHECKS } from "../checks/index.ts";
 import type { CheckConfig } from "../checks/kind.ts";
 import { nearest } from "../core/nearest.ts";
-import { parseSize, SIZE_HINT } from "../core/size.ts";
 import { TMUX_TARGET } from "../os/tmux.ts";
 import { statePaths } from "../state/dir.ts";
 import { impliedSource, RESTARTS } from "../restarts/index.ts";
@@ -224,17 +223,10 @@ function readBusy(service: Reader, inState: (path: string) => string): BusyConfi
 function readMemory(service: Reader, hasPidSource: boolean): MemoryConfig | null {
   const table = service.sub("memory");
   if (!table) return null;
-  const size = (key: string) => {
-    const value = table.raw(key);
-    if (value === undefined) return null;
-    const bytes = parseSize(value);
-    if (bytes === null) table.fail(key, `${show(value)} is not a size (${SIZE_HINT})`);
-    return bytes;
-  };
   const memory: MemoryConfig = {
-    limitBytes: size("limit"),
+    limitBytes: table.size("limit") ?? null,
     warnWithinMs: table.duration("warn_within") ?? 86_400_000,
-    restartAboveBytes: size("restart_above"),
+    restartAboveBytes: table.size("restart_above") ?? null,
   };
   if (!table.has("limit") && !table.has("restart_above")) service.fail("memory", "needs limit, restart_above, or both");
   if (!hasPidSource) {

@@ -3,6 +3,7 @@
 // and every way of not answering has its own words. fetch cannot do this: it waits for a body it
 // was not asked to read, and reports a clean close, a reset and a malformed answer all as ECONNRESET.
 import { humanDuration } from "../core/duration.ts";
+import { socketWords } from "./net.ts";
 import { after } from "./timer.ts";
 
 export interface GetOptions {
@@ -51,26 +52,6 @@ export function tlsWords(code: string | undefined, message: string, name: string
     return "TLS handshake failed (the port speaks plain HTTP?)";
   if (code?.startsWith("ERR_SSL") || code?.startsWith("ERR_TLS")) return "TLS handshake failed";
   return null;
-}
-
-/** A socket error in words; never an internal code (ECONNRESET, EPROTO, ...). */
-export function socketWords(code: string | undefined): string {
-  const known: Record<string, string> = {
-    ECONNREFUSED: "connection refused",
-    ECONNRESET: "connection reset",
-    EPIPE: "connection reset",
-    ENOTFOUND: "name does not resolve",
-    EAI_AGAIN: "name does not resolve",
-    EAI_NONAME: "name does not resolve",
-    EHOSTUNREACH: "host unreachable",
-    ENETUNREACH: "network unreachable",
-    ETIMEDOUT: "connection timed out",
-    EADDRNOTAVAIL: "address not available",
-    EMFILE: "too many open files (tend's own limit)",
-    ENFILE: "too many open files (the system's limit)",
-    ENOMEM: "out of memory",
-  };
-  return (code && known[code]) ?? "connection failed";
 }
 
 /** The request's bytes: Host, a User-Agent, Basic auth from the URL's user info; the check's headers win. */

@@ -2,21 +2,35 @@ import { oneLine } from "../core/sanitize.ts";
 /** fetch aborted by AbortSignal.timeout: the curl --max-time case. */
 export const isTimeout = (error: unknown) => ["TimeoutError", "AbortError"].includes((error as Error)?.name);
 
+/** Network and socket errors in words, for every client tend has (fetch, node:net, Bun.connect). */
+const CONNECTION_WORDS: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ConnectionRefused: "connection refused",
+  ECONNRESET: "connection reset",
+  EPIPE: "connection reset",
+  ConnectionClosed: "connection closed",
+  ENOTFOUND: "name does not resolve",
+  DNSException: "name does not resolve",
+  EAI_AGAIN: "name does not resolve",
+  EAI_NONAME: "name does not resolve",
+  FailedToOpenSocket: "cannot open socket",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ETIMEDOUT: "connection timed out",
+  EADDRNOTAVAIL: "address not available",
+  EMFILE: "too many open files (tend's own limit)",
+  ENFILE: "too many open files (the system's limit)",
+  ENOMEM: "out of memory",
+};
+
+/** A socket error code in words; one not known is "connection failed", never the internal code. */
+export const socketWords = (code: string | undefined): string =>
+  (code && CONNECTION_WORDS[code]) ?? "connection failed";
+
 /** A network error in words: "connection refused", "name does not resolve", ... */
 export function networkReason(error: unknown): string {
   const code = (error as { code?: string }).code;
-  const known: Record<string, string> = {
-    ECONNREFUSED: "connection refused",
-    ConnectionRefused: "connection refused",
-    ECONNRESET: "connection reset",
-    ConnectionClosed: "connection closed",
-    ENOTFOUND: "name does not resolve",
-    DNSException: "name does not resolve",
-    EAI_AGAIN: "name does not resolve",
-    FailedToOpenSocket: "cannot open socket",
-    EHOSTUNREACH: "host unreachable",
-  };
-  return oneLine((code && known[code]) ?? code ?? (error as Error).message ?? String(error));
+  return oneLine((code && CONNECTION_WORDS[code]) ?? code ?? (error as Error).message ?? String(error));
 }
 
 /** Bodies are read up to a bound: a probe's (1 MiB), a notify or heartbeat answer's (64 KiB). */

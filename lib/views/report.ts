@@ -1,4 +1,5 @@
 import { watchedServices } from "./watched.ts";
+import { coveredBy, mergeSpans, overlap, type Span } from "../core/spans.ts";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { localStamp } from "../core/time.ts";
@@ -32,42 +33,6 @@ export interface Report {
   services: ServiceReport[];
 }
 
-type Span = [number, number];
-const overlap = ([a, b]: Span, [c, d]: Span) => Math.max(0, Math.min(b, d) - Math.max(a, c));
-/** The union of spans inside `within`, sorted and disjoint: merged once, then measured cheaply. */
-function merge(spans: Span[], within: Span): Span[] {
-  const clipped = spans
-    .map(([a, b]) => [Math.max(a, within[0]), Math.min(b, within[1])] as Span)
-    .filter(([a, b]) => b > a)
-    .sort((x, y) => x[0] - y[0]);
-  const merged: Span[] = [];
-  for (const [a, b] of clipped) {
-    const last = merged.at(-1);
-    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
-    else merged.push([a, b]);
-  }
-  return merged;
-}
-
-/**
- * Total length of `merged` (sorted, disjoint) inside `within`: a binary search to the first span that
- * can overlap, then a walk — a page of 100 services with 1000 outages each renders in milliseconds,
- * never holding the loop's crash watch (run --serve) for long.
- */
-function covered(merged: Span[], within: Span): number {
-  let low = 0;
-  let high = merged.length;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if (merged[middle][1] <= within[0]) low = middle + 1;
-    else high = middle;
-  }
-  let total = 0;
-  for (let index = low; index < merged.length && merged[index][0] < within[1]; index++)
-    total += overlap(merged[index], within);
-  return total;
-}
-
 /**
  * Per service over [now - since, now]: availability, downtime, restarts, systemd auto-restarts,
  * recoveries and MTTR, from the outages and gaps recorded in the state files (so it survives the watchdog's own
@@ -84,22 +49,22 @@ export function buildReport(
   const cellMs = sinceMs / cells;
   const services = watchedServices(config, read).map((service): ServiceReport => {
     const state = read(service.name);
-    const hostGaps: Span[] = merge(
+    const hostGaps: Span[] = mergeSpans(
       state.gaps.map((gap) => [gap.from, gap.to]),
       window,
     );
     const outageSpans: Span[] = state.outages.map((outage) => [outage.from, outage.to]);
     if (state.outage) outageSpans.push([state.outage.since, now]);
-    const spans = merge(outageSpans, window);
+    const spans = mergeSpans(outageSpans, window);
     // Observed from the first probe that told something: healthy, or the start of an outage. Before
     // that (a new service's first start, a service tend has not judged yet) is no data.
     const firstSeen = Math.min(state.firstHealthyAt ?? now, ...outageSpans.map(([from]) => from));
     const observedSpan: Span = [Math.max(window[0], firstSeen), window[1]];
-    const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - covered(hostGaps, observedSpan);
+    const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - coveredBy(hostGaps, observedSpan);
     const downMs =
-      covered(spans, observedSpan) -
-      covered(
-        merge(
+      coveredBy(spans, observedSpan) -
+      coveredBy(
+        mergeSpans(
           hostGaps.flatMap((gap) => spans.map(([a, b]) => [Math.max(a, gap[0]), Math.min(b, gap[1])] as Span)),
           window,
         ),
@@ -116,10 +81,10 @@ export function buildReport(
       const seen = Math.max(
         0,
         overlap(cell, observedSpan) -
-          covered(hostGaps, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]),
+          coveredBy(hostGaps, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]),
       );
       if (seen <= 0) return "none";
-      const down = covered(spans, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]);
+      const down = coveredBy(spans, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]);
       return down <= 0 ? "up" : down >= seen * 0.999 ? "down" : "degraded";
     });
     return {

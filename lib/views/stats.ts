@@ -1,4 +1,5 @@
 import { watchedServices } from "./watched.ts";
+import { inSpans, mergeSpans, type Span } from "../core/spans.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { counted, humanDuration, latencyLabel } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
@@ -62,23 +63,10 @@ export function serviceStats(
     open && (open.notified || open.waited)
       ? [{ from: open.since, to: Infinity, reason: open.reason, incident: true }]
       : [];
-  // Sorted by start: each sample is looked up by binary search (1000 samples × 1000 outages stays cheap,
-  // as the page renders in the loop's process). The probe that closed one (at its end) is kept.
-  const hangs = [...outages.filter(isIncident), ...current].sort((a, b) => a.from - b.from);
-  const reach: number[] = []; // the furthest end among hangs[0..i]
-  for (const [index, hang] of hangs.entries()) reach.push(Math.max(hang.to, reach[index - 1] ?? -Infinity));
-  const inHang = ([at]: LatencySample) => {
-    let low = 0;
-    let high = hangs.length;
-    while (low < high) {
-      const middle = (low + high) >> 1;
-      if (hangs[middle].from <= at) low = middle + 1;
-      else high = middle;
-    }
-    // hangs[0..low-1] start at or before `at`: inside one of them iff the furthest end is past it.
-    for (let index = low - 1; index >= 0 && reach[index] > at; index--) if (hangs[index].to > at) return true;
-    return false;
-  };
+  // Merged once, each sample found by binary search (as the page renders in the loop's process). Spans
+  // hold their start, not their end: the probe that closed an outage (at its end) is kept.
+  const hangs = mergeSpans([...outages.filter(isIncident), ...current].map(({ from, to }): Span => [from, to]));
+  const inHang = ([at]: LatencySample) => inSpans(hangs, at);
   const latencies = samples.filter((sample) => !inHang(sample));
   const hangProbes = samples.length - latencies.length;
   const values = latencies.map(([, ms, , timedOut]) => (timedOut ? Math.max(ms, timeoutMs) : ms)).sort((a, b) => a - b);
