@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-deps typecheck fmt clean bench faults battery
+.PHONY: all cross cross-check demo test test-deps typecheck fmt clean bench faults battery render
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -86,6 +86,10 @@ faults: build/tend
 battery: build/tend
 	@command -v monit >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends monit >/dev/null)
 	$(BUN) bench/battery.ts $(BATTERY_ARGS)
+
+# The page of 100 services x 1000 outages in the loop's process: how late a timer due meanwhile fires (bench/render.ts).
+render: node_modules/.installed
+	$(BUN) bench/render.ts $(RENDER_ARGS)
 
 demo: build/tend
 	bash examples/demo.sh

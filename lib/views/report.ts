@@ -4,6 +4,7 @@ import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { localStamp } from "../core/time.ts";
 import { stateReader, type StateReader } from "../state/service.ts";
+import type { ServiceState } from "../core/state.ts";
 import type { Paint } from "./status.ts";
 
 export type Cell = "up" | "degraded" | "down" | "none";
@@ -45,72 +46,87 @@ export function buildReport(
   cells = 48,
   read: StateReader = stateReader(config.watchdog.stateDir),
 ): Report {
+  const rows = watchedServices(config, read).map((service) =>
+    serviceReport(service.name, read(service.name), sinceMs, now, cells),
+  );
+  return reportOf(rows, sinceMs, now, cells);
+}
+
+/** The report around its rows (the page builds the rows a slice at a time). */
+export function reportOf(services: ServiceReport[], sinceMs: number, now: number, cells = 48): Report {
+  return {
+    since: new Date(now - sinceMs).toISOString(),
+    until: new Date(now).toISOString(),
+    cell_s: Math.round(sinceMs / cells / 1000),
+    services,
+  };
+}
+
+/** One service's row of the report, from its state. */
+export function serviceReport(
+  name: string,
+  state: ServiceState,
+  sinceMs: number,
+  now: number,
+  cells = 48,
+): ServiceReport {
   const window: Span = [now - sinceMs, now];
   const cellMs = sinceMs / cells;
-  const services = watchedServices(config, read).map((service): ServiceReport => {
-    const state = read(service.name);
-    const hostGaps: Span[] = mergeSpans(
-      state.gaps.map((gap) => [gap.from, gap.to]),
-      window,
+  const hostGaps: Span[] = mergeSpans(
+    state.gaps.map((gap) => [gap.from, gap.to]),
+    window,
+  );
+  const outageSpans: Span[] = state.outages.map((outage) => [outage.from, outage.to]);
+  if (state.outage) outageSpans.push([state.outage.since, now]);
+  const spans = mergeSpans(outageSpans, window);
+  // Observed from the first probe that told something: healthy, or the start of an outage. Before
+  // that (a new service's first start, a service tend has not judged yet) is no data.
+  const firstSeen = Math.min(state.firstHealthyAt ?? now, ...outageSpans.map(([from]) => from));
+  const observedSpan: Span = [Math.max(window[0], firstSeen), window[1]];
+  const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - coveredBy(hostGaps, observedSpan);
+  const downMs =
+    coveredBy(spans, observedSpan) -
+    coveredBy(
+      mergeSpans(
+        hostGaps.flatMap((gap) => spans.map(([a, b]) => [Math.max(a, gap[0]), Math.min(b, gap[1])] as Span)),
+        window,
+      ),
+      observedSpan,
     );
-    const outageSpans: Span[] = state.outages.map((outage) => [outage.from, outage.to]);
-    if (state.outage) outageSpans.push([state.outage.since, now]);
-    const spans = mergeSpans(outageSpans, window);
-    // Observed from the first probe that told something: healthy, or the start of an outage. Before
-    // that (a new service's first start, a service tend has not judged yet) is no data.
-    const firstSeen = Math.min(state.firstHealthyAt ?? now, ...outageSpans.map(([from]) => from));
-    const observedSpan: Span = [Math.max(window[0], firstSeen), window[1]];
-    const observedMs = Math.max(0, observedSpan[1] - observedSpan[0]) - coveredBy(hostGaps, observedSpan);
-    const downMs =
-      coveredBy(spans, observedSpan) -
-      coveredBy(
-        mergeSpans(
-          hostGaps.flatMap((gap) => spans.map(([a, b]) => [Math.max(a, gap[0]), Math.min(b, gap[1])] as Span)),
-          window,
-        ),
-        observedSpan,
-      );
-    const inWindow = (at: number) => at >= window[0] && at <= window[1];
-    const ended = state.outages.filter((outage) => inWindow(outage.to));
-    const count = (what: string) =>
-      state.history
-        .filter((entry) => entry.what === what && inWindow(entry.at))
-        .reduce((sum, entry) => sum + (entry.count ?? 1), 0);
-    const timeline = Array.from({ length: cells }, (_, index): Cell => {
-      const cell: Span = [window[0] + index * cellMs, window[0] + (index + 1) * cellMs];
-      const seen = Math.max(
-        0,
-        overlap(cell, observedSpan) -
-          coveredBy(hostGaps, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]),
-      );
-      if (seen <= 0) return "none";
-      const down = coveredBy(spans, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]);
-      return down <= 0 ? "up" : down >= seen * 0.999 ? "down" : "degraded";
-    });
-    return {
-      name: service.name,
-      availability: observedMs > 0 ? Math.max(0, 1 - Math.max(0, downMs) / observedMs) : null,
-      observed_s: Math.round(Math.max(0, observedMs) / 1000),
-      // The rest of the window, so the two always add up to it.
-      no_data_s: Math.max(0, Math.round(sinceMs / 1000) - Math.round(Math.max(0, observedMs) / 1000)),
-      downtime_s: Math.round(Math.max(0, downMs) / 1000),
-      // Inclusive: an outage shorter than the log's one-second resolution still counts.
-      outages: outageSpans.filter(([from, to]) => from <= observedSpan[1] && to >= observedSpan[0]).length,
-      restarts: count("restart"),
-      auto_restarts: count("auto-restart"),
-      recoveries_ok: count("recovered"),
-      recoveries_failed: count("failed"),
-      mttr_s: ended.length
-        ? Math.round(ended.reduce((sum, outage) => sum + (outage.to - outage.from), 0) / ended.length / 1000)
-        : null,
-      timeline,
-    };
+  const inWindow = (at: number) => at >= window[0] && at <= window[1];
+  const ended = state.outages.filter((outage) => inWindow(outage.to));
+  const count = (what: string) =>
+    state.history
+      .filter((entry) => entry.what === what && inWindow(entry.at))
+      .reduce((sum, entry) => sum + (entry.count ?? 1), 0);
+  const timeline = Array.from({ length: cells }, (_, index): Cell => {
+    const cell: Span = [window[0] + index * cellMs, window[0] + (index + 1) * cellMs];
+    const seen = Math.max(
+      0,
+      overlap(cell, observedSpan) -
+        coveredBy(hostGaps, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]),
+    );
+    if (seen <= 0) return "none";
+    const down = coveredBy(spans, [Math.max(cell[0], observedSpan[0]), Math.min(cell[1], observedSpan[1])]);
+    return down <= 0 ? "up" : down >= seen * 0.999 ? "down" : "degraded";
   });
   return {
-    since: new Date(window[0]).toISOString(),
-    until: new Date(now).toISOString(),
-    cell_s: Math.round(cellMs / 1000),
-    services,
+    name,
+    availability: observedMs > 0 ? Math.max(0, 1 - Math.max(0, downMs) / observedMs) : null,
+    observed_s: Math.round(Math.max(0, observedMs) / 1000),
+    // The rest of the window, so the two always add up to it.
+    no_data_s: Math.max(0, Math.round(sinceMs / 1000) - Math.round(Math.max(0, observedMs) / 1000)),
+    downtime_s: Math.round(Math.max(0, downMs) / 1000),
+    // Inclusive: an outage shorter than the log's one-second resolution still counts.
+    outages: outageSpans.filter(([from, to]) => from <= observedSpan[1] && to >= observedSpan[0]).length,
+    restarts: count("restart"),
+    auto_restarts: count("auto-restart"),
+    recoveries_ok: count("recovered"),
+    recoveries_failed: count("failed"),
+    mttr_s: ended.length
+      ? Math.round(ended.reduce((sum, outage) => sum + (outage.to - outage.from), 0) / ended.length / 1000)
+      : null,
+    timeline,
   };
 }
 

@@ -17,8 +17,9 @@ import { stateReader } from "../state/service.ts";
 import { watchedServices } from "./watched.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { renderMetrics } from "../core/metrics.ts";
-import { buildReport } from "./report.ts";
-import { collectStats } from "./stats.ts";
+import { reportOf, serviceReport } from "./report.ts";
+import { mapInSlices } from "../os/timer.ts";
+import { statsOf } from "./stats.ts";
 import { collectStatus, watchdogFreshness } from "./status.ts";
 
 /** Every answer: nothing cached, nothing sniffed, nothing framed, nothing loaded from elsewhere. */
@@ -143,18 +144,35 @@ export function recentEvents(status: StatusReport, count = 20): string[] {
     .map((event) => formatLine(event.tag as Tag, event.message, new Date(event.at)));
 }
 
+// A big host's views are built a service at a time in slices of a few ms: this process may also run
+// the loop, whose crash watch must not wait for a page (bench/render.ts).
+async function slicedReport(
+  config: Config,
+  sinceMs: number,
+  now: number,
+  read = stateReader(config.watchdog.stateDir),
+) {
+  const rows = await mapInSlices(watchedServices(config, read), (service) =>
+    serviceReport(service.name, read(service.name), sinceMs, now),
+  );
+  return reportOf(rows, sinceMs, now);
+}
+const slicedStats = (config: Config, read = stateReader(config.watchdog.stateDir)) =>
+  mapInSlices(watchedServices(config, read), (service) => statsOf(service, read(service.name)));
+
 type Route = (config: Config, url: URL, now: number) => Promise<Response> | Response;
 
 const ROUTES: Record<string, Route> = {
   async "/"(config, _url, now) {
     const read = stateReader(config.watchdog.stateDir, { once: true }); // one read per file, three views
+    await mapInSlices(watchedServices(config, read), (service) => read(service.name));
     const status = await collectStatus(config, { cached: true, now: () => now, read });
     const data: PageData = {
       host: hostname(),
       now,
       status,
-      report: buildReport(config, 86_400_000, now, 48, read),
-      stats: collectStats(config, [], read),
+      report: await slicedReport(config, 86_400_000, now, read),
+      stats: await slicedStats(config, read),
       events: recentEvents(status),
       downtime: tailLines(statePaths(config.watchdog.stateDir).downtime, 10),
       refreshS: Math.min(60, Math.max(10, Math.round(config.watchdog.intervalMs / 1000))),
@@ -181,17 +199,17 @@ const ROUTES: Record<string, Route> = {
     return watchdog.stale ? text(503, `stale: the watchdog is not running (${said})`) : text(200, `ok: ${said}`);
   },
   "/api/status": async (config, _url, now) => json(await collectStatus(config, { cached: true, now: () => now })),
-  "/api/stats": (config) => json(collectStats(config)),
-  "/api/report"(config, url, now) {
+  "/api/stats": async (config) => json(await slicedStats(config)),
+  async "/api/report"(config, url, now) {
     const since = url.searchParams.get("since");
     const sinceMs = since === null ? 7 * 86_400_000 : parseDuration(since);
     if (sinceMs === null || sinceMs <= 0 || sinceMs > 365 * 86_400_000)
       return text(400, `since: "${oneLine(since ?? "", 40)}" is not a duration up to 365d (30m, 24h, 7d)`);
-    return json(buildReport(config, sinceMs, now));
+    return json(await slicedReport(config, sinceMs, now));
   },
-  "/metrics"(config, _url, now) {
+  async "/metrics"(config, _url, now) {
     const read = stateReader(config.watchdog.stateDir);
-    const rows = watchedServices(config, read).map((service) => {
+    const rows = await mapInSlices(watchedServices(config, read), (service) => {
       const state = read(service.name);
       return { name: service.name, state, word: viewOf(service.enabled, state.verdict).word };
     });

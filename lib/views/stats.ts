@@ -119,12 +119,12 @@ export function collectStats(
   if (unknown.length) throw usageError(`no such service: ${unknown.join(", ")}`);
   return all
     .filter((service) => !names.length || names.includes(service.name))
-    .map((service) =>
-      (({ latencyLog, outages, outage }) => serviceStats(service, parseSamples(latencyLog), outages, 12, outage))(
-        read(service.name),
-      ),
-    );
+    .map((service) => statsOf(service, read(service.name)));
 }
+
+/** One service's stats, from its state. */
+export const statsOf = (service: ServiceConfig, { latencyLog, outages, outage }: ServiceState): ServiceStats =>
+  serviceStats(service, parseSamples(latencyLog), outages, 12, outage);
 
 const ms = (value: number | null) => (value === null ? "-" : value < 1000 ? `${value}ms` : humanDuration(value));
 
