@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { makeCa } from "./certs.ts";
-import { Sandbox, TEND } from "./helpers.ts";
+import { BUN, ROOT, Sandbox, TEND } from "./helpers.ts";
 
 let box: Sandbox;
 let server: ReturnType<typeof Bun.serve> | null = null;
@@ -36,7 +36,7 @@ function install() {
   box = new Sandbox();
   Bun.spawnSync(["mkdir", "-p", join(box.dir, "bin")]);
   const target = join(box.dir, "bin", "tend");
-  writeFileSync(target, olderTend(), { mode: 0o751 });
+  copyFileSync(olderTend(), target);
   chmodSync(target, 0o751);
   utimesSync(target, LONG_AGO, LONG_AGO);
   box.writeConfig(
@@ -52,12 +52,30 @@ timeout = "200ms"
   const selfUpdate = (...args: string[]) => box.tend(["self-update", ...args, "--target", target]);
   return { target, selfUpdate, original: sha(target) };
 }
-const olderTend = () => `#!/bin/sh\ncase "$1" in --version) echo "tend 0.0.9" ;; *) exec "${TEND}" "$@" ;; esac\n`;
+const olderTend = () =>
+  standIn("tend-0.0.9", `case "$1" in --version) echo "tend 0.0.9" ;; *) exec "${TEND}" "$@" ;; esac`);
 
-/** A stand-in "binary": a shell script around the real one, or broken on purpose. */
+/**
+ * A stand-in binary: a real executable (test/standin.ts, compiled) that runs a shell script around
+ * the real one, or broken on purpose. Self-update reads the header before it runs anything: a bare
+ * script is refused as one.
+ */
 function standIn(name: string, body: string) {
+  const script = join(box.dir, `${name}.sh`);
+  writeFileSync(script, `${body}\n`);
   const path = join(box.dir, name);
-  writeFileSync(path, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  const built = Bun.spawnSync(
+    [
+      BUN,
+      "build",
+      "--compile",
+      "--define",
+      `STANDIN_SCRIPT=${JSON.stringify(script)}`,
+      join(ROOT, "test", "standin.ts"),
+    ].concat(["--outfile", path]),
+    { cwd: box.dir, stderr: "pipe", stdout: "pipe" },
+  );
+  if (built.exitCode !== 0) throw new Error(`cannot build the stand-in ${name}: ${built.stderr.toString()}`);
   return path;
 }
 const backups = (target: string) =>
@@ -164,6 +182,27 @@ test("only tend is installed: a script answering like tend is refused before any
     ],
     [join(box.dir, "missing-file"), "missing-file: no such file"], // in words, not ENOENT
   ];
+  // Refused from the header alone, before anything runs: each would touch `ran` if it were run.
+  const ran = join(box.dir, "ran");
+  const raw = (name: string, content: string | Uint8Array) => {
+    const path = join(box.dir, name);
+    writeFileSync(path, content, { mode: 0o755 });
+    return path;
+  };
+  // This binary's header for the other machine (e_machine): the build for another platform.
+  const [machine, otherArch] = process.arch === "x64" ? [183, "arm64"] : [62, "x64"];
+  const otherBuild = new Uint8Array(readFileSync(TEND).subarray(0, 256 * 1024));
+  new DataView(otherBuild.buffer).setUint16(18, machine, true);
+  cases.push(
+    [
+      raw("script", `#!/bin/sh\ntouch ${ran}\necho "tend 9.9.9"\n`),
+      'the new binary is not an executable for this host: a script ("#!/bin/sh"); this host needs an executable ' +
+        `for linux-${process.arch} (not run)`,
+    ],
+    [raw("page.html", "<!DOCTYPE html><title>404</title>"), "an HTML or XML page (an error page from the server?)"],
+    [raw("empty", ""), "an empty file"],
+    [raw("other-arch", otherBuild), `an ELF for linux-${otherArch}; this host is linux-${process.arch}`],
+  );
   for (const [source, message] of cases) {
     const result = await selfUpdate(source, "--yes");
     expect(result.code).toBe(1);
@@ -171,6 +210,7 @@ test("only tend is installed: a script answering like tend is refused before any
     expect(sha(target)).toBe(original);
     expect(backups(target)).toEqual([]);
   }
+  expect(existsSync(ran)).toBe(false);
   const good = join(box.dir, "tend-good");
   copyFileSync(TEND, good);
   const mismatch = await selfUpdate(good, "--yes", "--sha256", "0".repeat(64));
@@ -200,8 +240,7 @@ test("keeps the 3 newest backups by default, --keep N otherwise; --list shows th
   const { target, selfUpdate } = install();
   const fresh = join(box.dir, "tend-new");
   copyFileSync(TEND, fresh);
-  const older = join(box.dir, "tend-old");
-  writeFileSync(older, olderTend(), { mode: 0o755 });
+  const older = olderTend();
   for (let update = 0; update < 6; update++) {
     expect((await selfUpdate(update % 2 ? older : fresh, "--yes")).code).toBe(0);
   }
@@ -305,8 +344,15 @@ test("--rollback restores only a regular file that proves it is tend; a symlink 
   expect(linked.code).toBe(3);
   expect(linked.stderr).toContain("is not a regular file (a symlink?): not restored");
   rmSync(planted);
-  // A truncated copy (as a full disk left it) does not answer as tend.
-  writeFileSync(planted, "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+  // A script is no binary of this host: refused from its header, never run.
+  const ran = join(box.dir, "ran");
+  writeFileSync(planted, `#!/bin/sh\ntouch ${ran}\necho tend 0.0.1\n`, { mode: 0o755 });
+  const script = await selfUpdate("--rollback", "--yes");
+  expect(script.code).toBe(3);
+  expect(script.stderr).toContain('is not an executable for this host: a script ("#!/bin/sh")');
+  expect(existsSync(ran)).toBe(false);
+  // A truncated copy (as a full disk left it): its header is whole, it does not answer as tend.
+  writeFileSync(planted, readFileSync(TEND).subarray(0, 256 * 1024), { mode: 0o755 });
   const junk = await selfUpdate("--rollback", "--yes");
   expect(junk.code).toBe(3);
   expect(junk.stderr).toContain("does not answer --version as tend does");
@@ -329,4 +375,67 @@ test("root updating a user's symlinked tend replaces the file the link names, ke
   expect((await import("node:fs")).lstatSync(target).isSymbolicLink()).toBe(true); // the link kept
   expect(sha(real)).toBe(sha(TEND));
   expect(statSync(real).uid).toBe(nobody); // not made root's
+});
+
+test("the header check, host by host: the ELF's machine and linker, the Mach-O's CPU, anything else", async () => {
+  const { executableProblem } = await import("../lib/core/executable.ts");
+  const real = new Uint8Array(readFileSync(TEND).subarray(0, 64 * 1024));
+  const patched = (edit: (bytes: Uint8Array, view: DataView) => void) => {
+    const bytes = real.slice();
+    edit(bytes, new DataView(bytes.buffer));
+    return bytes;
+  };
+  // This binary's PT_INTERP names glibc's loader; the Android build names bionic's.
+  const interpreter = new TextDecoder().decode(real).match(/\/lib[^\0]*ld-linux[^\0]*/)![0];
+  const at = new TextDecoder("latin1").decode(real).indexOf(interpreter);
+  const bionic = patched((bytes) =>
+    bytes.set(new TextEncoder().encode("/system/bin/linker64".padEnd(interpreter.length, "\0")), at),
+  );
+  const elfFor = (source: Uint8Array, value: number) => {
+    const bytes = source.slice();
+    new DataView(bytes.buffer).setUint16(18, value, true);
+    return bytes;
+  };
+  const macho = (cpu: number) => {
+    const bytes = new Uint8Array(4096);
+    new DataView(bytes.buffer).setUint32(0, 0xfeedfacf, true);
+    new DataView(bytes.buffer).setUint32(4, cpu, true);
+    return bytes;
+  };
+  const linux = { platform: "linux", arch: "x64", android: false };
+  const linuxArm = { platform: "linux", arch: "arm64", android: false };
+  const termux = { platform: "android", arch: "arm64", android: true };
+  const mac = { platform: "darwin", arch: "arm64", android: false };
+  const rows: [string, Uint8Array, typeof linux, string | null][] = [
+    ["glibc x64 on linux-x64", elfFor(real, 62), linux, null],
+    ["glibc arm64 on linux-arm64", elfFor(real, 183), linuxArm, null],
+    ["glibc arm64 on linux-x64", elfFor(real, 183), linux, "an ELF for linux-arm64; this host is linux-x64"],
+    ["android arm64 on Termux", elfFor(bionic, 183), termux, null],
+    [
+      "glibc arm64 on Termux",
+      elfFor(real, 183),
+      termux,
+      "an ELF for linux-arm64 (glibc's, which Termux cannot run); take the linux-arm64-android build",
+    ],
+    [
+      "android arm64 on linux-arm64",
+      elfFor(bionic, 183),
+      linuxArm,
+      "an ELF for android-arm64 (bionic's linker /system/bin/linker64); this host is linux-arm64",
+    ],
+    ["an ELF on a Mac", elfFor(real, 183), mac, "an ELF for linux-arm64; this host is darwin-arm64"],
+    ["32-bit ELF", patched((bytes) => (bytes[4] = 1)), linux, "a 32-bit or big-endian ELF; this host is linux-x64"],
+    ["Mach-O arm64 on a Mac", macho(0x0100000c), mac, null],
+    ["Mach-O x64 on an arm64 Mac", macho(0x01000007), mac, "a Mach-O for darwin-x64; this host is darwin-arm64"],
+    ["Mach-O on linux", macho(0x0100000c), linux, "a Mach-O for darwin-arm64; this host is linux-x64"],
+    ["gzip", new Uint8Array([0x1f, 0x8b, 8, 0, 0, 0, 0, 0]), linux, "a gzip archive (unpack it first)"],
+    ["40 bytes of ELF", real.slice(0, 40), linux, "40 bytes (a truncated download?)"],
+  ];
+  for (const [name, head, host, expected] of rows) {
+    const problem = executableProblem(head, host);
+    expect({ name, problem: problem && problem.replace(/; this host needs an executable for .*/, "") }).toEqual({
+      name,
+      problem: expected,
+    });
+  }
 });

@@ -387,7 +387,7 @@ command = ["env", "MYSQL_PWD=hunter-9x-pass", "true"]
   expect(body).not.toContain("hunter-9x-pass");
 });
 
-test("a big host's page is built in slices: timers due meanwhile (run --serve's crash watch) fire during it", async () => {
+test("a big host's page is built in slices: timers due meanwhile (run --serve's crash watch) fire in it", async () => {
   box = new Sandbox();
   const services = 30;
   const lines = [`[watchdog]`, `state_dir = "${box.state}"`];

@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { isTermux } from "../core/platform.ts";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
 import type { Config } from "../config/types.ts";
@@ -142,7 +143,7 @@ export async function crontabLines(): Promise<string[]> {
 /** On Termux: what cron needs that is not there yet, as the commands that install it (none: []). */
 export function termuxCronNeeds(env: Record<string, string | undefined>, hasCrontab: boolean): string[] {
   const prefix = env.PREFIX ?? "";
-  if (!env.TERMUX_VERSION && !prefix.startsWith("/data/data/")) return [];
+  if (!isTermux(env)) return [];
   const needs: string[] = [];
   if (!hasCrontab) needs.push("pkg install cronie termux-services");
   const crond = join(env.SVDIR || join(prefix, "var", "service"), "crond");

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { isTermux } from "../core/platform.ts";
 import { isAbsolute, join } from "node:path";
 import { show } from "../config/reader.ts";
 import type { Env, ServiceConfig } from "../config/types.ts";
@@ -15,8 +16,7 @@ export type RunitRestart = {
 /** sv's own default: $SVDIR, then termux-services' $PREFIX/var/service on Termux, then /etc/service. */
 export function defaultSvDir(env: Env): string {
   if (env.SVDIR) return env.SVDIR;
-  if (env.PREFIX && (env.TERMUX_VERSION || env.PREFIX.startsWith("/data/data/")))
-    return join(env.PREFIX, "var", "service");
+  if (env.PREFIX && isTermux(env)) return join(env.PREFIX, "var", "service");
   return join("/", "etc", "service");
 }
 

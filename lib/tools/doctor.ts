@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { isTermux } from "../core/platform.ts";
 import { join } from "node:path";
 import { connect } from "node:net";
 import type { Config } from "../config/types.ts";
@@ -49,10 +50,6 @@ async function probe(command: string, ...args: string[]): Promise<{ code: number
   const said = (result.stdout.trim() || result.stderr.trim()).split("\n")[0] ?? "";
   return { code: result.exitCode ?? -1, said: oneLine(said) };
 }
-
-/** Termux: TERMUX_VERSION set, or PREFIX under /data/data/ (the spec's test). */
-const isTermux = (env: Record<string, string | undefined>) =>
-  Boolean(env.TERMUX_VERSION) || Boolean(env.PREFIX?.startsWith("/data/data/"));
 
 /** termux-wake-lock ships in termux-tools (installed with Termux), not termux-api. */
 const WAKE_LOCK_MISSING = "missing (termux-tools ships it: is $PREFIX/bin on PATH?)";

@@ -9,6 +9,7 @@ import {
   copyFileSync,
   fsyncSync,
   openSync,
+  readSync,
   writeSync,
   readdirSync,
   readFileSync,
@@ -26,6 +27,8 @@ import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
 import { inWords } from "../os/files.ts";
+import { executableProblem, HEAD_BYTES, type Host } from "../core/executable.ts";
+import { isTermux } from "../core/platform.ts";
 
 /** Backups kept by default (--keep N): each is the size of the binary, and a phone's storage is small. */
 export const KEEP_BACKUPS = 3;
@@ -132,6 +135,34 @@ export function resolveTarget(path: string): string {
 const tempBeside = (target: string) =>
   join(dirname(target), `.${basename(target)}.new-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
+/** This host, as a binary must match it: Termux runs only the Android build (bionic's linker). */
+const thisHost = (): Host => ({
+  platform: process.platform,
+  arch: process.arch,
+  android: (process.platform as string) === "android" || isTermux(process.env),
+});
+
+/**
+ * Refuse, without running it, a file that is no executable for this host: a script, an error
+ * page, a truncated download, the build for another platform (the check that needs no execution).
+ */
+function checkExecutable(path: string, what: string, host = thisHost()): void {
+  const head = new Uint8Array(HEAD_BYTES);
+  let length = 0;
+  try {
+    const fd = openSync(path, "r");
+    try {
+      length = readSync(fd, head, 0, HEAD_BYTES, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    throw new TendError(`${what}: ${inWords(error)}`, 1);
+  }
+  const problem = executableProblem(head.subarray(0, length), host);
+  if (problem) throw new TendError(`${what} is not an executable for this host: ${problem} (not run)`, 1);
+}
+
 async function run(binary: string, args: string[], what: string): Promise<string> {
   const result = await runCommand([binary, ...args], { timeoutMs: RUN_TIMEOUT_MS });
   if (result.error) throw new TendError(`${what}: cannot run it: ${result.error}`, 1);
@@ -230,6 +261,7 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
       );
       return;
     }
+    checkExecutable(temp, "the new binary");
     chmodSync(temp, 0o755);
     const newVersion = (await run(temp, ["--version"], "the new binary's --version")).split("\n")[0].trim();
     if (!TEND_VERSION_LINE.test(newVersion)) {
@@ -300,6 +332,11 @@ export async function rollback(target: string, io: UpdateIo): Promise<void> {
   // planted as a backup (it would put /etc/hostname there), never a truncated or foreign file.
   const kind = lstatSync(newest);
   if (!kind.isFile()) throw refused(`${newest} is not a regular file (a symlink?): not restored`);
+  try {
+    checkExecutable(newest, newest);
+  } catch (error) {
+    throw refused(`${(error as Error).message}: not restored`);
+  }
   const said = await run(newest, ["--version"], `${newest} --version`).catch(() => "");
   if (!TEND_VERSION_LINE.test(said.split("\n")[0].trim()))
     throw refused(`${newest} does not answer --version as tend does: not restored (truncated or not tend)`);
