@@ -380,6 +380,23 @@ describe("spool and dedup", () => {
     expect(hook.seen[2].body).toMatch(/^web restarted \(\+\d+ similar suppressed\)$/);
   }, 20_000);
 
+  test("a ✅ that answers an alert sent in its outage is never suppressed, however recent the last ✅", async () => {
+    setup('retries = 0\nmin_interval = "1h"');
+    const send = (event: string, text: string) => notify("--service", "blog", "--event", event, text);
+    expect((await send("recovered", "✅ blog is healthy again")).code).toBe(0); // a first outage's ✅
+    expect((await send("restart", "⚠️ blog restarted")).code).toBe(0);
+    const answer = await send("recovered", "✅ blog recovered 3s after restart");
+    expect(answer.stdout).not.toContain("suppressed");
+    // With nothing sent to answer (a second ✅ at once), dedup holds as before.
+    const repeat = await send("recovered", "✅ blog recovered again");
+    expect(repeat.stdout).toContain("suppressed");
+    expect(hook.seen.map((request) => request.body)).toEqual([
+      "✅ blog is healthy again",
+      "⚠️ blog restarted",
+      "✅ blog recovered 3s after restart",
+    ]);
+  });
+
   test("no URL anywhere: exit 2, nothing spooled", async () => {
     box = new Sandbox();
     box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
@@ -442,6 +459,15 @@ command = ["true"]
     expect(delivered[0]).toStartWith("⚠️ web failed 1 check in a row");
     expect(delivered[1]).toStartWith("🚨 web did not recover");
     expect(delivered[2]).toStartWith("✅ web is healthy again");
+    // Each title names the event and the service, then the host (filters key on them).
+    // Non-ASCII headers go as RFC 2047 encoded words (ntfy decodes them).
+    const decoded = (header: string) =>
+      header.replace(/=\?UTF-8\?B\?([^?]*)\?=/g, (_, base64) => Buffer.from(base64, "base64").toString());
+    const titles = hook.seen
+      .filter((request) => request.path.startsWith("/topic/"))
+      .map((r) => decoded(r.headers.title));
+    const host = (await import("node:os")).hostname();
+    expect(titles).toEqual([`⚠️ restarted web on ${host}`, `🚨 web is down on ${host}`, `✅ web recovered on ${host}`]);
     expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout).notify).toEqual({
       spooled: 0,
       dead: 0,

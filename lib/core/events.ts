@@ -1,21 +1,31 @@
 import { utcStamp, type Tag } from "./time.ts";
 
-/** Watchdog events: the emoji their notification starts with, and its ntfy priority. */
+/**
+ * Watchdog events: the emoji their notification starts with, its ntfy priority, and its title's
+ * words (NAME: the service; HOST: the host, for the host's own events), so a receiver's filter can key on what happened to what.
+ */
 export const EVENTS = {
-  restart: { emoji: "⚠️", priority: "high" },
-  failed: { emoji: "🚨", priority: "urgent" },
-  "auto-restart": { emoji: "🔁", priority: "high" },
-  "given-up": { emoji: "⛔", priority: "urgent" },
-  busy: { emoji: "⏳", priority: "high" },
-  memory: { emoji: "📈", priority: "high" },
-  recovered: { emoji: "✅", priority: "default" },
-  certificate: { emoji: "📅", priority: "high" },
-  gap: { emoji: "💤", priority: "urgent" },
-  reboot: { emoji: "🔌", priority: "high" },
-  slow: { emoji: "🐢", priority: "default" },
-  reminder: { emoji: "🔔", priority: "high" },
+  restart: { emoji: "⚠️", priority: "high", title: "restarted NAME" },
+  failed: { emoji: "🚨", priority: "urgent", title: "NAME is down" },
+  "auto-restart": { emoji: "🔁", priority: "high", title: "NAME was restarted by its supervisor" },
+  "given-up": { emoji: "⛔", priority: "urgent", title: "gave up on NAME" },
+  busy: { emoji: "⏳", priority: "high", title: "NAME is busy" },
+  memory: { emoji: "📈", priority: "high", title: "NAME's memory grows" },
+  recovered: { emoji: "✅", priority: "default", title: "NAME recovered" },
+  certificate: { emoji: "📅", priority: "high", title: "NAME's certificate expires soon" },
+  gap: { emoji: "💤", priority: "urgent", title: "the watchdog did not run on HOST" },
+  reboot: { emoji: "🔌", priority: "high", title: "HOST rebooted" },
+  slow: { emoji: "🐢", priority: "default", title: "NAME is slow" },
+  reminder: { emoji: "🔔", priority: "high", title: "NAME is still down" },
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
+
+/** A notification's title: the event and the service (`⚠️ restarted caddy on phone`), or the host's event. */
+export function eventTitle(event: NotifyEvent, service: string, host: string): string {
+  const words: string = EVENTS[event].title;
+  const said = words.includes("HOST") ? words.replace("HOST", host) : `${words.replace("NAME", service)} on ${host}`;
+  return `${EVENTS[event].emoji} ${said}`;
+}
 
 /** A span of time a service (or the host, or the watchdog) was unavailable, as recorded. */
 export interface Downtime {

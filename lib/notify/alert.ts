@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import type { Config } from "../config/types.ts";
 import { EVENTS, type LogLine } from "../core/decide.ts";
+import { eventTitle } from "../core/events.ts";
 import { errorMessage } from "../core/errors.ts";
 import { escapeControls, oneLine } from "../core/sanitize.ts";
 import type { Logger } from "../state/logger.ts";
@@ -15,7 +16,7 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
   const { emoji, priority } = EVENTS[line.event];
   return {
     message: `${emoji} ${escapeControls(line.message)}`,
-    title: `tend on ${hostname()}`,
+    title: eventTitle(line.event, escapeControls(service), hostname()),
     priority,
     tags: ["tend", line.event],
     event: line.event,

@@ -42,7 +42,12 @@ export interface NotifyState {
   lastError: { at: string; detail: string } | null;
   /** Alertmanager alerts firing now, by alertname and service: a recovery resolves them. */
   firing: Record<string, FiringAlert>;
+  /** Per service: when a ⚠️/🚨/⛔/🔔 was sent that no ✅ has answered yet (that ✅ is never suppressed). */
+  unanswered: Record<string, number>;
 }
+
+/** The events a ✅ answers. */
+const ALERTS = new Set(["restart", "failed", "given-up", "reminder"]);
 
 export interface FiringAlert {
   labels: Record<string, string>;
@@ -95,9 +100,11 @@ export const writeNotifyState = (stateDir: string, state: NotifyState) =>
   writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
 
 export function readNotifyState(stateDir: string): NotifyState {
-  const empty: NotifyState = { dropped: 0, dedup: {}, lastError: null, firing: {} };
+  const empty: NotifyState = { dropped: 0, dedup: {}, lastError: null, firing: {}, unanswered: {} };
   try {
-    return { ...empty, ...JSON.parse(readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true })) };
+    const saved = JSON.parse(readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true }));
+    const unanswered = typeof saved?.unanswered === "object" && saved.unanswered !== null ? saved.unanswered : {};
+    return { ...empty, ...saved, unanswered };
   } catch {
     return empty;
   }
@@ -263,7 +270,15 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
     if (!channel) throw new TendError("no destination for a new message", 2);
     const key = dedupKey(original);
     const seen = key ? state.dedup[key] : undefined;
-    if (key && seen && now() - seen.lastAt < minIntervalMs) {
+    // A ✅ that answers an alert sent in this outage is never suppressed: the operator was told it
+    // is down, and another ✅ minutes earlier (a blip's, a flap's) does not say it is up again.
+    const answers = original.event === "recovered" && original.service !== null && original.service in state.unanswered;
+    if (original.service !== null && (original.event === "recovered" || ALERTS.has(original.event ?? ""))) {
+      if (ALERTS.has(original.event!) && !(key && seen && now() - seen.lastAt < minIntervalMs))
+        state.unanswered[original.service] = now();
+      if (answers) delete state.unanswered[original.service];
+    }
+    if (key && seen && !answers && now() - seen.lastAt < minIntervalMs) {
       seen.suppressed++;
       const detail =
         `same ${original.service ? "service+" : ""}event within ${humanDuration(minIntervalMs)} ` +
