@@ -847,6 +847,24 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
     expect(state.recoveriesFailed).toBe(3);
     expect(state.strikes).toBe(3); // still failing: the next restart needs no new strikes, only the backoff
   });
+  test("a crash start that came up hung leaves the strikes at N, as a hang restart does (seed 000)", () => {
+    const hung = {
+      issued: true,
+      recovered: false,
+      elapsedMs: 60_000,
+      detail: "no answer within 8s",
+      lastProbe: TIMEOUT,
+    };
+    const crashed = recordRestart(service, { ...freshState(), strikes: 0 }, hung, NOW, NOW + MIN);
+    expect(crashed.next.strikes).toBe(service.failures);
+    const booted = recordStart(service, freshState(), hung, NOW, NOW + MIN, { afterReboot: true });
+    expect(booted.next.strikes).toBe(service.failures);
+    // After the backoff and the cooldown, the next failed probe restarts it: not the first of N fresh strikes.
+    const later = NOW + service.cooldownMs + MIN;
+    const next = decide(service, crashed.next, facts({ now: later }), TIMEOUT);
+    expect(next.kind).toBe("restart");
+    expect(explain(next)).toBe("hung_restart");
+  });
 });
 
 describe("the watchdog itself: a heartbeat gap is a reboot or a watchdog that did not run; stale is dead", () => {

@@ -468,6 +468,39 @@ command = ["true"]
     expect(state.outages[0].from).toBeLessThan(killedAt);
   }, 30_000);
 
+  test("a crash start that comes up hung leaves the strikes at N: the next failed probe restarts it", async () => {
+    box = new Sandbox();
+    const port = await freePort();
+    const started = join(box.dir, "started-once");
+    // The first start answers; every later one comes up hung (listening, never answering: ngrok after a boot).
+    const run = `[ -e ${started} ] && exec "${BUN}" "${SERVER}" ${port} --delay 600000; touch ${started}; exec "${BUN}" "${SERVER}" ${port}`;
+    box.writeConfig(
+      spawnService(port, 'backoff = "1s"\nverify_timeout = "2s"').replace(
+        `spawn = ["${BUN}", "${SERVER}", "${port}"]`,
+        `spawn = ["sh", "-c", ${JSON.stringify(run)}]`,
+      ),
+    );
+    await box.tend(["watchdog"]);
+    const first = Number(box.read("web.pid"));
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null))?.status === 200,
+      10_000,
+      "up",
+    );
+    expect((await box.tend(["watchdog"])).stdout).toBe(""); // healthy: seen so
+    process.kill(first, "SIGKILL");
+    await waitFor(() => !alive(first), 5000, "killed");
+    const crash = await box.tend(["watchdog"]);
+    expect(crash.stdout).toContain("starting it (crash)");
+    expect(crash.stdout).toMatch(/\[FAILED\] web did not recover within \d+(\.\d+)?s after restart/);
+    expect(box.stateOf("web").strikes).toBe(3);
+    await waitFor(() => Date.now() > box.stateOf("web").backoffUntil, 5000, "the backoff to end");
+    // Not "failure 1/3": still failing at 3/3, so this pass restarts it.
+    const next = await box.tend(["watchdog"]);
+    expect(next.stdout).toContain("failure 3/3");
+    expect(next.stdout).toContain("[HUNG] web");
+  }, 60_000);
+
   test("a fresh install: the first start is START, report shows 100 % or no data and 0 restarts", async () => {
     box = new Sandbox();
     const port = await freePort();

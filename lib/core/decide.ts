@@ -667,7 +667,11 @@ function failedVerification(
   if (outcome.full) line.full = say(outcome.full);
   const backoffUntil = now + backoffMs;
   const verdict = verified("backoff", `${outcome.issued ? "did not recover" : "not restarted"}`, backoffUntil, now);
-  const next = markNotified({ ...state, failedInRow, backoffUntil, verdict }, [line], now);
+  // A start that did not recover leaves the strikes at N, whatever led to it (a hang, a crash, a
+  // boot): the service is failing now, and its next failed probe after the backoff restarts it,
+  // not the Nth fresh one (2 x 5 min lost under cron for a crash start that came up hung).
+  const strikes = Math.max(state.strikes, service.failures);
+  const next = markNotified({ ...state, strikes, failedInRow, backoffUntil, verdict }, [line], now);
   return { recovered: false, next, log: [line] };
 }
 
