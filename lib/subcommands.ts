@@ -172,6 +172,13 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
         loop: Boolean(args.loop),
       });
       if (!args.write) return (io.out(install.renderInstall(scheduler, files)), 0);
+      // The entry's output goes to the state dir (cron.log, the boot script's log): the shell opens
+      // that redirect before tend starts, so the dir must exist from the first tick.
+      const { existsSync } = await import("node:fs");
+      const { ensureStateDir } = await import("./state/dir.ts");
+      const created = !existsSync(config.watchdog.stateDir);
+      ensureStateDir(config.watchdog.stateDir);
+      if (created) io.out(`${config.watchdog.stateDir}: created (mode 0700)`);
       for (const line of await install.writeInstall(scheduler, files, replace)) io.out(line);
       return 0;
     },

@@ -81,7 +81,9 @@ test("cron: the line runs a pass at the interval; --write adds it once, keeps ot
 test("termux-boot: the wake lock, then runsvdir (crond runs the short passes); --loop: the loop; written once", () => {
   setup();
   const path = join(box.dir, ".termux", "boot", "tend-watchdog");
-  expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: written\n`);
+  expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(
+    `${box.state}: created (mode 0700)\n${path}: written\n`,
+  );
   expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: unchanged\n`);
   const script = readFileSync(path, "utf8").split("\n");
   expect(script[0]).toBe("#!/data/data/com.termux/files/usr/bin/sh");
@@ -207,6 +209,42 @@ test("install warns of a watchdog.sh still in the crontab; --replace comments it
   const removed = asUser("watchdog", "uninstall", "cron", "--write");
   expect(removed.stdout).toContain(`crontab: restored: ${old}`);
   expect(crontab()).toBe(`0 3 * * * /usr/local/bin/backup.sh\n${old}\n`);
+});
+
+test("the line install cron writes runs from its first tick, as cron runs it: the state dir exists", async () => {
+  setup("5m");
+  expect(existsSync(box.state)).toBe(false); // following the guide, nothing else creates it
+  // The line as it is where cron cannot mail (Termux, no sendmail): the shell opens its redirect
+  // before tend starts. Written by hand first (an older install): doctor says it cannot run.
+  const { cronLine } = await import("../lib/operator/install.ts");
+  const config = { path: box.config, watchdog: { stateDir: box.state } } as Parameters<typeof cronLine>[0];
+  const line = cronLine(config, { binary, home: box.dir, uid: 0, intervalMs: 300_000, mail: false });
+  Bun.spawnSync(["crontab", "-u", USER, "-"], { stdin: new TextEncoder().encode(`${line}\n`) });
+  const doctor = asUser("doctor");
+  expect(doctor.stdout).toContain(`${box.state} does not exist, and the crontab line appends to its cron.log`);
+  const written = asUser("watchdog", "install", "cron", "--write");
+  expect(written.stdout).toContain(`${box.state}: created (mode 0700)`);
+  expect(statSync(box.state).mode & 0o777).toBe(0o700);
+  expect(crontab()).toContain(line.replace(` >> ${box.state}/cron.log 2>&1`, mailless(box.state)));
+  // cron's way: /bin/sh -c with the line's command, PATH=/usr/bin:/bin, HOME, SHELL, LOGNAME only.
+  const command = line
+    .split(" ")
+    .slice(5)
+    .join(" ")
+    .replace(/ # tend watchdog$/, "");
+  const tick = Bun.spawnSync(
+    ["runuser", "-u", USER, "--", "env", "-i", "PATH=/usr/bin:/bin", `HOME=${box.dir}`, "SHELL=/bin/sh"].concat([
+      `LOGNAME=${USER}`,
+      "/bin/sh",
+      "-c",
+      command,
+    ]),
+    { stderr: "pipe" },
+  );
+  expect(tick.stderr.toString()).toBe(""); // no "cannot create .../cron.log: Directory nonexistent"
+  expect(tick.exitCode).toBe(0);
+  expect(existsSync(join(box.state, "heartbeat"))).toBe(true); // the pass ran
+  if (mailless(box.state)) expect(readFileSync(join(box.state, "cron.log"), "utf8")).toContain("web");
 });
 
 test("where cron cannot mail (no sendmail, as on Termux) the line appends to the state dir's cron.log", async () => {

@@ -163,7 +163,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
   // What a pass does, done once: the device check.
   rows.push(...(await exerciseRows(stateDir)));
 
-  if (config) add(stateDirRow(config.watchdog.stateDir));
+  if (config) add(stateDirRow(config.watchdog.stateDir, tendCronLines(lines)));
   add({
     name: "config",
     status: config ? "ok" : "missing",
@@ -176,9 +176,21 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
 }
 
 /** The state dir: this user's, not writable by group or others, writable by tend. */
-function stateDirRow(stateDir: string): Capability {
+function stateDirRow(stateDir: string, cronLines: string[] = []): Capability {
   const row = { name: "state dir", affects: "every pass, notify's spool", used: true };
-  if (!existsSync(stateDir)) return { ...row, status: "ok", detail: `${stateDir} (created 0700 by the first pass)` };
+  if (!existsSync(stateDir)) {
+    // A line that redirects into it fails in the shell, before tend could create it: nothing runs.
+    const redirected = cronLines.some((line) => line.includes(`>> ${join(stateDir, "cron.log")}`));
+    if (redirected)
+      return {
+        ...row,
+        status: "missing",
+        detail:
+          `${stateDir} does not exist, and the crontab line appends to its cron.log: cron cannot start ` +
+          `it (run watchdog install cron --write again, or mkdir -m 700 ${stateDir})`,
+      };
+    return { ...row, status: "ok", detail: `${stateDir} (created 0700 by the first pass)` };
+  }
   try {
     const info = statSync(stateDir);
     const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
