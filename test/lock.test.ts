@@ -1,6 +1,6 @@
 // flock(2) through libc: held is a skip; any other error is said as itself (Android's shared storage: ENOSYS).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { tryLock } from "../lib/os/lock.ts";
@@ -92,4 +92,74 @@ describe("a tick is never lost to blogtunnel: only another pass makes a pass ski
       box.cleanup();
     }
   }, 60_000);
+});
+
+describe("blogtunnel and a long pass (migration trial: exit 1 and nothing recorded when a pass held the lock 30 s)", () => {
+  test("blogtunnel waits for a pass that holds the lock over 30 s, then checks; the counter is tend's", async () => {
+    const box = new Sandbox();
+    const edge = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    const counter = join(box.dir, "count");
+    try {
+      mkdirSync(box.state, { recursive: true, mode: 0o700 });
+      const lockPath = join(box.state, "watchdog.lock");
+      // A pass's record, held 32 s: over the old 30 s wait.
+      const holder = Bun.spawn(["flock", lockPath, "sh", "-c", `echo 'pass pid '$$ > '${lockPath}'; sleep 32`]);
+      await waitFor(
+        () => existsSync(lockPath) && readFileSync(lockPath, "utf8").startsWith("pass pid "),
+        5000,
+        "the pass record",
+      );
+      const tunnel = await box.tend(
+        ["blogtunnel", "--url", `http://127.0.0.1:${edge.port}/`, "--timeout", "2s", "--counter", counter],
+        { timeoutMs: 120_000 },
+      );
+      expect(holder.exitCode).not.toBeNull(); // it ran once the pass let go
+      expect(tunnel.code).toBe(1); // struck: failing, as the old script's exit said
+      expect(tunnel.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
+      expect(readFileSync(counter, "utf8").trim()).toBe("1");
+      expect(box.stateOf("blogtunnel").strikes).toBe(1);
+    } finally {
+      edge.stop(true);
+      box.cleanup();
+    }
+  }, 90_000);
+
+  test("a run lost all the same (the pass held the lock past the wait) is said in the log, the counter kept", async () => {
+    const box = new Sandbox();
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    const counter = join(box.dir, "count");
+    writeFileSync(counter, "2\n");
+    const { loadConfig } = await import("../lib/config/load.ts");
+    const { watchTunnel } = await import("../lib/tools/tunnel.ts");
+    const config = loadConfig({ path: box.config });
+    try {
+      mkdirSync(box.state, { recursive: true, mode: 0o700 });
+      const lockPath = join(box.state, "watchdog.lock");
+      const holder = Bun.spawn(["flock", lockPath, "sh", "-c", `echo 'pass pid '$$ > '${lockPath}'; sleep 30`]);
+      await waitFor(
+        () => existsSync(lockPath) && readFileSync(lockPath, "utf8").startsWith("pass pid "),
+        5000,
+        "the pass record",
+      );
+      const record = {
+        url: "http://127.0.0.1:1/",
+        timeoutMs: 1000,
+        strikes: 3,
+        failCodes: [530],
+        pane: null,
+        requiresDns: null,
+      };
+      const run = watchTunnel(config, "blogtunnel", record, counter, () => {}, { lockWaitMs: 500 });
+      await expect(run).rejects.toMatchObject({ exitCode: 1 });
+      holder.kill();
+      await holder.exited;
+      expect(box.read("watchdog.log")).toMatch(
+        /\[ERROR\] blogtunnel: a watchdog pass held the lock for 0\.5s \(pass pid \d+\): this check did not run; the counter is unchanged/,
+      );
+      expect(readFileSync(counter, "utf8").trim()).toBe("2");
+    } finally {
+      box.cleanup();
+    }
+  }, 30_000);
 });

@@ -2,7 +2,10 @@ import type { HttpCheck } from "../checks/http.ts";
 import type { Config } from "../config/types.ts";
 import { TendError } from "../core/errors.ts";
 import { sendEvents } from "../notify/alert.ts";
-import { waitLock } from "../os/lock.ts";
+import { lockHolder, waitLock } from "../os/lock.ts";
+
+/** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
+const LOCK_WAIT_MS = 180_000;
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { readState, writeState } from "../state/service.ts";
 import { type TunnelRecord } from "../core/state.ts";
@@ -100,6 +103,7 @@ export async function watchTunnel(
   record: TunnelRecord,
   counter: string,
   echo: (line: string) => void,
+  { lockWaitMs = LOCK_WAIT_MS } = {},
 ): Promise<{ healthy: boolean }> {
   const service = tunnelService(name, record, config.defaults);
   const { stateDir } = config.watchdog;
@@ -107,23 +111,28 @@ export async function watchTunnel(
   // Held only to read and write state, never through the probe or a restart's verification: a pass
   // started in the same minute waits for it, never skips (SPEC: a tick is never lost to blogtunnel).
   const lockPath = statePaths(stateDir).lock;
-  const take = async (waitMs: number) => {
-    const taken = await waitLock(lockPath, waitMs, Bun.sleep, "blogtunnel");
-    if (!taken)
-      throw new TendError(`a watchdog pass is running (it held the lock for ${humanDuration(waitMs)}): try again`, 1);
+  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation);
+  // A pass holds the lock through its probes and verifications: minutes at most. Waited for as
+  // long, first and after the probe; a run lost all the same is said in the log (cron may not mail).
+  const take = async () => {
+    const taken = await waitLock(lockPath, lockWaitMs, Bun.sleep, "blogtunnel");
+    if (!taken) {
+      const said = `a watchdog pass held the lock for ${humanDuration(lockWaitMs)} (${lockHolder(lockPath) || "its holder unrecorded"})`;
+      logger.write("ERROR", `${name}: ${said}: this check did not run; the counter is unchanged`);
+      throw new TendError(`${said}: try again`, 1);
+    }
     return taken;
   };
-  let lock: Awaited<ReturnType<typeof take>> | null = await take(30_000);
+  let lock: Awaited<ReturnType<typeof take>> | null = await take();
   const unlocked = async <T>(work: () => Promise<T>): Promise<T> => {
     lock!.release();
     lock = null;
     try {
       return await work();
     } finally {
-      lock = await take(180_000); // a pass takes minutes at most (its probes and verifications)
+      lock = await take();
     }
   };
-  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation);
   try {
     const { value, problem } = readCounter(counter);
     if (problem) logger.write("ERROR", `${name}: ${problem}`);
@@ -141,9 +150,9 @@ export async function watchTunnel(
       gap: null,
       unlocked,
     });
-    const restarted = outcome.decision.kind === "restart";
-    // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.
-    writeCounter(counter, restarted ? 0 : outcome.decision.next.strikes);
+    // tend's strike count, always: 0 after a restart that recovered, N after one that did not
+    // (the next failed check restarts again once the backoff allows), as for any service.
+    writeCounter(counter, outcome.decision.next.strikes);
     lock?.release(); // notifications have their own lock (notify.lock): a pass need not wait for them
     lock = null;
     await sendEvents(config, outcome.events, logger);
