@@ -1,3 +1,4 @@
+import { fdIsFile } from "./os/files.ts";
 /** The process's standard streams and environment, as the commands use them (tests pass their own). */
 export interface Io {
   out: (text: string) => void;
@@ -5,6 +6,8 @@ export interface Io {
   env: Record<string, string | undefined>;
   /** stdout is a terminal (colour, pictures) */
   tty: boolean;
+  /** stdout is the file at this path (the installed line's cron.log). */
+  stdoutIs?: (path: string) => boolean;
 }
 
 /**
@@ -27,6 +30,7 @@ export function processIo(): Io & { close: () => Promise<void> } {
       tty ??= (require("node:tty") as typeof import("node:tty")).isatty(1);
       return tty;
     },
+    stdoutIs: (path: string) => fdIsFile(1, path),
     /** Everything written reaches its file before the process exits. */
     close: async () => void (await Promise.all(sinks.map((sink) => sink.end()))),
   };

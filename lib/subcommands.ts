@@ -4,6 +4,7 @@ import type { Config } from "./config/types.ts";
 import { usageError } from "./core/errors.ts";
 import { oneLine } from "./core/sanitize.ts";
 import type { Io } from "./io.ts";
+import { statePaths } from "./state/dir.ts";
 
 /** What a subcommand gets: its arguments, the configuration, and the streams it says things on. */
 export interface Context {
@@ -65,7 +66,11 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       const { runPass } = await import("./pass/pass.ts");
       // --interval: the period the scheduler runs this pass at (the installed entry says it); the heartbeat keeps it.
       const intervalMs = durationFlag("interval", args.interval) ?? undefined;
-      return (await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env, intervalMs }), 0);
+      const stdoutIsLog = io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog) ?? false;
+      return (
+        await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env, intervalMs, stdoutIsLog }),
+        0
+      );
     },
   },
   run: {

@@ -10,6 +10,7 @@ import { checkTunnel, watchTunnel } from "../lib/tools/tunnel.ts";
 import { findConfig, loadConfig } from "../lib/config/load.ts";
 import { SERVICE_NAME } from "../lib/config/service.ts";
 import type { Config } from "../lib/config/types.ts";
+import { statePaths } from "../lib/state/dir.ts";
 
 /** The configuration when the usual lookup finds one (then blogtunnel is part of the watch), else null. */
 function configIfAny(path: string | undefined, io: Io): Config | null {
@@ -73,6 +74,8 @@ export function main(argv: string[], io: Io): Promise<number> {
     }
     const httpCodes = failCodes.filter((code) => code !== "000").map(Number);
     const record = { url, timeoutMs, strikes, failCodes: httpCodes, pane, requiresDns: args["requires-dns"] ?? null };
-    return (await watchTunnel(config, name, record, counter, io.out)).healthy ? 0 : 1;
+    // Its cron line may append to cron.log too: then each line is written once, to the log.
+    const stdoutIsLog = io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog) ?? false;
+    return (await watchTunnel(config, name, record, counter, io.out, { stdoutIsLog })).healthy ? 0 : 1;
   });
 }

@@ -1,6 +1,6 @@
 // watchdog install: what each scheduler gets, written idempotently (real crontab, real plist parser).
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox, TEND } from "./helpers.ts";
 
@@ -232,19 +232,28 @@ test("the line install cron writes runs from its first tick, as cron runs it: th
     .slice(5)
     .join(" ")
     .replace(/ # tend watchdog$/, "");
-  const tick = Bun.spawnSync(
-    ["runuser", "-u", USER, "--", "env", "-i", "PATH=/usr/bin:/bin", `HOME=${box.dir}`, "SHELL=/bin/sh"].concat([
-      `LOGNAME=${USER}`,
-      "/bin/sh",
-      "-c",
-      command,
-    ]),
-    { stderr: "pipe" },
-  );
+  const cronTick = ["runuser", "-u", USER, "--", "env", "-i", "PATH=/usr/bin:/bin", `HOME=${box.dir}`].concat([
+    "SHELL=/bin/sh",
+    `LOGNAME=${USER}`,
+    "/bin/sh",
+    "-c",
+    command,
+  ]);
+  const tick = Bun.spawnSync(cronTick, { stderr: "pipe" });
   expect(tick.stderr.toString()).toBe(""); // no "cannot create .../cron.log: Directory nonexistent"
   expect(tick.exitCode).toBe(0);
   expect(existsSync(join(box.state, "heartbeat"))).toBe(true); // the pass ran
-  if (mailless(box.state)) expect(readFileSync(join(box.state, "cron.log"), "utf8")).toContain("web");
+  // Each event once: in watchdog.log, not again in cron.log (which has only what could not reach the log).
+  expect(readFileSync(join(box.state, "watchdog.log"), "utf8")).toContain("[START] watching web");
+  expect(readFileSync(join(box.state, "cron.log"), "utf8")).toBe("");
+  // A log that cannot be written: the line reaches cron.log, with the error.
+  rmSync(join(box.state, "watchdog.log"));
+  mkdirSync(join(box.state, "watchdog.log"));
+  rmSync(join(box.state, "services"), { recursive: true });
+  Bun.spawnSync(cronTick);
+  const unlogged = readFileSync(join(box.state, "cron.log"), "utf8");
+  expect(unlogged).toContain("[START] watching web");
+  expect(unlogged).toMatch(/watchdog\.log/);
 });
 
 test("where cron cannot mail (no sendmail, as on Termux) the line appends to the state dir's cron.log", async () => {

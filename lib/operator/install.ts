@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { isTermux } from "../core/platform.ts";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
+import { statePaths } from "../state/dir.ts";
 import type { Config } from "../config/types.ts";
 import { formatDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
@@ -77,7 +78,7 @@ export const cronCanMail = (prefix = process.env.PREFIX ?? "") =>
 
 export function cronLine(config: Config, { binary, intervalMs, mail = cronCanMail() }: InstallOptions): string {
   // No mail: the line appends its output (a configuration error, say) to the state dir's cron.log.
-  const output = mail ? "" : ` >> ${quote(join(config.watchdog.stateDir, "cron.log"))} 2>&1`;
+  const output = mail ? "" : ` >> ${quote(statePaths(config.watchdog.stateDir).cronLog)} 2>&1`;
   // The line carries the period cron really runs it at: the heartbeat records it, so a slower
   // scheduler than [watchdog] interval never reads as a stale watchdog.
   const period = formatDuration(cronSchedule(intervalMs).periodMs);

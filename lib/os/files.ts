@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, writeSync, type Stats } from "node:fs";
 
 const WORDS: Record<string, string> = {
   ENOENT: "no such file",
@@ -133,4 +133,14 @@ export function tailLines(path: string, count: number, limit = 65_536): string[]
     .text.split("\n")
     .filter((line) => line !== "")
     .slice(-count);
+}
+
+/** File descriptor `fd` (1: stdout) is the file at `path`: the same device and inode. */
+export function fdIsFile(fd: number, path: string): boolean {
+  try {
+    const [open, named] = [fstatSync(fd), statSync(path)];
+    return open.dev === named.dev && open.ino === named.ino;
+  } catch {
+    return false;
+  }
 }

@@ -38,6 +38,8 @@ export interface PassOptions {
   intervalMs?: number;
   /** Run by `watchdog run`, which holds the loop lock (a pass from elsewhere yields to it). */
   inLoop?: boolean;
+  /** stdout is the installed line's cron.log: echo only what could not reach the log (never every event twice). */
+  stdoutIsLog?: boolean;
   /**
    * Judge only these services, between passes (the loop's crash watch and retry_interval): no
    * heartbeat, gap, metrics or heartbeat ping, and a held lock is no SKIP line (it tries again).
@@ -63,7 +65,13 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       config.services.map((service) => service.name),
     );
   }
-  const logger = new Logger(dryRun ? null : config.watchdog.log, echo, now, config.watchdog.rotation);
+  const logger = new Logger(
+    dryRun ? null : config.watchdog.log,
+    echo,
+    now,
+    config.watchdog.rotation,
+    options.stdoutIsLog === true,
+  );
 
   const lockFailed = (error: unknown) => {
     if (error instanceof TendError) throw error;

@@ -39,6 +39,8 @@ function makePaths(stateDir: string) {
     /** Messages refused for good by their receiver. */
     dead: at("notify-dead.jsonl"),
     notifyState: at("notify-state.json"),
+    /** Where the installed crontab line appends its output when cron cannot mail. */
+    cronLog: at("cron.log"),
     /** Per-service files live apart, so no service name can collide with tend's own files. */
     services: at("services"),
     /** One service's state: strikes, timestamps, counters, histories. */

@@ -8,7 +8,11 @@ export interface LogEntry {
   at: Date;
 }
 
-/** Appends `[time] [TAG] message` lines to a file and hands each to `echo` (the command prints it). */
+/**
+ * Appends `[time] [TAG] message` lines to a file and hands each to `echo` (the command prints it).
+ * `echoUnloggedOnly`: echo only what could not be written to the file (stdout is cron.log, which
+ * would otherwise hold every event twice).
+ */
 export class Logger {
   readonly entries: LogEntry[] = [];
   constructor(
@@ -16,6 +20,7 @@ export class Logger {
     private readonly echo: (line: string) => void = () => {},
     private readonly clock: () => number = Date.now,
     private readonly rotation: Rotation = DEFAULT_ROTATION,
+    private readonly echoUnloggedOnly = false,
   ) {}
 
   /**
@@ -30,9 +35,14 @@ export class Logger {
     const line = formatLine(tag, safe, at);
     this.entries.push({ tag, message: safe, at });
     const logged = (full === undefined ? line : formatLine(tag, escapeControls(full), at)) + "\n";
-    if (this.file) appendRotating(this.file, logged, this.rotation);
-    if (downtime) appendRotating(downtime, logged, this.rotation);
-    this.echo(line);
+    try {
+      if (this.file) appendRotating(this.file, logged, this.rotation);
+      if (downtime) appendRotating(downtime, logged, this.rotation);
+    } catch (error) {
+      this.echo(line); // it reaches stdout at least (cron mails it, or cron.log keeps it)
+      throw error;
+    }
+    if (!this.echoUnloggedOnly || !this.file) this.echo(line);
     return line;
   }
 }

@@ -103,7 +103,7 @@ export async function watchTunnel(
   record: TunnelRecord,
   counter: string,
   echo: (line: string) => void,
-  { lockWaitMs = LOCK_WAIT_MS } = {},
+  { lockWaitMs = LOCK_WAIT_MS, stdoutIsLog = false } = {},
 ): Promise<{ healthy: boolean }> {
   const service = tunnelService(name, record, config.defaults);
   const { stateDir } = config.watchdog;
@@ -111,7 +111,7 @@ export async function watchTunnel(
   // Held only to read and write state, never through the probe or a restart's verification: a pass
   // started in the same minute waits for it, never skips (SPEC: a tick is never lost to blogtunnel).
   const lockPath = statePaths(stateDir).lock;
-  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation);
+  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation, stdoutIsLog);
   // A pass holds the lock through its probes and verifications: minutes at most. Waited for as
   // long, first and after the probe; a run lost all the same is said in the log (cron may not mail).
   const take = async () => {
