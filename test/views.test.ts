@@ -356,7 +356,6 @@ test("fresh evidence only: a log-checked service whose restart dies at once is F
   await waitFor(() => !alive(running), 5000, "the worker to die");
   const started = Date.now();
   const pass = await box.tend(["watchdog"]);
-  console.log(pass.stdout);
   expect(Date.now() - started).toBeLessThan(15_000); // not the 20 s deadline
   // Gone, or a zombie its parent (tend) has not reaped yet (under load): exited either way.
   const exited = /\[FAILED\] worker exited [\d.]+s after the restart \(pid \d+ is (gone|a zombie)\); backoff 10s/;
@@ -399,7 +398,6 @@ test("after a reboot: services found not running are boot starts, one 🔌, no �
   utimesSync(heartbeat, minuteAgo, minuteAgo);
   const before = receiver.received.length;
   const pass = await box.tend(["watchdog"]);
-  console.log(pass.stdout);
   for (const name of names) expect(pass.stdout).toContain(`[START] ${name}: started after reboot (started pid`);
   expect(pass.stdout).not.toContain("(crash)");
   expect(pass.stdout).not.toContain("[RESTART]");
@@ -409,6 +407,33 @@ test("after a reboot: services found not running are boot starts, one 🔌, no �
   expect(sent[0]).toMatch(/^🔌 host was down \d+s \(reboot\); started (blog|tunnel|recorder), \w+, \w+$/);
   for (const name of names) expect(box.stateOf(name)).toMatchObject({ restartsTotal: 0, outage: null });
   for (const name of names) box.track(Number(readFileSync(join(box.dir, `${name}.pid`), "utf8")));
+});
+
+test("status --cached after a reboot, before a pass: a verdict from before the boot is not fine (never started)", async () => {
+  box = new Sandbox();
+  const { server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  await box.tend(["watchdog"]);
+  await box.tend(["watchdog"]);
+  expect((await json(["watchdog", "status", "--json", "--cached"])).report.services[0].state).toBe("healthy");
+  // The state as a reboot leaves it: decided (and probed) before the host booted, no pass since.
+  const bootedAt = Date.now() - (await import("node:os")).uptime() * 1000;
+  const file = join(box.state, "services", "api.json");
+  const state = JSON.parse(readFileSync(file, "utf8"));
+  state.verdict.at = bootedAt - 600_000;
+  state.lastProbe.at = bootedAt - 600_000;
+  writeFileSync(file, JSON.stringify(state));
+  const { code, report } = await json(["watchdog", "status", "--json", "--cached"]);
+  expect(code).toBe(1);
+  expect(report.services[0].state).toBe("healthy"); // the word it had, said to be old
+  expect(report.services[0].error).toMatch(/^decided before the host booted at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+  const table = await box.tend(["watchdog", "status", "--cached"]);
+  expect(table.stdout).toContain("healthy (not judged)");
+  expect(table.stdout).toContain("api: not judged by the last pass (decided before the host booted at");
+  // The next pass judges it: fine again.
+  await box.tend(["watchdog"]);
+  expect((await json(["watchdog", "status", "--json", "--cached"])).code).toBe(0);
 });
 
 test("slow_above: a slow healthy answer is slow in every view (🐢 once, status 0, metric), no strike", async () => {

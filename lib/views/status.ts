@@ -4,7 +4,8 @@ import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { isStale } from "../core/health.ts";
-import { isCalm, viewOf, type StateWord } from "../core/verdict.ts";
+import { isCalm, isWatched, viewOf, type StateWord } from "../core/verdict.ts";
+import { bootTimeMs } from "../os/proc.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { mainProcess, probeContext } from "../os/pidsource.ts";
@@ -51,12 +52,20 @@ export interface StatusOptions {
   cached?: boolean;
   now?: () => number;
   read?: StateReader;
+  /** When the host booted (epoch ms): a verdict from before it is not the service's state now. */
+  bootedAt?: () => number;
 }
 
 /** Probe every (named) service now, with the pass's own probe, and describe it. Changes nothing. */
 export async function collectStatus(
   config: Config,
-  { names = [], cached = false, now = Date.now, read = stateReader(config.watchdog.stateDir) }: StatusOptions = {},
+  {
+    names = [],
+    cached = false,
+    now = Date.now,
+    read = stateReader(config.watchdog.stateDir),
+    bootedAt = bootTimeMs,
+  }: StatusOptions = {},
 ): Promise<StatusReport> {
   const all = watchedServices(config, read);
   const unknown = names.filter((name) => !all.some((service) => service.name === name));
@@ -66,6 +75,7 @@ export async function collectStatus(
     );
   const chosen = all.filter((service) => names.length === 0 || names.includes(service.name));
   const limit = limiter(config.watchdog.concurrency); // the same bound as a pass
+  const booted = bootedAt();
   const rows = await Promise.all(
     chosen.map((service) =>
       limit(async () => {
@@ -83,7 +93,7 @@ export async function collectStatus(
           result = await probe(service.check, probeContext(main));
           at = now();
         }
-        return { ...describe(service, state, result, at, now()), hidden_process: hidden };
+        return { ...describe(service, state, result, at, now(), booted), hidden_process: hidden };
       }),
     ),
   );
@@ -119,8 +129,16 @@ function describe(
   result: ProbeResult | null,
   at: number | null,
   now: number,
+  bootedAt: number,
 ): StatusRow {
   const { word, verdict } = viewOf(service.enabled, state.verdict);
+  // Decided before the host booted (a phone's reboot, before the first pass since): what the pass
+  // saw then, not the service now — it may never have been started since. Not calm until judged.
+  // A second of slack: the boot time is now minus the uptime, to the second.
+  const beforeBoot =
+    verdict && verdict.at < bootedAt - 1000 && isWatched(word)
+      ? `decided before the host booted at ${localStamp(new Date(bootedAt))}`
+      : null;
   const iso = (at: number | null | undefined) => (at === null || at === undefined ? null : new Date(at).toISOString());
   return {
     name: service.name,
@@ -128,7 +146,7 @@ function describe(
     reason: verdict?.reason ?? null,
     until: iso(verdict?.until),
     decided_at: iso(verdict?.at),
-    error: verdict?.error ?? null,
+    error: verdict?.error ?? beforeBoot,
     strikes: state.strikes,
     failures: service.failures,
     timeout_ms: service.check.timeoutMs,
