@@ -6,7 +6,7 @@ import { isHttpUrl } from "../lib/core/redact.ts";
 import { usageError } from "../lib/core/errors.ts";
 import { Logger } from "../lib/state/logger.ts";
 import { TMUX_TARGET } from "../lib/os/tmux.ts";
-import { checkTunnel, watchTunnel } from "../lib/tools/tunnel.ts";
+import { checkTunnel, tunnelDependencies, watchTunnel } from "../lib/tools/tunnel.ts";
 import { findConfig, loadConfig } from "../lib/config/load.ts";
 import { SERVICE_NAME } from "../lib/config/service.ts";
 import type { Config } from "../lib/config/types.ts";
@@ -25,20 +25,22 @@ function configIfAny(path: string | undefined, io: Io): Config | null {
 
 const USAGE = `usage: blogtunnel [--url U] [--timeout 20s] [--strikes 3] [--counter FILE]
                   [--fail-codes 502,503,504,530,000] [--pane TARGET --command CMD]
-                  [--name blogtunnel] [--requires-dns NAME]
+                  [--name blogtunnel] [--requires-dns NAME] [--depends-on NAME]
 The public-URL tunnel check for crontab: a status in the fail codes (000 = no answer) is a strike,
 counted in a plain-integer file (default ~/.blogtunnel-fail-count); any other answer writes 0.
 At the Nth consecutive strike the tmux pane is respawned with CMD and the counter reset.
 With a configuration (the usual lookup) it is part of the watch: the watchdog's rules (cooldown,
 backoff, max_restarts), its lines in the watchdog log under --name, its restart notified, shown
-by status and report.
+by status and report; --depends-on: WAIT (no strike) while that configured service is failing.
 URL: --url or $BLOG_URL.   exit: 0 healthy, 1 failing (struck or restarted), 2 usage`;
 
 export function main(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "blogtunnel",
     usage: USAGE,
-    string: ["url", "timeout", "strikes", "counter", "fail-codes", "pane", "command", "name", "requires-dns"],
+    string: ["url", "timeout", "strikes", "counter", "fail-codes", "pane", "command", "name", "requires-dns"].concat([
+      "depends-on",
+    ]),
   };
   return runCli(spec, argv, io, async (args) => {
     if (args._.length) throw usageError(`unexpected ${args._.join(" ")}\n\n${USAGE}`);
@@ -62,6 +64,8 @@ export function main(argv: string[], io: Io): Promise<number> {
     const counter = args.counter ?? join(io.env.HOME || homedir(), ".blogtunnel-fail-count");
     const pane = args.pane ? { target: args.pane, command: args.command } : null;
     const config = configIfAny(args.config, io);
+    if (!config && args["depends-on"] !== undefined)
+      throw usageError("--depends-on names a configured service: it needs a configuration (--config)");
     if (!config) {
       const result = await checkTunnel({ url, timeoutMs, strikes, counter, failCodes, pane }, new Logger(null, io.out));
       return result.healthy ? 0 : 1;
@@ -72,8 +76,10 @@ export function main(argv: string[], io: Io): Promise<number> {
     if (config.services.some((service) => service.name.toLowerCase() === name.toLowerCase())) {
       throw usageError(`--name: a configured service is already named ${name}: give the tunnel its own (--name)`);
     }
+    const dependsOn = tunnelDependencies(args["depends-on"], config);
     const httpCodes = failCodes.filter((code) => code !== "000").map(Number);
-    const record = { url, timeoutMs, strikes, failCodes: httpCodes, pane, requiresDns: args["requires-dns"] ?? null };
+    const requiresDns = args["requires-dns"] ?? null;
+    const record = { url, timeoutMs, strikes, failCodes: httpCodes, pane, requiresDns, dependsOn };
     // Its cron line may append to cron.log too: then each line is written once, to the log.
     const stdoutIsLog = io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog) ?? false;
     return (await watchTunnel(config, name, record, counter, io.out, { stdoutIsLog })).healthy ? 0 : 1;

@@ -211,3 +211,49 @@ test("with a configuration, a pane within grace is skipped, not failing: exit 0,
   expect(result.code).toBe(0);
   expect(readFileSync(counter, "utf8")).toBe("1\n");
 });
+
+test("--depends-on NAME: WAIT while that configured service is failing (no strike), as depends_on does", async () => {
+  box = new Sandbox();
+  const origin = { status: 500 };
+  const blog = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog", origin) });
+  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("bad gateway", { status: 530 }) });
+  try {
+    box.writeConfig(`[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "blog"
+[service.check]
+http = "http://127.0.0.1:${blog.port}/"
+timeout = "1s"
+`);
+    const counter = join(box.dir, "count");
+    const run = (...extra: string[]) =>
+      box.tend(["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter, ...extra]);
+    // The origin is down: the tunnel's 530 is the origin's fault, not a strike against the tunnel.
+    const waited = await run("--depends-on", "blog");
+    expect(waited.stdout).toContain("[WAIT] blogtunnel");
+    expect(waited.stdout).toContain("dependency blog is failing");
+    expect(waited.stdout).toContain("not counted, not restarted");
+    expect(waited.stdout).not.toContain("[WARN]");
+    expect(readFileSync(counter, "utf8").trim()).toBe("0");
+    expect(box.stateOf("blogtunnel").strikes).toBe(0);
+    // The origin answers: the tunnel's 530 is its own, a strike.
+    origin.status = 200;
+    const struck = await run("--depends-on", "blog");
+    expect(struck.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
+    expect(readFileSync(counter, "utf8").trim()).toBe("1");
+    // Names a configured service, and needs the configuration that says what it is.
+    const unknown = await run("--depends-on", "origin");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("--depends-on: no service named origin in");
+    expect(unknown.stderr).toContain("(configured: blog)");
+    const bare = await box.tend(
+      ["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter, "--depends-on", "blog"],
+      { env: { TEND_CONFIG: join(box.dir, "none.toml") } },
+    );
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain("--depends-on names a configured service: it needs a configuration");
+  } finally {
+    blog.stop(true);
+  }
+});

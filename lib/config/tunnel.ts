@@ -25,7 +25,7 @@ export function tunnelService(name: string, record: TunnelRecord, defaults: Tuna
     runit: null,
     check,
     restart: record.pane ? { kind: "tmux", target: record.pane.target, run: record.pane.command } : null,
-    dependsOn: [],
+    dependsOn: record.dependsOn ?? [],
     requiresDns: record.requiresDns,
     busy: null,
     memory: null,

@@ -106,6 +106,8 @@ export interface TunnelRecord {
   failCodes: number[];
   pane: { target: string; command: string } | null;
   requiresDns: string | null;
+  /** `--depends-on`: configured services it waits on (WAIT while one is failing). */
+  dependsOn?: string[];
 }
 export const OUTAGE_HISTORY = 1000;
 

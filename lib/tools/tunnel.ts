@@ -1,13 +1,14 @@
 import type { HttpCheck } from "../checks/http.ts";
 import type { Config } from "../config/types.ts";
-import { TendError } from "../core/errors.ts";
+import { TendError, usageError } from "../core/errors.ts";
 import { sendEvents } from "../notify/alert.ts";
 import { lockHolder, waitLock } from "../os/lock.ts";
+import { failingNow } from "../pass/wait.ts";
 
 /** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
 const LOCK_WAIT_MS = 180_000;
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, writeState } from "../state/service.ts";
+import { readState, stateReader, writeState } from "../state/service.ts";
 import { type TunnelRecord } from "../core/state.ts";
 import { tunnelService } from "../config/tunnel.ts";
 import { judgeService } from "../pass/judge.ts";
@@ -123,6 +124,9 @@ export async function watchTunnel(
     }
     return taken;
   };
+  // Its dependencies first, as a pass probes them first (no lock: a probe writes nothing).
+  const dependencies = config.services.filter((other) => service.dependsOn.includes(other.name));
+  const failingDependencies = await failingNow(dependencies, stateReader(stateDir));
   let lock: Awaited<ReturnType<typeof take>> | null = await take();
   const unlocked = async <T>(work: () => Promise<T>): Promise<T> => {
     lock!.release();
@@ -145,7 +149,7 @@ export async function watchTunnel(
       echo,
       now: Date.now,
       sleep: Bun.sleep,
-      failingDependencies: [],
+      failingDependencies,
       publish: () => {},
       gap: null,
       unlocked,
@@ -161,4 +165,16 @@ export async function watchTunnel(
   } finally {
     lock?.release();
   }
+}
+
+/** --depends-on NAME[,NAME] (or repeated): configured services, each once. */
+export function tunnelDependencies(given: string | string[] | undefined, config: Config): string[] {
+  const names = [given ?? []].flat().flatMap((value) => value.split(",").map((name) => name.trim()));
+  const unknown = names.filter((name) => !config.services.some((service) => service.name === name));
+  if (unknown.length)
+    throw usageError(
+      `--depends-on: no service named ${unknown.join(", ")} in ${config.path} ` +
+        `(configured: ${config.services.map((service) => service.name).join(", ") || "none"})`,
+    );
+  return [...new Set(names)];
 }
