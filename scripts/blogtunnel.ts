@@ -5,7 +5,7 @@ import { durationFlag, runCli, type Io } from "../lib/cli.ts";
 import { isHttpUrl } from "../lib/core/redact.ts";
 import { usageError } from "../lib/core/errors.ts";
 import { Logger } from "../lib/state/logger.ts";
-import { TMUX_TARGET } from "../lib/os/tmux.ts";
+import { TMUX_SOCKET_NAME, TMUX_TARGET } from "../lib/os/tmux.ts";
 import { checkTunnel, tunnelDependencies, watchTunnel } from "../lib/tools/tunnel.ts";
 import { findConfig, loadConfig } from "../lib/config/load.ts";
 import { SERVICE_NAME } from "../lib/config/service.ts";
@@ -24,11 +24,12 @@ function configIfAny(path: string | undefined, io: Io): Config | null {
 }
 
 const USAGE = `usage: blogtunnel [--url U] [--timeout 20s] [--strikes 3] [--counter FILE]
-                  [--fail-codes 502,503,504,530,000] [--pane TARGET --command CMD]
+                  [--fail-codes 502,503,504,530,000] [--pane TARGET --command CMD [--socket S]]
                   [--name blogtunnel] [--requires-dns NAME] [--depends-on NAME]
 The public-URL tunnel check for crontab: a status in the fail codes (000 = no answer) is a strike,
 counted in a plain-integer file (default ~/.blogtunnel-fail-count); any other answer writes 0.
-At the Nth consecutive strike the tmux pane is respawned with CMD and the counter reset.
+At the Nth consecutive strike the tmux pane is respawned with CMD and the counter reset
+(--socket: the pane's tmux server, a name as tmux -L takes, or a path as -S).
 With a configuration (the usual lookup) it is part of the watch: the watchdog's rules (cooldown,
 backoff, max_restarts), its lines in the watchdog log under --name, its restart notified, shown
 by status and report; --depends-on: WAIT (no strike) while that configured service is failing.
@@ -38,7 +39,8 @@ export function main(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "blogtunnel",
     usage: USAGE,
-    string: ["url", "timeout", "strikes", "counter", "fail-codes", "pane", "command", "name", "requires-dns"].concat([
+    string: ["url", "timeout", "strikes", "counter", "fail-codes", "pane", "command", "socket", "name"].concat([
+      "requires-dns",
       "depends-on",
     ]),
   };
@@ -62,7 +64,10 @@ export function main(argv: string[], io: Io): Promise<number> {
     if (args.pane && !TMUX_TARGET.test(args.pane))
       throw usageError(`--pane: ${JSON.stringify(args.pane)} is not "session:window" or "session:window.pane"`);
     const counter = args.counter ?? join(io.env.HOME || homedir(), ".blogtunnel-fail-count");
-    const pane = args.pane ? { target: args.pane, command: args.command } : null;
+    if (args.socket !== undefined && !args.pane) throw usageError("--socket names the tmux server of --pane");
+    if (args.socket !== undefined && !args.socket.startsWith("/") && !TMUX_SOCKET_NAME.test(args.socket))
+      throw usageError(`--socket: ${JSON.stringify(args.socket)} is neither a socket name nor an absolute path`);
+    const pane = args.pane ? { target: args.pane, command: args.command, socket: args.socket ?? null } : null;
     const config = configIfAny(args.config, io);
     if (!config && args["depends-on"] !== undefined)
       throw usageError("--depends-on names a configured service: it needs a configuration (--config)");

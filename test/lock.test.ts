@@ -94,7 +94,7 @@ describe("a tick is never lost to blogtunnel: only another pass makes a pass ski
   }, 60_000);
 });
 
-describe("blogtunnel and a long pass (migration trial: exit 1 and nothing recorded when a pass held the lock 30 s)", () => {
+describe("blogtunnel and a long pass (the trial: exit 1, nothing recorded, when a pass held the lock 30 s)", () => {
   test("blogtunnel waits for a pass that holds the lock over 30 s, then checks; the counter is tend's", async () => {
     const box = new Sandbox();
     const edge = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
@@ -125,7 +125,7 @@ describe("blogtunnel and a long pass (migration trial: exit 1 and nothing record
     }
   }, 90_000);
 
-  test("a run lost all the same (the pass held the lock past the wait) is said in the log, the counter kept", async () => {
+  test("a run lost all the same (the lock held past the wait) is said in the log, the counter kept", async () => {
     const box = new Sandbox();
     box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
     const counter = join(box.dir, "count");
@@ -155,7 +155,10 @@ describe("blogtunnel and a long pass (migration trial: exit 1 and nothing record
       holder.kill();
       await holder.exited;
       expect(box.read("watchdog.log")).toMatch(
-        /\[ERROR\] blogtunnel: a watchdog pass held the lock for 0\.5s \(pass pid \d+\): this check did not run; the counter is unchanged/,
+        new RegExp(
+          "\\[ERROR\\] blogtunnel: a watchdog pass held the lock for 0\\.5s \\(pass pid \\d+\\): " +
+            "this check did not run; the counter is unchanged",
+        ),
       );
       expect(readFileSync(counter, "utf8").trim()).toBe("2");
     } finally {

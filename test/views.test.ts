@@ -409,7 +409,7 @@ test("after a reboot: services found not running are boot starts, one ðŸ”Œ, no â
   for (const name of names) box.track(Number(readFileSync(join(box.dir, `${name}.pid`), "utf8")));
 });
 
-test("status --cached after a reboot, before a pass: a verdict from before the boot is not fine (never started)", async () => {
+test("status --cached after a reboot, before a pass: a verdict from before the boot is not fine", async () => {
   box = new Sandbox();
   const { server, url } = controlledServer();
   stops.push(() => server.stop(true));

@@ -473,7 +473,8 @@ command = ["true"]
     const port = await freePort();
     const started = join(box.dir, "started-once");
     // The first start answers; every later one comes up hung (listening, never answering: ngrok after a boot).
-    const run = `[ -e ${started} ] && exec "${BUN}" "${SERVER}" ${port} --delay 600000; touch ${started}; exec "${BUN}" "${SERVER}" ${port}`;
+    const server = `"${BUN}" "${SERVER}" ${port}`;
+    const run = `[ -e ${started} ] && exec ${server} --delay 600000; touch ${started}; exec ${server}`;
     box.writeConfig(
       spawnService(port, 'backoff = "1s"\nverify_timeout = "2s"').replace(
         `spawn = ["${BUN}", "${SERVER}", "${port}"]`,

@@ -24,7 +24,10 @@ export function tunnelService(name: string, record: TunnelRecord, defaults: Tuna
     launchd: null,
     runit: null,
     check,
-    restart: record.pane ? { kind: "tmux", target: record.pane.target, run: record.pane.command } : null,
+    tmuxSocket: record.pane?.socket ?? null,
+    restart: record.pane
+      ? { kind: "tmux", target: record.pane.target, run: record.pane.command, socket: record.pane.socket ?? null }
+      : null,
     dependsOn: record.dependsOn ?? [],
     requiresDns: record.requiresDns,
     busy: null,

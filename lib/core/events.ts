@@ -2,7 +2,8 @@ import { utcStamp, type Tag } from "./time.ts";
 
 /**
  * Watchdog events: the emoji their notification starts with, its ntfy priority, and its title's
- * words (NAME: the service; HOST: the host, for the host's own events), so a receiver's filter can key on what happened to what.
+ * words (NAME: the service; HOST: the host, for the host's own events), so a receiver's filter
+ * can key on what happened to what.
  */
 export const EVENTS = {
   restart: { emoji: "⚠️", priority: "high", title: "restarted NAME" },

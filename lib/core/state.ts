@@ -104,7 +104,8 @@ export interface TunnelRecord {
   timeoutMs: number;
   strikes: number;
   failCodes: number[];
-  pane: { target: string; command: string } | null;
+  /** socket: the tmux server (`--socket`: a name for -L, a path for -S), or tmux's default. */
+  pane: { target: string; command: string; socket?: string | null } | null;
   requiresDns: string | null;
   /** `--depends-on`: configured services it waits on (WAIT while one is failing). */
   dependsOn?: string[];

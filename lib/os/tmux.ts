@@ -6,6 +6,9 @@ import { runCommand, saidBy } from "./run.ts";
 export type TmuxSocket = string | null;
 
 /** The argv that selects the server. */
+/** A tmux socket name for -L: a file name in tmux's socket dir (else an absolute path, -S). */
+export const TMUX_SOCKET_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
 export const serverArgs = (socket: TmuxSocket): string[] =>
   socket === null ? [] : socket.startsWith("/") ? ["-S", socket] : ["-L", socket];
 

@@ -1,5 +1,5 @@
 import { show } from "../config/reader.ts";
-import { respawnPane, TMUX_TARGET } from "../os/tmux.ts";
+import { respawnPane, TMUX_SOCKET_NAME, TMUX_TARGET } from "../os/tmux.ts";
 import { defineRestart } from "./kind.ts";
 import { stopCurrent } from "./run-action.ts";
 
@@ -29,9 +29,6 @@ function shellPrograms(line: string): string[] {
   });
 }
 
-/** A tmux socket name for -L: a file name in tmux's socket dir. */
-const SOCKET_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-
 /** `tmux respawn-pane -k -t TARGET RUN`; creates the session or window when missing. */
 export const tmux = defineRestart<TmuxRestart>({
   kind: "tmux",
@@ -40,7 +37,7 @@ export const tmux = defineRestart<TmuxRestart>({
     const target = table.string("tmux");
     const run = table.string("run");
     const socket = table.string("socket") ?? null;
-    if (socket !== null && !socket.startsWith("/") && !SOCKET_NAME.test(socket)) {
+    if (socket !== null && !socket.startsWith("/") && !TMUX_SOCKET_NAME.test(socket)) {
       table.fail("socket", `${show(socket)} is neither a socket name (letters, digits, _ . -) nor an absolute path`);
     }
     if (target !== undefined && !TMUX_TARGET.test(target)) {

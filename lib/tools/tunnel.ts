@@ -5,8 +5,6 @@ import { sendEvents } from "../notify/alert.ts";
 import { lockHolder, waitLock } from "../os/lock.ts";
 import { failingNow } from "../pass/wait.ts";
 
-/** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
-const LOCK_WAIT_MS = 180_000;
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { readState, stateReader, writeState } from "../state/service.ts";
 import { type TunnelRecord } from "../core/state.ts";
@@ -19,6 +17,9 @@ import { probe } from "../checks/index.ts";
 import { redactUrl } from "../core/redact.ts";
 import { respawnPane } from "../os/tmux.ts";
 
+/** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
+const LOCK_WAIT_MS = 180_000;
+
 export interface TunnelOptions {
   url: string;
   timeoutMs: number;
@@ -26,7 +27,7 @@ export interface TunnelOptions {
   counter: string;
   /** Status codes that are strikes; "000" = no answer (timeout, refused, DNS). */
   failCodes: string[];
-  pane: { target: string; command: string } | null;
+  pane: TunnelRecord["pane"];
 }
 
 export interface TunnelResult {
@@ -85,7 +86,7 @@ export async function checkTunnel(options: TunnelOptions, logger: Logger): Promi
     `tunnel ${shown} failed ${strikes} checks in a row (timeout ${humanDuration(options.timeoutMs)}): ` +
       `restarting pane ${options.pane.target}`,
   );
-  const restart = await respawnPane(options.pane.target, options.pane.command);
+  const restart = await respawnPane(options.pane.target, options.pane.command, { socket: options.pane.socket ?? null });
   logger.write(restart.issued ? "RESTART" : "FAILED", `tunnel: ${restart.detail}`);
   // Written 0 after a restart, as watchdog.sh did: the restarted tunnel gets N fresh checks.
   writeCounter(options.counter, restart.issued ? 0 : strikes);
@@ -118,7 +119,8 @@ export async function watchTunnel(
   const take = async () => {
     const taken = await waitLock(lockPath, lockWaitMs, Bun.sleep, "blogtunnel");
     if (!taken) {
-      const said = `a watchdog pass held the lock for ${humanDuration(lockWaitMs)} (${lockHolder(lockPath) || "its holder unrecorded"})`;
+      const holder = lockHolder(lockPath) || "its holder unrecorded";
+      const said = `a watchdog pass held the lock for ${humanDuration(lockWaitMs)} (${holder})`;
       logger.write("ERROR", `${name}: ${said}: this check did not run; the counter is unchanged`);
       throw new TendError(`${said}: try again`, 1);
     }
