@@ -9,10 +9,17 @@ interface Seen {
   path: string;
   search: string;
   headers: Record<string, string>;
+  /** The body as sent live: a late message's note (below) taken out, so both compare as one. */
   body: string;
+  /** A late message's `late since T` note, as it was in the body (null: sent live). */
+  late: string | null;
+  raw: string;
   at: number;
   answered: Mode;
 }
+
+/** A late message's note, raw (text) or inside a JSON string. */
+const LATE = /(?:\n|\\n)\(late since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)/;
 
 /** A webhook whose answers follow a script: each request takes the next mode (the last repeats). */
 const hook = { modes: ["ok"] as Mode[], seen: [] as Seen[] };
@@ -32,7 +39,9 @@ beforeAll(() => {
         path: url.pathname,
         search: url.search,
         headers: Object.fromEntries(request.headers),
-        body: await request.text(),
+        ...(await request
+          .text()
+          .then((raw) => ({ raw, body: raw.replace(LATE, ""), late: LATE.exec(raw)?.[0] ?? null }))),
         at: Date.now(),
         answered: mode,
       });
@@ -395,6 +404,44 @@ describe("spool and dedup", () => {
       "⚠️ blog restarted",
       "✅ blog recovered 3s after restart",
     ]);
+  });
+
+  test("a late message is the live body, byte for byte, plus `late since T`: every format, no internal field", async () => {
+    setup("retries = 0");
+    const formats: [string, string][] = [
+      ["text", `${base}/topic/${SECRET}`],
+      ["json", `${base}/hook/${SECRET}`],
+      ["slack", `${base}/slack/${SECRET}`],
+      ["discord", `${base}/discord/${SECRET}`],
+      ["telegram", `${base}/bot123:${SECRET}/sendMessage?chat_id=-1001`],
+    ];
+    for (const [format, url] of formats) {
+      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\n`);
+      // A service per format: the same service+event again would be suppressed (min_interval).
+      const args = ["--format", format, "--url", url, "--title", "⚠️ restarted web", "--service", `web-${format}`];
+      hook.modes = ["500"];
+      expect((await notify(...args, "--event", "restart", "web restarted")).code).toBe(1);
+      const [spooled] = spool();
+      hook.modes = ["ok"];
+      hook.seen = [];
+      expect((await notify("--flush")).code).toBe(0);
+      const [late] = hook.seen;
+      const since = `\n(late since ${spooled.time.slice(0, 19).replace("T", " ")} UTC)`;
+      // The live request for that message and its note: what --dry-run prints.
+      const dry = await notify(...args, "--event", "restart", "--dry-run", `web restarted${since}`);
+      const liveBody = dry.stdout.slice(dry.stdout.indexOf("\n\n") + 2).replace(/\n$/, "");
+      // The time: the message's own (when it was created), not the dry run's.
+      const comparable = (body: string) => (format === "json" ? { ...JSON.parse(body), time: spooled.time } : body);
+      expect({ format, body: comparable(late.raw) }).toEqual({ format, body: comparable(liveBody) });
+      expect(late.raw).not.toContain(SECRET); // never its URL
+      if (format === "json") {
+        expect(Object.keys(JSON.parse(late.raw)).sort()).toEqual(
+          ["event", "host", "message", "priority", "service", "tags", "time", "title"].sort(),
+        );
+        expect(JSON.parse(late.raw).time).toBe(spooled.time);
+      }
+      expect(late.late).not.toBeNull();
+    }
   });
 
   test("no URL anywhere: exit 2, nothing spooled", async () => {

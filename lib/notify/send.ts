@@ -78,8 +78,25 @@ export function cut(text: string, limit: number): string {
 const headerValue = (text: string) =>
   /^[\x20-\x7e]*$/.test(text) ? text : `=?UTF-8?B?${Buffer.from(text).toString("base64")}?=`;
 
+/**
+ * The message as its receiver gets it: only a Message's own fields, whatever else the value holds
+ * (a spooled one carries its id, URL and format: a webhook's secret path must never reach a payload).
+ */
+export function liveMessage({ message, title, priority, tags, event, service, time, alerts }: Message): Message {
+  return { message, title, priority, tags, event, service, time, ...(alerts ? { alerts } : {}) };
+}
+
+/** What a message delivered late says after its text: when it was first to be sent (its creation). */
+export const lateNote = (time: string) => {
+  const at = new Date(time);
+  return Number.isNaN(at.getTime())
+    ? "\n(late)"
+    : `\n(late since ${at.toISOString().slice(0, 19).replace("T", " ")} UTC)`;
+};
+
 /** The HTTP request a format sends. */
-export function buildRequest(message: Message, channel: Channel): HttpRequest {
+export function buildRequest(full: Message, channel: Channel): HttpRequest {
+  const message = liveMessage(full);
   const json = (value: unknown, url = channel.url): HttpRequest => ({
     url,
     headers: { "Content-Type": "application/json" },

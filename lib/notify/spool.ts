@@ -6,7 +6,7 @@ import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords, readRegularFile, readTail } from "../os/files.ts";
 import { waitLock } from "../os/lock.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { buildRequest, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
+import { buildRequest, lateNote, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
 
 /** The spool and the dead letters keep at most this many messages each. */
 export const SPOOL_LIMIT = 1000;
@@ -227,11 +227,13 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
     timeoutMs: options.timeoutMs,
     retries: options.retries,
   });
-  const attempt = async (message: Message, to: Channel) => {
+  const attempt = async (message: Message, to: Channel, late = false) => {
     const note = state.dropped
       ? ` (${state.dropped} older message${state.dropped === 1 ? " was" : "s were"} dropped from a full spool)`
       : "";
-    const result = await send(buildRequest({ ...message, message: message.message + note }, to), to, options);
+    // Late: the live message, byte for byte, and when it was first to be sent (alerts carry their own times).
+    const text = message.message + note + (late && !message.alerts ? lateNote(message.time) : "");
+    const result = await send(buildRequest({ ...message, message: text }, to), to, options);
     if (result.ok) state.dropped = 0;
     else {
       report.failure ??= result.detail;
@@ -255,7 +257,7 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
       queue.push(spooled);
       continue;
     }
-    const result = await attempt(spooled, channelOf(spooled));
+    const result = await attempt(spooled, channelOf(spooled), true);
     if (result.ok) report.flushed++;
     else if (result.forGood) {
       dead.push(bury(spooled, result));
