@@ -4,7 +4,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
 
-type Mode = "ok" | "500" | "404" | "429" | "hang" | "401";
+type Mode = "ok" | "500" | "404" | "429" | "hang" | "401" | "424" | "429-telegram" | "429-discord";
 interface Seen {
   path: string;
   search: string;
@@ -54,6 +54,15 @@ beforeAll(() => {
           return new Response(`bad token ${SECRET}`, { status: 401 });
         case "429":
           return new Response("slow down", { status: 429, headers: { "Retry-After": "1" } });
+        case "424": // Apprise API: an upstream receiver failed
+          return new Response('{"error":"one or more notifications could not be sent"}', { status: 424 });
+        case "429-telegram": // no Retry-After header: the wait is in the JSON answer
+          return Response.json({ ok: false, error_code: 429, parameters: { retry_after: 2 } }, { status: 429 });
+        case "429-discord":
+          return Response.json(
+            { message: "You are being rate limited.", retry_after: 2.5, global: false },
+            { status: 429 },
+          );
         case "hang":
           await Bun.sleep(3000);
           return new Response("late");
@@ -198,6 +207,47 @@ describe("failures: curl -f semantics, retries, nothing lost", () => {
     expect(hook.seen.length).toBe(2);
     expect(hook.seen[1].at - hook.seen[0].at).toBeGreaterThanOrEqual(950);
     expect(spool()).toEqual([]);
+  });
+
+  test("a JSON retry_after (Telegram's parameters.retry_after, Discord's retry_after) is honoured", async () => {
+    setup("retries = 1");
+    for (const [mode, waitMs] of [
+      ["429-telegram", 2000],
+      ["429-discord", 2500],
+    ] as const) {
+      hook.modes = [mode, "ok"];
+      hook.seen = [];
+      expect((await notify(`rate limited by ${mode}`)).code).toBe(0);
+      expect(hook.seen.length).toBe(2);
+      // Beyond the first backoff (1 s) that would apply without it.
+      expect({ mode, waited: hook.seen[1].at - hook.seen[0].at >= waitMs - 50 }).toEqual({ mode, waited: true });
+    }
+  });
+
+  test("424 (Apprise API: an upstream failed) is a passing failure: spooled, never a dead letter", async () => {
+    setup("retries = 0");
+    hook.modes = ["424"];
+    const result = await notify("through apprise");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("HTTP 424");
+    expect(spool().map((message) => message.message)).toEqual(["through apprise"]);
+    expect(box.read("notify-dead.jsonl")).toBe("");
+    hook.modes = ["ok"];
+    expect((await notify("--flush")).code).toBe(0);
+    expect(hook.seen.at(-1)!.body).toBe("through apprise");
+  });
+
+  test("ntfy (text): a body over 4096 bytes is cut to 4096 on a character boundary, with …", async () => {
+    setup("retries = 0");
+    const long = "é".repeat(1500) + "🚨".repeat(300) + "tail"; // 3000 + 1200 + 4 bytes
+    expect((await notify(long)).code).toBe(0);
+    const [request] = hook.seen;
+    const bytes = Buffer.byteLength(request.raw);
+    expect(bytes).toBeLessThanOrEqual(4096);
+    expect(bytes).toBeGreaterThan(4090);
+    expect(request.raw.endsWith("🚨…")).toBe(true); // whole characters only
+    expect(long.startsWith(request.raw.slice(0, -1))).toBe(true);
+    expect(request.raw).not.toContain("\ufffd");
   });
 
   test("a webhook that hangs past the timeout fails as no answer", async () => {

@@ -74,6 +74,20 @@ export function cut(text: string, limit: number): string {
   return text.slice(0, end) + "…";
 }
 
+/** At most `limit` UTF-8 bytes, cut on a character boundary (never inside one), with "…" where it was cut. */
+export function cutBytes(text: string, limit: number): string {
+  const bytes = Buffer.from(text);
+  if (bytes.length <= limit) return text;
+  const room = limit - Buffer.byteLength("…");
+  let end = room;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--; // back to the start of the character cut
+  let kept = bytes.subarray(0, end).toString();
+  // A character of several code points (an emoji with a variation selector) may still be split: a
+  // lone surrogate cannot occur (the bytes were whole characters), and a trailing ZWJ is dropped.
+  kept = kept.replace(/\u200d$/, "");
+  return `${kept}…`;
+}
+
 /** Header values must be Latin-1: anything else goes as RFC 2047 (ntfy decodes it). */
 const headerValue = (text: string) =>
   /^[\x20-\x7e]*$/.test(text) ? text : `=?UTF-8?B?${Buffer.from(text).toString("base64")}?=`;
@@ -109,7 +123,8 @@ export function buildRequest(full: Message, channel: Channel): HttpRequest {
       if (message.title) headers.Title = headerValue(message.title);
       if (message.priority) headers.Priority = headerValue(message.priority);
       if (message.tags.length) headers.Tags = headerValue(message.tags.join(","));
-      return { url: channel.url, headers, body: message.message };
+      // ntfy: a body over 4096 bytes becomes an attachment (or, without attachments, a 400).
+      return { url: channel.url, headers, body: cutBytes(message.message, 4096) };
     }
     case "json":
       return json({ ...message, host: hostname() });
@@ -187,7 +202,22 @@ export function describeRequest(request: HttpRequest): string {
   return [`POST ${redactUrl(request.url)}`, ...headers, "", body].join("\n");
 }
 
-const retryable = (status: number) => status >= 500 || status === 408 || status === 429;
+/** Passing failures, retried and spooled: 5xx, 408, 429, and 424 (Apprise API: an upstream receiver failed). */
+const retryable = (status: number) => status >= 500 || status === 408 || status === 429 || status === 424;
+
+/**
+ * Telegram (`parameters.retry_after`) and Discord (`retry_after`) say in their JSON answer how long
+ * to wait, in seconds (Discord: fractional); as Retry-After does.
+ */
+function jsonRetryAfter(text: string): number | null {
+  try {
+    const answer = JSON.parse(text);
+    const seconds = answer?.parameters?.retry_after ?? answer?.retry_after;
+    return typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds * 1000) : null;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * POST with curl -f semantics: 2xx is success, anything else fails. Network errors, 5xx, 408
@@ -221,7 +251,7 @@ export async function send(
         attempts: attempt,
       };
       if (!retryable(response.status)) return { ...last, forGood: true };
-      retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
+      retryAfterMs = parseRetryAfter(response.headers.get("retry-after")) ?? jsonRetryAfter(text);
     } catch (error) {
       const detail = isTimeout(error) ? `no answer within ${humanDuration(channel.timeoutMs)}` : networkReason(error);
       last = { ok: false, status: null, detail: scrub(detail, channel.url), attempts: attempt };
