@@ -284,6 +284,7 @@ class World {
 
   stop() {
     this.tmux("kill-server");
+    rmSync(join("/tmp", `tmux-${uid}`, this.socket), { force: true }); // its socket file, left by a killed server
     for (const server of this.servers) server.stop(true);
     this.box.cleanup();
   }

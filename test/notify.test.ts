@@ -4,9 +4,10 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
 
-type Mode = "ok" | "500" | "404" | "429" | "hang" | "401" | "424" | "429-telegram" | "429-discord";
+type Mode = "ok" | "500" | "404" | "429" | "hang" | "401" | "424" | "429-telegram" | "429-discord" | "kuma-gone";
 interface Seen {
   path: string;
+  method: string;
   search: string;
   headers: Record<string, string>;
   /** The body as sent live: a late message's note (below) taken out, so both compare as one. */
@@ -38,6 +39,7 @@ beforeAll(() => {
       hook.seen.push({
         path: url.pathname,
         search: url.search,
+        method: request.method,
         headers: Object.fromEntries(request.headers),
         ...(await request
           .text()
@@ -54,6 +56,8 @@ beforeAll(() => {
           return new Response(`bad token ${SECRET}`, { status: 401 });
         case "429":
           return new Response("slow down", { status: 429, headers: { "Retry-After": "1" } });
+        case "kuma-gone": // Uptime Kuma's push endpoint, for a token it does not know or a paused monitor
+          return Response.json({ ok: false, msg: "Monitor not found or not active." }, { status: 500 });
         case "424": // Apprise API: an upstream receiver failed
           return new Response('{"error":"one or more notifications could not be sent"}', { status: 424 });
         case "429-telegram": // no Retry-After header: the wait is in the JSON answer
@@ -678,22 +682,48 @@ tcp = "127.0.0.1:${servicePort}"
   }
   const pings = () => hook.seen.filter((request) => !request.path.startsWith("/topic"));
 
-  test("Uptime Kuma push URL: {status} and {msg} are filled in", async () => {
+  test("Uptime Kuma push URL: {status}, {msg} and {ping} (the pass's ms) are filled in, a GET", async () => {
     const port = await freePort();
-    heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}&ping=`, port);
+    heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}&ping={ping}`, port);
     await box.tend(["watchdog"]);
-    expect(pings()[0]).toMatchObject({ path: `/api/push/${SECRET}`, search: "?status=down&msg=down%3A%20web&ping=" });
+    expect(pings()[0]).toMatchObject({ method: "GET", path: `/api/push/${SECRET}` });
+    expect(pings()[0].search).toMatch(/^\?status=down&msg=down%3A%20web&ping=\d+$/);
     const server = await box.server(port);
     await box.tend(["watchdog"]);
     server.kill();
-    expect(pings()[1].search).toBe("?status=up&msg=all%20services%20healthy&ping=");
+    expect(pings()[1].search).toMatch(/^\?status=up&msg=all%20services%20healthy&ping=\d+$/);
   }, 30_000);
 
-  test("healthchecks.io: /fail goes on the path, never inside the query", async () => {
+  test("healthchecks.io: /fail goes on the path, never inside the query; the body is the pass's summary", async () => {
     heartbeat(`${base}/ping/${SECRET}?rid=7`, await freePort());
     await box.tend(["watchdog"]);
-    expect(pings()[0]).toMatchObject({ path: `/ping/${SECRET}/fail`, search: "?rid=7" });
+    expect(pings()[0]).toMatchObject({
+      method: "POST",
+      path: `/ping/${SECRET}/fail`,
+      search: "?rid=7",
+      body: "down: web",
+    });
   });
+
+  test("Uptime Kuma's 500 'Monitor not found or not active' is refused for good: said, then left a day", async () => {
+    const port = await freePort();
+    heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}`, port);
+    hook.modes = ["kuma-gone"];
+    const first = await box.tend(["watchdog"]);
+    expect(first.stdout).toContain("refused for good: HTTP 500");
+    expect(first.stdout).toContain("Monitor not found or not active");
+    expect(first.stdout).not.toContain(SECRET);
+    const second = await box.tend(["watchdog"]);
+    expect(pings()).toHaveLength(1); // not pinged again every pass
+    expect(second.stdout).not.toContain("heartbeat ping");
+    // A day later it is tried (and said) again.
+    const file = join(box.state, "heartbeat-ping.json");
+    const saved = JSON.parse(readFileSync(file, "utf8"));
+    writeFileSync(file, JSON.stringify({ refused: { ...saved.refused, at: saved.refused.at - 86_400_001 } }));
+    const later = await box.tend(["watchdog"]);
+    expect(pings()).toHaveLength(2);
+    expect(later.stdout).toContain("refused for good");
+  }, 30_000);
 
   test("a heartbeat answered by a redirect is not followed (it fails, logged)", async () => {
     const elsewhere = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("followed") });

@@ -9,6 +9,9 @@ import type { Message } from "./send.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { deliver, readSpool } from "./spool.ts";
+import { writeFileAtomic } from "../os/atomic.ts";
+import { readRegularFile } from "../os/files.ts";
+import { statePaths } from "../state/dir.ts";
 
 /** A watchdog log line worth a notification, as a message that starts with its emoji and names the service. */
 export function eventMessage(service: string, line: LogLine, at: Date): Message | null {
@@ -63,13 +66,16 @@ export async function sendEvents(config: Config, events: Message[], logger: Logg
 }
 
 /**
- * The heartbeat URL for this pass. With `{status}` / `{msg}` placeholders (an Uptime Kuma push
- * URL) they are filled in; without, "/fail" goes on the path, never inside the query
- * (healthchecks.io).
+ * The heartbeat URL for this pass. With `{status}` / `{msg}` / `{ping}` placeholders (an Uptime
+ * Kuma push URL) they are filled in (`{ping}`: the pass's duration in ms); without, "/fail" goes on
+ * the path, never inside the query (healthchecks.io).
  */
-export function heartbeatTarget(base: string, down: boolean, message: string): string {
-  if (/\{status\}|\{msg\}/.test(base)) {
-    return base.replaceAll("{status}", down ? "down" : "up").replaceAll("{msg}", encodeURIComponent(message));
+export function heartbeatTarget(base: string, down: boolean, message: string, pingMs = 0): string {
+  if (PLACEHOLDERS.test(base)) {
+    return base
+      .replaceAll("{status}", down ? "down" : "up")
+      .replaceAll("{msg}", encodeURIComponent(message))
+      .replaceAll("{ping}", String(Math.max(0, Math.round(pingMs))));
   }
   if (!down) return base;
   const url = new URL(base);
@@ -77,27 +83,77 @@ export function heartbeatTarget(base: string, down: boolean, message: string): s
   return url.toString();
 }
 
-/** Dead-man switch: GET heartbeat_url after each pass; redirects are not followed (a 3xx is a failure). */
+const PLACEHOLDERS = /\{status\}|\{msg\}|\{ping\}/;
+/** Uptime Kuma's answer for a push token it does not know, or a paused monitor: it will not change by itself. */
+const KUMA_GONE = /Monitor not found or not active/i;
+const DAY_MS = 86_400_000;
+
+interface PingState {
+  /** The URL (hashed: it holds the push token) that was refused for good, and when it was said. */
+  refused: { url: string; at: number } | null;
+}
+
+const pingStateFile = (stateDir: string) => statePaths(stateDir).heartbeatPing;
+const urlKey = (url: string) => new Bun.CryptoHasher("sha256").update(url).digest("hex").slice(0, 16);
+
+function readPingState(stateDir: string): PingState {
+  try {
+    const saved = JSON.parse(readRegularFile(pingStateFile(stateDir), 4096, { noFollow: true }));
+    const refused = saved?.refused;
+    return typeof refused?.url === "string" && typeof refused?.at === "number" ? { refused } : { refused: null };
+  } catch {
+    return { refused: null };
+  }
+}
+
+/**
+ * Dead-man switch after each pass; redirects are not followed (a 3xx is a failure). A push URL
+ * (placeholders) is a GET, as Uptime Kuma takes it; a plain one is a POST whose body is the pass's
+ * one-line summary (healthchecks.io keeps it). Uptime Kuma's `Monitor not found or not active` is
+ * refused for good: logged, then tried and said again once a day, not every pass.
+ */
 export async function pingHeartbeat(
   config: Config,
   down: string[],
   logger: Logger,
   doFetch: typeof fetch = fetch,
+  { pingMs = 0, now = Date.now() }: { pingMs?: number; now?: number } = {},
 ): Promise<void> {
   const base = config.watchdog.heartbeatUrl;
   if (!base) return;
+  const stateDir = config.watchdog.stateDir;
+  const state = readPingState(stateDir);
+  if (state.refused?.url === urlKey(base) && now - state.refused.at < DAY_MS) return;
   const message = down.length ? `down: ${down.join(", ")}` : "all services healthy";
-  const url = heartbeatTarget(base, down.length > 0, message);
+  const url = heartbeatTarget(base, down.length > 0, message, pingMs);
+  const push = PLACEHOLDERS.test(base);
+  const save = (next: PingState) => {
+    try {
+      writeFileAtomic(pingStateFile(stateDir), `${JSON.stringify(next)}\n`);
+    } catch {}
+  };
   try {
-    const response = await doFetch(url, { redirect: "manual", signal: AbortSignal.timeout(config.notify.timeoutMs) });
+    const response = await doFetch(url, {
+      method: push ? "GET" : "POST",
+      ...(push ? {} : { body: message, headers: { "Content-Type": "text/plain; charset=utf-8" } }),
+      redirect: "manual",
+      signal: AbortSignal.timeout(config.notify.timeoutMs),
+    });
     const body = oneLine(await readBounded(response, ANSWER_BODY_LIMIT));
     if (response.status < 200 || response.status > 299) {
-      logger.write(
-        "NOTIFY",
-        `heartbeat ping to ${redactUrl(url)} failed: ` +
-          scrub(`HTTP ${response.status}${body ? `: ${body}` : ""}`, url),
-      );
+      const said = scrub(`HTTP ${response.status}${body ? `: ${body}` : ""}`, url);
+      if (KUMA_GONE.test(body)) {
+        logger.write(
+          "NOTIFY",
+          `heartbeat ping to ${redactUrl(url)} refused for good: ${said} ` +
+            "(is the push monitor deleted or paused? tried again, and said, once a day)",
+        );
+        save({ refused: { url: urlKey(base), at: now } });
+        return;
+      }
+      logger.write("NOTIFY", `heartbeat ping to ${redactUrl(url)} failed: ${said}`);
     }
+    if (state.refused) save({ refused: null });
   } catch (error) {
     const reason = isTimeout(error) ? "no answer" : networkReason(error);
     logger.write("NOTIFY", `heartbeat ping to ${redactUrl(url)} failed: ${scrub(reason, url)}`);

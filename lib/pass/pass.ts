@@ -56,6 +56,7 @@ export interface PassReport {
 /** One pass over every service: probe concurrently, decide, restart and verify, save state. */
 export async function runPass(options: PassOptions): Promise<PassReport> {
   const { config, dryRun = false, echo = () => {}, now = Date.now } = options;
+  const passStarted = performance.now(); // {ping}: the pass's duration, on a clock that does not jump
   const { stateDir } = config.watchdog;
   const paths = statePaths(stateDir);
   if (!dryRun) {
@@ -139,7 +140,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       const down = services
         .filter((service) => service.decision.next.outage !== null && service.decision.kind !== "skip")
         .map((service) => service.name);
-      await pingHeartbeat(config, down, logger);
+      await pingHeartbeat(config, down, logger, fetch, { pingMs: performance.now() - passStarted, now: now() });
       const passAt = now();
       if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
       writeHeartbeat(stateDir, passAt, intervalMs, clocksNow);

@@ -31,6 +31,8 @@ function makePaths(stateDir: string) {
     log: at("watchdog.log"),
     downtime: at("downtime.log"),
     heartbeat: at("heartbeat"),
+    /** The heartbeat URL's standing: refused for good (Uptime Kuma's unknown monitor), and since when. */
+    heartbeatPing: at("heartbeat-ping.json"),
     lock: at("watchdog.lock"),
     /** Held by a `watchdog run` loop for its life: one loop per state dir, and no cron pass beside it. */
     loopLock: at("loop.lock"),
