@@ -460,7 +460,7 @@ describe("spool and dedup", () => {
     ]);
   });
 
-  test("a late message is the live body, byte for byte, plus `late since T`: every format, no internal field", async () => {
+  test("a late message is the live body, byte for byte, plus `late since T`: each format, no inner field", async () => {
     setup("retries = 0");
     const formats: [string, string][] = [
       ["text", `${base}/topic/${SECRET}`],
@@ -496,6 +496,140 @@ describe("spool and dedup", () => {
       }
       expect(late.late).not.toBeNull();
     }
+  });
+
+  test("a new alert to a receiver that answers is never behind a hung receiver's spooled message", async () => {
+    setup("retries = 0");
+    const hung = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) });
+    const asked: number[] = [];
+    hung.reload({ fetch: () => (asked.push(Date.now()), new Promise<Response>(() => {})) });
+    try {
+      // A message spooled to the old receiver, which now hangs.
+      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\ntimeout = "6s"\n`);
+      const old = `http://127.0.0.1:${hung.port}/old-topic`;
+      expect((await notify("--url", `http://127.0.0.1:1/`, "for the old receiver")).code).toBe(1);
+      const [entry] = spool();
+      writeFileSync(join(box.state, "notify-spool.jsonl"), JSON.stringify({ ...entry, url: old }) + "\n");
+      hook.modes = ["ok"];
+      hook.seen = [];
+      const sending = notify("--url", `${base}/topic/${SECRET}`, "🚨 web is down");
+      await waitFor(() => asked.length === 1, 10_000, "the hung receiver to be asked");
+      await waitFor(() => hook.seen.length === 1, 10_000, "the healthy receiver to get the alert");
+      // It arrived while the hung receiver was still being waited for (6 s), not after it.
+      expect(hook.seen[0].at - asked[0]).toBeLessThan(5000);
+      expect(hook.seen[0].body).toBe("🚨 web is down");
+      expect((await sending).code).toBe(0);
+      expect(spool().map((message) => message.message)).toEqual(["for the old receiver"]);
+      // Its first try (refused), then this one.
+      expect(spool()[0]).toMatchObject({ attempts: 2, lastError: "no answer within 6.0s" });
+    } finally {
+      hung.stop(true);
+    }
+  });
+
+  test("the spool's budget: 15 s in all, one attempt per spooled message, however many receivers hang", async () => {
+    setup("retries = 3");
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 3\ntimeout = "60s"\n`);
+    const hung = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) });
+    let asked = 0;
+    hung.reload({ fetch: () => (asked++, new Promise<Response>(() => {})) });
+    try {
+      const lines = ["a", "b", "c"].flatMap((topic) =>
+        [1, 2].map((n) =>
+          JSON.stringify({
+            message: `${topic} ${n}`,
+            title: null,
+            priority: null,
+            tags: [],
+            event: null,
+            service: null,
+            time: new Date().toISOString(),
+            id: `${topic}${n}`,
+            url: `http://127.0.0.1:${hung.port}/${topic}`,
+            format: "text",
+          }),
+        ),
+      );
+      mkdirSync(box.state, { recursive: true, mode: 0o700 });
+      writeFileSync(join(box.state, "notify-spool.jsonl"), lines.join("\n") + "\n");
+      const started = Date.now();
+      const flushed = await notify("--flush");
+      const tookMs = Date.now() - started;
+      expect(flushed.stderr).toContain("still spooled");
+      expect(flushed.code).toBe(1);
+      expect(tookMs).toBeGreaterThanOrEqual(14_500); // three destinations side by side, 60 s timeouts, cut at 15 s
+      expect(tookMs).toBeLessThan(30_000);
+      expect(asked).toBe(3); // one attempt for each destination's first message; the second waits behind it
+      expect(spool()).toHaveLength(6);
+    } finally {
+      hung.stop(true);
+    }
+  }, 60_000);
+
+  test("spool_max_age and spool_max_attempts make dead letters, said once; --spool says age, attempts", async () => {
+    setup('retries = 0\nspool_max_attempts = 2\nspool_max_age = "1h"');
+    hook.modes = ["500"];
+    expect((await notify("tried twice")).code).toBe(1);
+    expect((await notify("--flush")).code).toBe(1); // attempt 2
+    const listed = (await notify("--spool")).stdout;
+    expect(listed).toMatch(
+      new RegExp(
+        String.raw`spooled \w+  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(\d+(\.\d)?s ago\)  text http://127\.0\.0\.1:\d+/…  ` +
+          String.raw`tried twice  \(2 attempt\(s\), last: HTTP 500`,
+      ),
+    );
+    expect(listed).not.toContain(SECRET);
+    // An old one: past spool_max_age.
+    const [tried] = spool();
+    const old = {
+      ...tried,
+      id: "old1",
+      message: "from yesterday",
+      attempts: 0,
+      time: new Date(Date.now() - 7_200_000).toISOString(),
+    };
+    writeFileSync(
+      join(box.state, "notify-spool.jsonl"),
+      [tried, old].map((line) => JSON.stringify(line)).join("\n") + "\n",
+    );
+    hook.seen = [];
+    const flushed = await notify("--flush");
+    expect(hook.seen).toEqual([]); // neither is sent again
+    expect(flushed.code).toBe(0);
+    expect(spool()).toEqual([]);
+    const dead = box
+      .read("notify-dead.jsonl")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(dead.map((letter) => letter.answer)).toEqual([
+      expect.stringMatching(/^expired: failed 2 times \(spool_max_attempts 2\); last: HTTP 500/),
+      expect.stringMatching(/^expired: spooled 2h(0m)? ago \(spool_max_age 1h\)/),
+    ]);
+    expect(box.read("watchdog.log")).toContain(
+      "2 spooled notification(s) older than 1h or failed 2 times: moved to notify-dead.jsonl",
+    );
+  });
+
+  test("notify by hand logs like a pass; 'still not delivered' only when the count changes or hourly", async () => {
+    setup("retries = 0");
+    hook.modes = ["500"];
+    expect((await notify("first")).code).toBe(1);
+    expect(box.read("watchdog.log")).toMatch(
+      /\[NOTIFY\] could not send "first" to http:\/\/127\.0\.0\.1:\d+\/…: HTTP 500/,
+    );
+    const summaries = () =>
+      box
+        .read("watchdog.log")
+        .split("\n")
+        .filter((line) => line.includes("still not delivered"));
+    await notify("--flush");
+    await notify("--flush");
+    expect(summaries()).toHaveLength(1); // said once for 1 waiting
+    await notify("second");
+    await notify("--flush");
+    expect(summaries()).toHaveLength(2); // 2 waiting now: said again
+    expect(summaries()[1]).toContain("2 spooled notification(s) still not delivered");
   });
 
   test("no URL anywhere: exit 2, nothing spooled", async () => {

@@ -63,12 +63,15 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return parseConfig(text, path, options.env ?? process.env);
 }
 
+/** The path a configuration made of the built-in defaults says it has (no file was found). */
+export const BUILT_IN = "(built-in defaults).json";
+
 /** The configuration, or the built-in defaults when no file exists (notify works without one). */
 export function loadConfigOrDefaults(options: LoadOptions = {}): Config {
   try {
     findConfig(options);
   } catch {
-    return parseConfig("{}", "(built-in defaults).json", options.env ?? process.env);
+    return parseConfig("{}", BUILT_IN, options.env ?? process.env);
   }
   return loadConfig(options);
 }
@@ -214,13 +217,16 @@ function readNotify(table: Reader, env: Env): NotifyConfig {
     timeoutMs: table.duration("timeout") ?? 10_000,
     retries: table.integer("retries", 0, 10) ?? 2,
     minIntervalMs: table.duration("min_interval") ?? 900_000,
+    spoolMaxAgeMs: table.duration("spool_max_age") ?? 86_400_000,
+    spoolMaxAttempts: table.integer("spool_max_attempts", 1, 100_000) ?? 100,
   };
+  if (notify.spoolMaxAgeMs < 60_000 && table.has("spool_max_age")) table.fail("spool_max_age", "must be at least 1m");
   if (notify.format === "termux" && table.has("url"))
     table.fail("url", 'is not used with format = "termux" (termux-notification delivers, Termux:API)');
   if (notify.format === "telegram" && notify.url && !new URL(notify.url).searchParams.get("chat_id")) {
     table.fail(table.has("url") ? "url" : "format", TELEGRAM_NEEDS_CHAT);
   }
-  table.finish(["url", "format", "timeout", "retries", "min_interval"]);
+  table.finish(["url", "format", "timeout", "retries", "min_interval", "spool_max_age", "spool_max_attempts"]);
   return notify;
 }
 

@@ -21,6 +21,8 @@ export function renderPlan(config: Config, shown: Shown = HIDDEN): string {
         timeout: formatDuration(config.notify.timeoutMs),
         retries: config.notify.retries,
         min_interval: formatDuration(config.notify.minIntervalMs),
+        spool_max_age: formatDuration(config.notify.spoolMaxAgeMs),
+        spool_max_attempts: config.notify.spoolMaxAttempts,
       },
     ],
     [

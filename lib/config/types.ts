@@ -94,6 +94,9 @@ export interface NotifyConfig {
   timeoutMs: number;
   retries: number;
   minIntervalMs: number;
+  /** A spooled message older than this, or failed this many times, becomes a dead letter. */
+  spoolMaxAgeMs: number;
+  spoolMaxAttempts: number;
 }
 
 /** `watchdog serve`: read-only HTTP over the state dir. */

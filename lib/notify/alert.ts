@@ -8,7 +8,8 @@ import type { Logger } from "../state/logger.ts";
 import type { Message } from "./send.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
-import { deliver, readSpool } from "./spool.ts";
+import { deliver, deliveryOptions, readSpool } from "./spool.ts";
+import { logDelivery } from "./log.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
@@ -33,30 +34,12 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
  * (NOTIFY) and stays spooled, one refused for good is logged and kept in the dead letters.
  */
 export async function sendEvents(config: Config, events: Message[], logger: Logger): Promise<void> {
-  const { url, format, timeoutMs, retries, minIntervalMs } = config.notify;
+  const { url, format, timeoutMs, retries } = config.notify;
   if ((!events.length || !url) && readSpool(config.watchdog.stateDir).messages.length === 0) return;
-  const stateDir = config.watchdog.stateDir;
   const channel = url ? { url, format, timeoutMs, retries } : null;
   try {
-    const report = await deliver(channel ? events : [], { stateDir, channel, timeoutMs, retries, minIntervalMs });
-    if (report.flushed) logger.write("NOTIFY", `delivered ${report.flushed} spooled notification(s)`);
-    if (report.buried) {
-      logger.write("NOTIFY", `${report.buried} spooled notification(s) refused for good: moved to notify-dead.jsonl`);
-    }
-    for (const outcome of report.outcomes) {
-      const said = `could not send "${outcome.message.message}" to ${url && redactUrl(url)}: ${outcome.detail}`;
-      if (outcome.result === "spooled") logger.write("NOTIFY", `${said}; spooled (${report.waiting} waiting)`);
-      if (outcome.result === "lost") logger.write("NOTIFY", `${said}; not spooled`);
-      if (outcome.result === "dead") {
-        logger.write("NOTIFY", `${said}; refused for good: kept in notify-dead.jsonl (${report.dead})`);
-      }
-    }
-    if (report.spoolError && !report.outcomes.some((outcome) => outcome.result === "lost")) {
-      logger.write("NOTIFY", report.spoolError);
-    }
-    if (!events.length && report.waiting && report.failure) {
-      logger.write("NOTIFY", `${report.waiting} spooled notification(s) still not delivered: ${report.failure}`);
-    }
+    const report = await deliver(channel ? events : [], deliveryOptions(config, channel));
+    logDelivery(config, report, logger, url, events.length > 0);
   } catch (error) {
     logger.write(
       "NOTIFY",

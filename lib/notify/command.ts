@@ -3,9 +3,13 @@ import type { Config, NotifyFormat } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
 import { localStamp } from "../core/time.ts";
+import { humanDuration } from "../core/duration.ts";
 import { TELEGRAM_NEEDS_CHAT, TERMUX_DESTINATION } from "../config/types.ts";
 import type { Channel, Message } from "./send.ts";
-import { deliver, readDead, readSpool, spoolFile, type DeliverReport } from "./spool.ts";
+import { logDelivery } from "./log.ts";
+import { Logger } from "../state/logger.ts";
+import { BUILT_IN } from "../config/load.ts";
+import { deliver, deliveryOptions, readDead, readSpool, spoolFile, type DeliverReport } from "./spool.ts";
 
 /** What a `notify` run says: lines for stdout and stderr, and its exit code. */
 export interface Said {
@@ -25,13 +29,19 @@ export function channelFor(config: Config, url: string | null, format: NotifyFor
   return { url, format, timeoutMs: config.notify.timeoutMs, retries: config.notify.retries };
 }
 
-export const deliveryOptions = (config: Config, channel: Channel | null) => ({
-  stateDir: config.watchdog.stateDir,
-  channel,
-  timeoutMs: config.notify.timeoutMs,
-  retries: config.notify.retries,
-  minIntervalMs: config.notify.minIntervalMs,
-});
+/** With a configuration found, `notify` by hand says in the watchdog log what a pass would (NOTIFY). */
+function logByHand(config: Config, report: DeliverReport, url: string | null, sentNew: boolean): void {
+  if (config.path === BUILT_IN) return;
+  try {
+    logDelivery(
+      config,
+      report,
+      new Logger(config.watchdog.log, () => {}, Date.now, config.watchdog.rotation),
+      url,
+      sentNew,
+    );
+  } catch {} // the log is a courtesy here: notify says it all on stderr
+}
 
 /** `notify --flush`: the spool, each message to its own destination (no configured URL needed). */
 export async function flush(
@@ -40,6 +50,7 @@ export async function flush(
   { refusedFails = false }: { refusedFails?: boolean } = {},
 ): Promise<Said> {
   const report = await deliver([], deliveryOptions(config, channel));
+  logByHand(config, report, channel?.url ?? null, false);
   // --retry-dead: a dead letter refused again is that operation failing (exit 1), not a flush that went well.
   const said: Said = { out: [], err: [], code: report.waiting || (refusedFails && report.buried) ? 1 : 0 };
   if (report.flushed) said.out.push(`flushed ${report.flushed} spooled message(s)`);
@@ -49,19 +60,28 @@ export async function flush(
 }
 
 /** `notify --spool`: what waits in the spool and what lies in the dead letters, one line each. */
-export function listLetters(stateDir: string): string[] {
-  const line = (kind: string, entry: { id: string; time: string; url: string; format: string; message: string }) =>
+export function listLetters(stateDir: string, now = Date.now()): string[] {
+  type Letter = { id: string; time: string; url: string; format: string; message: string; attempts?: number };
+  const line = (kind: string, entry: Letter, why: string) =>
     // Spooled text is outside text: escaped (an ESC in a message must not recolour the terminal).
-    `${kind} ${oneLine(entry.id, 40)}  ${localStamp(new Date(entry.time))}  ${oneLine(entry.format, 20)} ` +
-    `${redactUrl(entry.url)}  ${oneLine(entry.message.split("\n")[0], 80)}`;
-  const spooled = readSpool(stateDir).messages.map((entry) => line("spooled", entry));
-  const dead = readDead(stateDir).map((entry) => `${line("dead   ", entry)}  (${oneLine(String(entry.answer), 120)})`);
+    `${kind} ${oneLine(entry.id, 40)}  ${localStamp(new Date(entry.time))} ` +
+    `(${humanDuration(Math.max(0, now - Date.parse(entry.time)))} ago)  ${oneLine(entry.format, 20)} ` +
+    `${redactUrl(entry.url)}  ${oneLine(entry.message.split("\n")[0], 80)}  (${why})`;
+  const spooled = readSpool(stateDir).messages.map((entry) =>
+    line(
+      "spooled",
+      entry,
+      entry.attempts ? `${entry.attempts} attempt(s), last: ${oneLine(entry.lastError ?? "", 120)}` : "not tried yet",
+    ),
+  );
+  const dead = readDead(stateDir).map((entry) => line("dead   ", entry, oneLine(String(entry.answer), 120)));
   return [`${spooled.length} spooled, ${dead.length} dead letters`, ...spooled, ...dead];
 }
 
 /** Deliver one new message through the spool and say how it went. */
 export async function sendMessage(config: Config, channel: Channel, message: Message): Promise<Said> {
   const report: DeliverReport = await deliver([message], deliveryOptions(config, channel));
+  logByHand(config, report, channel.url, true);
   const outcome = report.outcomes[0];
   const to = `notify: delivery to ${redactUrl(channel.url)}`;
   switch (outcome.result) {

@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, truncateSync } from "node:fs";
-import type { NotifyFormat } from "../config/types.ts";
+import type { Config, NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
@@ -23,7 +23,24 @@ export interface Spooled extends Message {
   id: string;
   url: string;
   format: NotifyFormat;
+  /** Failed deliveries so far, and the last one's reason (spool_max_attempts; `notify --spool`). */
+  attempts?: number;
+  lastError?: string;
 }
+
+/** How a configuration delivers: its spool, its destination for new messages, its policy. */
+export const deliveryOptions = (config: Config, channel: Channel | null): DeliverOptions => ({
+  stateDir: config.watchdog.stateDir,
+  channel,
+  timeoutMs: config.notify.timeoutMs,
+  retries: config.notify.retries,
+  minIntervalMs: config.notify.minIntervalMs,
+  spoolMaxAgeMs: config.notify.spoolMaxAgeMs,
+  spoolMaxAttempts: config.notify.spoolMaxAttempts,
+});
+
+/** What one run (a pass, a `notify`) spends on the spool in all, whatever the number of destinations. */
+export const SPOOL_BUDGET_MS = 15_000;
 
 /** A message its receiver refused for good (a 3xx, a 4xx but 408/429): kept, never holding up others. */
 export interface DeadLetter extends Spooled {
@@ -44,6 +61,8 @@ export interface NotifyState {
   firing: Record<string, FiringAlert>;
   /** Per service: when a ⚠️/🚨/⛔/🔔 was sent that no ✅ has answered yet (that ✅ is never suppressed). */
   unanswered: Record<string, number>;
+  /** The last "N spooled notification(s) still not delivered" line: said again on change or hourly. */
+  waitingSaid?: { count: number; at: number } | null;
 }
 
 /** The events a ✅ answers. */
@@ -63,6 +82,11 @@ export interface DeliverOptions extends SendOptions {
   timeoutMs: number;
   retries: number;
   minIntervalMs: number;
+  /** spool_max_age, spool_max_attempts: past either, a spooled message is a dead letter. */
+  spoolMaxAgeMs?: number;
+  spoolMaxAttempts?: number;
+  /** The spool's time in this run (SPOOL_BUDGET_MS). */
+  spoolBudgetMs?: number;
   now?: () => number;
   /** How long to wait for another notify (or pass) that holds the spool. */
   lockWaitMs?: number;
@@ -82,6 +106,8 @@ export interface DeliverReport {
   flushed: number;
   /** Spooled messages refused for good this time, moved to the dead letters */
   buried: number;
+  /** Spooled messages past spool_max_age or spool_max_attempts, moved to the dead letters */
+  expired: number;
   /** Messages waiting in the spool afterwards, and in the dead letters */
   waiting: number;
   dead: number;
@@ -208,6 +234,7 @@ const emptyReport = (spoolError: string | null): DeliverReport => ({
   outcomes: [],
   flushed: 0,
   buried: 0,
+  expired: 0,
   waiting: 0,
   dead: 0,
   failure: null,
@@ -216,17 +243,15 @@ const emptyReport = (spoolError: string | null): DeliverReport => ({
 
 async function deliverLocked(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
   const { stateDir, channel, minIntervalMs, now = Date.now } = options;
+  const maxAgeMs = options.spoolMaxAgeMs ?? 86_400_000;
+  const maxAttempts = options.spoolMaxAttempts ?? 100;
   const state = readNotifyState(stateDir);
   const spool = readSpool(stateDir);
   const dead = readDead(stateDir);
   state.dropped += spool.unreadable;
   const report = emptyReport(null);
-  const channelOf = (entry: Spooled): Channel => ({
-    url: entry.url,
-    format: entry.format,
-    timeoutMs: options.timeoutMs,
-    retries: options.retries,
-  });
+  // The spool's share of this run, whatever the number of destinations (they go side by side).
+  const budgetEnd = performance.now() + (options.spoolBudgetMs ?? SPOOL_BUDGET_MS);
   const attempt = async (message: Message, to: Channel, late = false) => {
     const note = state.dropped
       ? ` (${state.dropped} older message${state.dropped === 1 ? " was" : "s were"} dropped from a full spool)`
@@ -241,33 +266,32 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
     }
     return result;
   };
-  const bury = (entry: Spooled, result: SendResult): DeadLetter => ({
+  const bury = (entry: Spooled, result: Pick<SendResult, "status" | "detail">): DeadLetter => ({
     ...entry,
     status: result.status,
     answer: result.detail,
     deadAt: new Date(now()).toISOString(),
   });
 
-  // The spool: per destination, oldest first; a passing failure blocks that destination only.
-  const blocked = new Set<string>();
-  const queue: Spooled[] = [];
+  // Too old, or failed too often: a dead letter now (said once by the caller), never sent again by itself.
+  const current: Spooled[] = [];
   for (const entry of spool.messages) {
     const spooled = channel && !entry.url ? { ...entry, url: channel.url, format: channel.format } : entry;
-    if (!spooled.url || blocked.has(destination(spooled))) {
-      queue.push(spooled);
-      continue;
-    }
-    const result = await attempt(spooled, channelOf(spooled), true);
-    if (result.ok) report.flushed++;
-    else if (result.forGood) {
-      dead.push(bury(spooled, result));
-      report.buried++;
-    } else {
-      blocked.add(destination(spooled));
-      queue.push(spooled);
-    }
+    const ageMs = now() - Date.parse(spooled.time);
+    const why =
+      ageMs > maxAgeMs
+        ? `expired: spooled ${humanDuration(ageMs)} ago (spool_max_age ${humanDuration(maxAgeMs)})`
+        : (spooled.attempts ?? 0) >= maxAttempts
+          ? `expired: failed ${spooled.attempts} times (spool_max_attempts ${maxAttempts})`
+          : null;
+    if (why) {
+      dead.push(bury(spooled, { status: null, detail: `${why}; last: ${spooled.lastError ?? "no answer"}` }));
+      report.expired++;
+    } else current.push(spooled);
   }
 
+  // The new messages: suppressed as repeats, or each an entry for its destination, after its spool.
+  const fresh: { entry: Spooled; message: Message }[] = [];
   for (const original of messages) {
     if (!channel) throw new TendError("no destination for a new message", 2);
     const key = dedupKey(original);
@@ -292,30 +316,69 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
       ? { ...original, message: `${original.message} (+${seen.suppressed} similar suppressed)` }
       : original;
     if (key) state.dedup[key] = { lastAt: now(), suppressed: 0 };
-    const entry: Spooled = { ...message, id: newId(), url: channel.url, format: channel.format };
-    if (blocked.has(destination(entry))) {
-      queue.push(entry);
-      const waiting = queue.filter((other) => destination(other) === destination(entry)).length - 1;
-      report.outcomes.push({
-        message,
-        result: "spooled",
-        detail: `queued behind ${waiting} spooled message(s)`,
-        attempts: 0,
-      });
-      continue;
-    }
-    const result = await attempt(message, channel);
-    if (result.ok) report.outcomes.push({ message, result: "sent", detail: result.detail, attempts: result.attempts });
-    else if (result.forGood) {
-      dead.push(bury(entry, result));
-      report.outcomes.push({ message, result: "dead", detail: result.detail, attempts: result.attempts });
-    } else {
-      blocked.add(destination(entry));
-      queue.push(entry);
-      report.outcomes.push({ message, result: "spooled", detail: result.detail, attempts: result.attempts });
-    }
+    fresh.push({ message, entry: { ...message, id: newId(), url: channel.url, format: channel.format } });
   }
 
+  // Each destination on its own, side by side: its spool oldest first, then its new messages. A
+  // passing failure holds up only the rest of its own destination; a receiver that answers is never
+  // behind another's spooled messages or its timeouts.
+  const kept = new Set<Spooled>();
+  const destinations = [...new Set([...current, ...fresh.map(({ entry }) => entry)].map(destination))];
+  await Promise.all(
+    destinations.map(async (to) => {
+      let blocked: string | null = null;
+      for (const entry of current.filter((spooled) => destination(spooled) === to)) {
+        const left = budgetEnd - performance.now();
+        if (blocked || left < 1) {
+          kept.add(entry);
+          continue;
+        }
+        // One attempt each (no in-run retries for what is already spooled), within the budget left.
+        const result = await attempt(
+          entry,
+          {
+            url: entry.url,
+            format: entry.format,
+            timeoutMs: Math.max(1, Math.min(options.timeoutMs, left)),
+            retries: 0,
+          },
+          true,
+        );
+        if (result.ok) report.flushed++;
+        else if (result.forGood) {
+          dead.push(bury(entry, result));
+          report.buried++;
+        } else {
+          blocked = result.detail;
+          Object.assign(entry, { attempts: (entry.attempts ?? 0) + 1, lastError: result.detail });
+          kept.add(entry);
+        }
+      }
+      for (const { entry, message } of fresh.filter(({ entry }) => destination(entry) === to)) {
+        if (blocked) {
+          kept.add(entry);
+          const waiting = [...kept].filter((other) => destination(other) === to).length - 1;
+          const detail = `queued behind ${waiting} spooled message(s)`;
+          report.outcomes.push({ message, result: "spooled", detail, attempts: 0 });
+          continue;
+        }
+        const result = await attempt(message, channel!);
+        if (result.ok)
+          report.outcomes.push({ message, result: "sent", detail: result.detail, attempts: result.attempts });
+        else if (result.forGood) {
+          dead.push(bury(entry, result));
+          report.outcomes.push({ message, result: "dead", detail: result.detail, attempts: result.attempts });
+        } else {
+          blocked = result.detail;
+          Object.assign(entry, { attempts: result.attempts, lastError: result.detail });
+          kept.add(entry);
+          report.outcomes.push({ message, result: "spooled", detail: result.detail, attempts: result.attempts });
+        }
+      }
+    }),
+  );
+  // The spool in its order: what was there, then what is new (order is kept per destination).
+  const queue = [...current, ...fresh.map(({ entry }) => entry)].filter((entry) => kept.has(entry));
   if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
   if (dead.length > SPOOL_LIMIT) dead.splice(0, dead.length - SPOOL_LIMIT);
   report.waiting = queue.length;
@@ -327,7 +390,7 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
   if (!report.failure && report.waiting === 0) state.lastError = null;
   try {
     saveLines(spoolFile(stateDir), queue);
-    if (report.buried || report.outcomes.some((outcome) => outcome.result === "dead"))
+    if (report.buried || report.expired || report.outcomes.some((outcome) => outcome.result === "dead"))
       saveLines(deadFile(stateDir), dead);
     writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
   } catch (error) {
