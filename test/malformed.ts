@@ -123,7 +123,7 @@ export const MALFORMED: [string, string, string][] = [
   [
     "bad notify format",
     '[notify]\nformat = "pigeon"\n',
-    'notify.format: "pigeon" is not one of text, json, slack, discord, telegram, alertmanager',
+    'notify.format: "pigeon" is not one of text, json, slack, discord, telegram, gotify, pushover, email, alertmanager',
   ],
   ["bad notify url", '[notify]\nurl = "mailto:me@example.org"\n', "notify.url: "],
   ["notify retries too many", "[notify]\nretries = 50\n", "notify.retries: 50 is not an integer from 0 to 10"],

@@ -879,3 +879,111 @@ tcp = "127.0.0.1:${servicePort}"
     expect(pass.stdout).toContain("failed: HTTP 302");
   });
 });
+
+describe("gotify and pushover (STAND-INS that follow their documented APIs: no server of either runs here)", () => {
+  test("gotify: POST /message, the token in X-Gotify-Key (not the URL), priority by event; 401 is dead", async () => {
+    const seen: { path: string; search: string; key: string | null; body: any }[] = [];
+    const gotify = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(request) {
+        const url = new URL(request.url);
+        seen.push({
+          path: url.pathname,
+          search: url.search,
+          key: request.headers.get("x-gotify-key"),
+          body: await request.json(),
+        });
+        if (request.headers.get("x-gotify-key") !== "AppToken.1")
+          // Gotify's answer to a bad token
+          return Response.json(
+            { error: "Unauthorized", errorCode: 401, errorDescription: "you need to provide a valid access token" },
+            { status: 401 },
+          );
+        return Response.json({ id: seen.length, appid: 1, message: "x", date: new Date().toISOString() });
+      },
+    });
+    try {
+      box = new Sandbox();
+      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\nformat = "gotify"\n`);
+      const url = `http://127.0.0.1:${gotify.port}/message?token=AppToken.1`;
+      const sent = await notify(
+        "--url",
+        url,
+        "--title",
+        "🚨 web is down on vm",
+        "--priority",
+        "urgent",
+        "🚨 web did not recover",
+      );
+      expect(sent.code).toBe(0);
+      expect(seen[0]).toEqual({
+        path: "/message",
+        search: "",
+        key: "AppToken.1",
+        body: { title: "🚨 web is down on vm", message: "🚨 web did not recover", priority: 9 },
+      });
+      const dry = await notify("--url", url, "--dry-run", "x");
+      expect(dry.stdout).toContain("X-Gotify-Key: …");
+      expect(dry.stdout).not.toContain("AppToken.1");
+      const refused = await notify("--url", `http://127.0.0.1:${gotify.port}/message?token=wrong`, "x");
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain("refused for good: HTTP 401");
+      expect(refused.stderr).not.toContain("wrong");
+    } finally {
+      gotify.stop(true);
+    }
+  });
+
+  test("pushover: token and user in the form, message ≤ 1024, title ≤ 250; status 0 is refused for good", async () => {
+    const seen: Record<string, string>[] = [];
+    const pushover = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(request) {
+        const form = Object.fromEntries(new URLSearchParams(await request.text()));
+        seen.push(form);
+        if (form.token !== "azGDORePK8gMaC0QOYAMyEEuzJnyUi")
+          // Pushover's answer to a bad token
+          return Response.json(
+            { token: "invalid", errors: ["application token is invalid"], status: 0, request: "5042853c" },
+            { status: 400 },
+          );
+        // A 200 whose status is 0: refused all the same.
+        if (form.user === "u-soft-refusal") return Response.json({ status: 0, errors: ["user is disabled"] });
+        return Response.json({ status: 1, request: "647d2300" });
+      },
+    });
+    try {
+      box = new Sandbox();
+      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\nformat = "pushover"\n`);
+      const at = (token: string, user: string) =>
+        `http://127.0.0.1:${pushover.port}/1/messages.json?token=${token}&user=${user}`;
+      const good = at("azGDORePK8gMaC0QOYAMyEEuzJnyUi", "uQiRzpo4DXghDmr9QzzfQu27cmVRsG");
+      const long = "x".repeat(2000);
+      expect((await notify("--url", good, "--title", "t".repeat(300), "--priority", "urgent", long)).code).toBe(0);
+      expect(seen[0]).toMatchObject({
+        token: "azGDORePK8gMaC0QOYAMyEEuzJnyUi",
+        user: "uQiRzpo4DXghDmr9QzzfQu27cmVRsG",
+        priority: "1",
+      });
+      expect([...seen[0].message].length).toBe(1024);
+      expect([...seen[0].title].length).toBe(250);
+      const dry = await notify("--url", good, "--dry-run", "x");
+      expect(dry.stdout).not.toContain("azGDORePK8gMaC0QOYAMyEEuzJnyUi");
+      expect(dry.stdout).not.toContain("uQiRzpo4DXghDmr9QzzfQu27cmVRsG");
+      for (const url of [
+        at("bad", "uQiRzpo4DXghDmr9QzzfQu27cmVRsG"),
+        at("azGDORePK8gMaC0QOYAMyEEuzJnyUi", "u-soft-refusal"),
+      ]) {
+        const refused = await notify("--url", url, "refused");
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain("refused for good");
+      }
+      expect(box.read("notify-dead.jsonl").trim().split("\n")).toHaveLength(2);
+      expect(spool()).toEqual([]);
+    } finally {
+      pushover.stop(true);
+    }
+  });
+});

@@ -212,7 +212,12 @@ function readNotify(table: Reader, env: Env): NotifyConfig {
   }
   const notify: NotifyConfig = {
     // termux: the termux-notification command (Termux:API) is the receiver; a url is not used.
-    url: format === "termux" ? TERMUX_DESTINATION : (httpUrl(table, "url") ?? (env.TEND_NOTIFY_URL || null)),
+    url:
+      format === "termux"
+        ? TERMUX_DESTINATION
+        : format === "email"
+          ? emailUrl(table)
+          : (httpUrl(table, "url") ?? (env.TEND_NOTIFY_URL || null)),
     format: format as NotifyFormat,
     timeoutMs: table.duration("timeout") ?? 10_000,
     retries: table.integer("retries", 0, 10) ?? 2,
@@ -226,8 +231,53 @@ function readNotify(table: Reader, env: Env): NotifyConfig {
   if (notify.format === "telegram" && notify.url && !new URL(notify.url).searchParams.get("chat_id")) {
     table.fail(table.has("url") ? "url" : "format", TELEGRAM_NEEDS_CHAT);
   }
-  table.finish(["url", "format", "timeout", "retries", "min_interval", "spool_max_age", "spool_max_attempts"]);
+  if (format !== "email")
+    for (const key of ["to", "from"]) if (table.has(key)) table.fail(key, 'is for format = "email"');
+  table.finish([
+    "url",
+    "format",
+    "timeout",
+    "retries",
+    "min_interval",
+    "spool_max_age",
+    "spool_max_attempts",
+    "to",
+    "from",
+  ]);
   return notify;
+}
+
+const MAILBOX = /^[^\s@<>,;"]+@[^\s@<>,;"]+$/;
+
+/**
+ * format = "email": url = "smtp://USER:PASS@HOST:587" or "smtps://…:465", `to` (one or a list)
+ * and `from`; carried as one destination URL (`to` and `from` in its query), so a spooled email keeps
+ * its own, as every message does.
+ */
+function emailUrl(table: Reader): string | null {
+  const value = table.string("url");
+  const to = table.has("to") && typeof table.raw("to") === "string" ? [table.string("to")!] : table.stringList("to");
+  const from = table.string("from");
+  if (value === undefined)
+    return (table.fail("url", 'is required with format = "email" (smtp://USER:PASS@HOST:587)'), null);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return (table.fail("url", `${JSON.stringify(shownUrl(value))} is not a URL`), null);
+  }
+  if (url.protocol !== "smtp:" && url.protocol !== "smtps:")
+    return (
+      table.fail("url", `${JSON.stringify(shownUrl(value))} is not smtp:// or smtps:// (format = "email")`),
+      null
+    );
+  if (!to?.length) table.fail("to", 'is required with format = "email": one address or a list');
+  for (const address of to ?? []) if (!MAILBOX.test(address)) table.fail("to", `${show(address)} is not an address`);
+  if (from === undefined) table.fail("from", 'is required with format = "email"');
+  else if (!MAILBOX.test(from)) table.fail("from", `${show(from)} is not an address`);
+  for (const address of to ?? []) url.searchParams.append("to", address);
+  if (from !== undefined) url.searchParams.set("from", from);
+  return url.toString();
 }
 
 /** An optional http(s) URL setting ("" = off). */

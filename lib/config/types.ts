@@ -79,7 +79,18 @@ export interface WatchdogConfig {
   rotation: { maxBytes: number; keep: number };
 }
 
-export const NOTIFY_FORMATS = ["text", "json", "slack", "discord", "telegram", "alertmanager", "termux"] as const;
+export const NOTIFY_FORMATS = [
+  "text",
+  "json",
+  "slack",
+  "discord",
+  "telegram",
+  "gotify",
+  "pushover",
+  "email",
+  "alertmanager",
+  "termux",
+] as const;
 
 /** format = "termux" sends through termux-notification, not HTTP: its destination in the spool and in words. */
 export const TERMUX_DESTINATION = "termux:notification";

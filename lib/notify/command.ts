@@ -23,10 +23,37 @@ export function channelFor(config: Config, url: string | null, format: NotifyFor
   if (format === "termux")
     return { url: TERMUX_DESTINATION, format, timeoutMs: config.notify.timeoutMs, retries: config.notify.retries };
   if (!url) throw usageError("no notification URL: pass --url, set [notify] url in the config, or TEND_NOTIFY_URL");
+  if (format === "email")
+    return {
+      url: emailChannelUrl(config, url),
+      format,
+      timeoutMs: config.notify.timeoutMs,
+      retries: config.notify.retries,
+    };
   const problem = httpUrlProblem(url);
   if (problem) throw usageError(`--url: ${JSON.stringify(shownUrl(url))} ${problem}`);
   if (format === "telegram" && !new URL(url).searchParams.get("chat_id")) throw usageError(TELEGRAM_NEEDS_CHAT);
   return { url, format, timeoutMs: config.notify.timeoutMs, retries: config.notify.retries };
+}
+
+/** An email --url: smtp(s)://, its recipients and sender in its query, else those of [notify]. */
+function emailChannelUrl(config: Config, given: string): string {
+  let url: URL;
+  try {
+    url = new URL(given);
+  } catch {
+    throw usageError(`--url: ${JSON.stringify(shownUrl(given))} is not a URL`);
+  }
+  if (url.protocol !== "smtp:" && url.protocol !== "smtps:")
+    throw usageError(`--url: ${JSON.stringify(shownUrl(given))} is not smtp:// or smtps:// (format email)`);
+  const configured = config.notify.format === "email" && config.notify.url ? new URL(config.notify.url) : null;
+  if (!url.searchParams.has("to"))
+    for (const to of configured?.searchParams.getAll("to") ?? []) url.searchParams.append("to", to);
+  if (!url.searchParams.has("from") && configured?.searchParams.get("from"))
+    url.searchParams.set("from", configured.searchParams.get("from")!);
+  if (!url.searchParams.has("to") || !url.searchParams.has("from"))
+    throw usageError("format email needs a recipient and a sender: ?to=…&from=… in --url, or [notify] to and from");
+  return url.toString();
 }
 
 /** With a configuration found, `notify` by hand says in the watchdog log what a pass would (NOTIFY). */

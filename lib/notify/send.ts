@@ -6,6 +6,7 @@ import { runCommand, saidBy } from "../os/run.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
 import { escapeControls, oneLine } from "../core/sanitize.ts";
 import { usageError } from "../core/errors.ts";
+import type { Mail } from "./email.ts";
 
 /** One notification. */
 export interface Message {
@@ -42,7 +43,14 @@ export interface HttpRequest {
   body: string;
   /** format = "termux": the command that delivers it instead of a POST. */
   argv?: string[];
+  /** What --dry-run shows for a body that holds a secret (Pushover's token and user key). */
+  shownBody?: string;
+  /** format = "email": the message to send over SMTP (lib/notify/email.ts) instead of a POST. */
+  mail?: Mail;
 }
+
+/** Headers whose value is a secret: shown as … (--dry-run). */
+const SECRET_HEADERS = /^(x-gotify-key|authorization)$/i;
 
 export interface SendResult {
   ok: boolean;
@@ -146,6 +154,53 @@ export function buildRequest(full: Message, channel: Channel): HttpRequest {
       url.searchParams.delete("chat_id");
       return json({ chat_id: chatId, text: cut(`${heading}${message.message}`, 4096) }, url.toString());
     }
+    case "gotify": {
+      // Gotify: POST /message, the application token in X-Gotify-Key (never in the URL a proxy logs).
+      const url = new URL(channel.url);
+      const token = url.searchParams.get("token") ?? "";
+      url.searchParams.delete("token");
+      if (!url.pathname.endsWith("/message")) url.pathname = `${url.pathname.replace(/\/+$/, "")}/message`;
+      const priority = GOTIFY_PRIORITY[message.priority ?? "default"] ?? 5;
+      return {
+        url: url.toString(),
+        headers: { "Content-Type": "application/json", "X-Gotify-Key": token },
+        body: JSON.stringify({ title: message.title ?? "tend", message: message.message, priority }),
+      };
+    }
+    case "pushover": {
+      // Pushover: the app token and user key in the form, message ≤ 1024 and title ≤ 250 characters.
+      const url = new URL(channel.url);
+      const form = new URLSearchParams({
+        token: url.searchParams.get("token") ?? "",
+        user: url.searchParams.get("user") ?? "",
+        message: cut(message.message, 1024),
+        priority: String(PUSHOVER_PRIORITY[message.priority ?? "default"] ?? 0),
+      });
+      if (message.title) form.set("title", cut(message.title, 250));
+      url.search = "";
+      const shown = new URLSearchParams(form);
+      shown.set("token", "…");
+      shown.set("user", "…");
+      return {
+        url: url.toString(),
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: form.toString(),
+        shownBody: shown.toString(),
+      };
+    }
+    case "email": {
+      // One message per event; the subject is the title (the emoji, the event, the service), else the first line.
+      const url = new URL(channel.url);
+      const to = url.searchParams.getAll("to");
+      const from = url.searchParams.get("from") ?? "";
+      const subject = cut(message.title ?? message.message.split("\n")[0], 200);
+      return {
+        url: channel.url,
+        headers: {},
+        body: message.message,
+        mail: { from, to, subject, text: message.message },
+      };
+    }
     case "termux": {
       // Termux:API: one notification id per service, so a ✅ replaces its 🚨 in the shade.
       const priority = TERMUX_PRIORITY[message.priority ?? "default"] ?? "default";
@@ -175,6 +230,11 @@ export function buildRequest(full: Message, channel: Channel): HttpRequest {
   }
 }
 
+/** Gotify's 0-10: its Android app rings from 8 up, shows 4-7, keeps 1-3 quiet. */
+const GOTIFY_PRIORITY: Record<string, number> = { urgent: 9, high: 7, default: 5, low: 2 };
+/** Pushover's -2..2: 1 bypasses quiet hours; 2 (emergency) needs retry/expire and is not used. */
+const PUSHOVER_PRIORITY: Record<string, number> = { urgent: 1, high: 0, default: 0, low: -1 };
+
 /** ntfy's priorities in termux-notification's words (max, high, default, low, min). */
 const TERMUX_PRIORITY: Record<string, string> = { urgent: "max", high: "high", default: "default", low: "low" };
 
@@ -194,11 +254,18 @@ async function sendTermux(argv: string[]): Promise<SendResult> {
 
 /** What --dry-run prints: the request, its URL redacted. */
 export function describeRequest(request: HttpRequest): string {
+  if (request.mail) {
+    const { from, to, subject, text } = request.mail;
+    const lines = [`SMTP ${redactUrl(request.url)}`, `From: ${from}`, `To: ${to.join(", ")}`, `Subject: ${subject}`];
+    return [...lines.map(escapeControls), "", ...text.split("\n").map(escapeControls)].join("\n");
+  }
   if (request.argv)
     return request.argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : JSON.stringify(arg))).join(" ");
-  const headers = Object.entries(request.headers).map(([name, value]) => `${name}: ${escapeControls(value)}`);
+  const headers = Object.entries(request.headers).map(
+    ([name, value]) => `${name}: ${SECRET_HEADERS.test(name) ? "…" : escapeControls(value)}`,
+  );
   // The body is the message: shown with its line breaks, every other control escaped.
-  const body = request.body.split("\n").map(escapeControls).join("\n");
+  const body = (request.shownBody ?? request.body).split("\n").map(escapeControls).join("\n");
   return [`POST ${redactUrl(request.url)}`, ...headers, "", body].join("\n");
 }
 
@@ -229,6 +296,16 @@ export async function send(
   { fetch: doFetch = fetch, sleep = Bun.sleep }: SendOptions = {},
 ): Promise<SendResult> {
   if (request.argv) return sendTermux(request.argv); // once: a hung app answers no better the second time
+  if (request.mail) {
+    const { sendMail } = await import("./email.ts"); // nodemailer only when an email is sent
+    let result: SendResult = { ok: false, status: null, detail: "not sent", attempts: 0 };
+    for (let attempt = 1; attempt <= channel.retries + 1; attempt++) {
+      result = { ...(await sendMail(request.url, request.mail, channel.timeoutMs)), attempts: attempt };
+      if (result.ok || result.forGood) return result;
+      if (attempt <= channel.retries) await sleep(Math.min(1000 * 2 ** (attempt - 1), RETRY_AFTER_CAP_MS));
+    }
+    return result;
+  }
   let last: SendResult = { ok: false, status: null, detail: "not sent", attempts: 0 };
   for (let attempt = 1; attempt <= channel.retries + 1; attempt++) {
     let retryAfterMs: number | null = null;
@@ -241,8 +318,18 @@ export async function send(
         signal: AbortSignal.timeout(channel.timeoutMs),
       });
       const text = await readBounded(response, ANSWER_BODY_LIMIT);
-      if (response.status >= 200 && response.status < 300)
+      if (response.status >= 200 && response.status < 300) {
+        // Pushover: an answer whose status is 0 is a refusal (a bad token or user), whatever the HTTP status.
+        if (channel.format === "pushover" && refusedByPushover(text))
+          return {
+            ok: false,
+            status: response.status,
+            detail: scrub(`HTTP ${response.status}: ${oneLine(text)}`, channel.url),
+            attempts: attempt,
+            forGood: true,
+          };
         return { ok: true, status: response.status, detail: `HTTP ${response.status}`, attempts: attempt };
+      }
       const said = oneLine(text);
       last = {
         ok: false,
@@ -250,7 +337,8 @@ export async function send(
         detail: scrub(`HTTP ${response.status}${said ? `: ${said}` : ""}`, channel.url),
         attempts: attempt,
       };
-      if (!retryable(response.status)) return { ...last, forGood: true };
+      if (!retryable(response.status) || (channel.format === "pushover" && refusedByPushover(text)))
+        return { ...last, forGood: true };
       retryAfterMs = parseRetryAfter(response.headers.get("retry-after")) ?? jsonRetryAfter(text);
     } catch (error) {
       const detail = isTimeout(error) ? `no answer within ${humanDuration(channel.timeoutMs)}` : networkReason(error);
@@ -260,6 +348,15 @@ export async function send(
       await sleep(Math.min(retryAfterMs ?? 1000 * 2 ** (attempt - 1), RETRY_AFTER_CAP_MS));
   }
   return last;
+}
+
+/** Pushover answers `{"status":0,"errors":[...]}` to what it will never accept. */
+function refusedByPushover(text: string): boolean {
+  try {
+    return JSON.parse(text)?.status === 0;
+  } catch {
+    return false;
+  }
 }
 
 function parseRetryAfter(value: string | null): number | null {

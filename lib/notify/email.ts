@@ -1,0 +1,83 @@
+// format = "email": one message per event over SMTP, through nodemailer (loaded only when an email
+// is sent). nodemailer because SMTP is more than it looks — EHLO extensions, STARTTLS, AUTH
+// mechanisms, dot-stuffing, RFC 2047 subjects, line lengths — and nodemailer is the SMTP client most
+// of Node's ecosystem relies on: maintained since 2010, no dependencies, MIT-0.
+// url = "smtp://USER:PASS@HOST:587" (STARTTLS when the server offers it; with credentials it must:
+// they are never sent in the clear) or "smtps://USER:PASS@HOST:465" (TLS from the first byte).
+// The recipients and the sender ride in the URL's query (`to`, `from`), so a spooled email keeps
+// its own destination as every other message does.
+import { oneLine } from "../core/sanitize.ts";
+import { scrub } from "../core/redact.ts";
+import type { SendResult } from "./send.ts";
+
+export interface Mail {
+  from: string;
+  to: string[];
+  subject: string;
+  text: string;
+}
+
+/** What nodemailer's SMTP transport takes and says, as far as tend uses it. */
+interface SmtpError extends Error {
+  code?: string;
+  /** The SMTP command it failed at (STARTTLS, AUTH PLAIN, RCPT TO, ...). */
+  command?: string;
+  responseCode?: number;
+  response?: string;
+}
+
+/** The SMTP server an email URL names, and its envelope. */
+export function smtpTarget(url: string): { secure: boolean; host: string; port: number; user: string; pass: string } {
+  const parsed = new URL(url);
+  const secure = parsed.protocol === "smtps:";
+  return {
+    secure,
+    host: parsed.hostname.replace(/^\[|\]$/g, ""),
+    port: Number(parsed.port) || (secure ? 465 : 587),
+    user: decodeURIComponent(parsed.username),
+    pass: decodeURIComponent(parsed.password),
+  };
+}
+
+/** Send one email; SMTP 4xx and network failures are passing, 5xx and a refused TLS are for good. */
+export async function sendMail(url: string, mail: Mail, timeoutMs: number): Promise<SendResult> {
+  const { createTransport } = (await import("nodemailer")) as unknown as {
+    createTransport: (options: object) => { sendMail: (mail: object) => Promise<{ response?: string }> };
+  };
+  const target = smtpTarget(url);
+  const credentials = target.user !== "";
+  const transport = createTransport({
+    host: target.host,
+    port: target.port,
+    secure: target.secure,
+    // Credentials never go in the clear: without TLS from the start, STARTTLS is then required.
+    requireTLS: !target.secure && credentials,
+    auth: credentials ? { user: target.user, pass: target.pass } : undefined,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+  try {
+    const sent = await transport.sendMail({ ...mail, disableFileAccess: true, disableUrlAccess: true });
+    return { ok: true, status: null, detail: `SMTP ${oneLine(sent.response ?? "250", 120)}`, attempts: 1 };
+  } catch (error) {
+    const failure = error as SmtpError;
+    const code = failure.responseCode;
+    const said = scrub(oneLine(failure.response ?? failure.message, 200), url);
+    // Credentials need TLS: a server that has no STARTTLS (or refuses it) gets none, now or later.
+    if (failure.code === "ETLS" || failure.command === "STARTTLS" || /STARTTLS/i.test(failure.message))
+      return {
+        ok: false,
+        status: code ?? null,
+        detail: `the SMTP server offers no STARTTLS: the credentials are not sent in the clear (${said})`,
+        attempts: 1,
+        forGood: true,
+      };
+    if (code !== undefined) {
+      return { ok: false, status: code, detail: `SMTP ${said}`, attempts: 1, forGood: code >= 500 };
+    }
+    return { ok: false, status: null, detail: `SMTP ${said}`, attempts: 1 };
+  }
+}
