@@ -457,4 +457,13 @@ tcp = "127.0.0.1:1"
   await waitFor(() => !existsSync(`/proc/${grandchild}`), 5000, "the stand-in's child killed with its group");
   const listed = await box.tendRun(["notify", "--spool"]);
   expect(listed.stdout).toContain("termux termux-notification");
+  // The app is back: the late message is the live one, its note after its text.
+  const calls = `${HOME}/late-calls`;
+  box.write(`${PREFIX}/bin/termux-notification`, `#!/usr/bin/bash\nprintf '%s\\x1f' "$@" > ${calls}\n`, 0o755);
+  expect((await box.tendRun(["notify", "--flush"])).code).toBe(0);
+  const argv = readFileSync(box.outside(calls), "utf8").split("\x1f");
+  expect(argv[argv.indexOf("--content") + 1]).toMatch(
+    /^the phone says hello\n\(late since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$/,
+  );
+  expect(argv[argv.indexOf("--id") + 1]).toBe("tend-blog");
 });
