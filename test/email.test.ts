@@ -106,7 +106,7 @@ test("email: a pass's alerts over STARTTLS and AUTH, a message per event, emoji 
   expect(transcript).toContain("STARTTLS");
   expect(transcript).toMatch(/>> b'AUTH PLAIN \*+'/); // over TLS, after STARTTLS; aiosmtpd masks it
   expect(transcript).not.toContain("s3cret-mail-pass");
-  console.log(`the SMTP session of one alert (aiosmtpd's log):\n${transcript.split("\n").slice(0, 40).join("\n")}`);
+  console.log(`the SMTP session of one alert (aiosmtpd's log):\n${transcript.split("\n").slice(0, 80).join("\n")}`);
 }, 60_000);
 
 test("email: credentials never go in the clear: a server without STARTTLS gets nothing (a dead letter)", async () => {

@@ -439,3 +439,30 @@ test("the header check, host by host: the ELF's machine and linker, the Mach-O's
     });
   }
 });
+
+test("backups are ordered as they were made, not by their names' wall-clock dates (1970, a DST fall-back)", async () => {
+  const { backup, listBackups } = await import("../lib/tools/update.ts");
+  box = new Sandbox();
+  Bun.spawnSync(["mkdir", "-p", join(box.dir, "bin")]);
+  const target = join(box.dir, "bin", "tend");
+  const made: string[] = [];
+  const make = (version: string, at: Date) => {
+    writeFileSync(target, version);
+    made.push(backup(target, at, 3));
+  };
+  make("v1", new Date("2026-11-30T10:00:00"));
+  make("v2", new Date("2026-11-30T11:00:00"));
+  // The phone booted at 1970 and has no network time yet: this backup is the newest all the same.
+  make("v3", new Date(0));
+  expect(listBackups(target)).toEqual([made[2], made[1], made[0]]);
+  expect(readFileSync(listBackups(target)[0], "utf8")).toBe("v3");
+  // One more: the oldest made (v1) goes, not the one with the oldest name (v3, "1970").
+  make("v4", new Date("2026-11-30T12:00:00"));
+  expect(listBackups(target)).toEqual([made[3], made[2], made[1]]);
+  expect(existsSync(made[0])).toBe(false);
+  // A DST fall-back: 01:30 local comes twice; the second backup of that name is the newer.
+  make("v5", new Date("2026-11-30T01:30:00"));
+  make("v6", new Date("2026-11-30T01:30:00"));
+  expect(readFileSync(listBackups(target)[0], "utf8")).toBe("v6");
+  expect(listBackups(target).map((path) => readFileSync(path, "utf8"))).toEqual(["v6", "v5", "v4"]);
+});

@@ -27,6 +27,7 @@ import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
 import { inWords } from "../os/files.ts";
+import { writeFileAtomic } from "../os/atomic.ts";
 import { executableProblem, HEAD_BYTES, type Host } from "../core/executable.ts";
 import { isTermux } from "../core/platform.ts";
 
@@ -77,17 +78,49 @@ async function confirmed(io: UpdateIo): Promise<void> {
 /** "2026-11-30 04:29:59" -> "20261130-042959" */
 const stamp = (at: Date) => localStamp(at).replace(/[-:]/g, "").replace(" ", "-");
 
-/** Backups of `target`, newest first: TARGET.bak-YYYYMMDD-HHMMSS[-N]. */
+/**
+ * The order backups were made in, oldest first, recorded beside the target (.TARGET.backups): a
+ * name's date is the wall clock's, which a phone booting at 1970 or a DST fall-back puts out of order.
+ */
+const manifestOf = (target: string) => join(dirname(target), `.${basename(target)}.backups`);
+
+function readManifest(target: string): string[] {
+  try {
+    return readFileSync(manifestOf(target), "utf8")
+      .split("\n")
+      .filter((name) => /^[^/\0]+$/.test(name));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Backups of `target`, newest first: TARGET.bak-YYYYMMDD-HHMMSS[-N], in the order they were made
+ * (recorded); backups made before that record existed come after, by their names' dates.
+ */
 export function listBackups(target: string): string[] {
   const prefix = `${basename(target)}.bak-`;
   let names: string[] = [];
   try {
     names = readdirSync(dirname(target));
   } catch {}
-  return names
-    .filter((name) => name.startsWith(prefix) && /^\d{8}-\d{6}(-\d+)?$/.test(name.slice(prefix.length)))
-    .sort((a, b) => backupOrder(b.slice(prefix.length)) - backupOrder(a.slice(prefix.length)) || (b < a ? -1 : 1))
-    .map((name) => join(dirname(target), name));
+  const present = names.filter(
+    (name) => name.startsWith(prefix) && /^\d{8}-\d{6}(-\d+)?$/.test(name.slice(prefix.length)),
+  );
+  const recorded = readManifest(target).filter((name) => present.includes(name));
+  const unrecorded = present
+    .filter((name) => !recorded.includes(name))
+    .sort((a, b) => backupOrder(b.slice(prefix.length)) - backupOrder(a.slice(prefix.length)) || (b < a ? -1 : 1));
+  return [...recorded.reverse(), ...unrecorded].map((name) => join(dirname(target), name));
+}
+
+/** Record `made` as the newest backup (the manifest rewritten atomically, only names that exist). */
+function recordBackup(target: string, made: string): void {
+  const kept = listBackups(target)
+    .map((path) => basename(path))
+    .reverse()
+    .filter((name) => name !== made);
+  writeFileAtomic(manifestOf(target), `${[...kept, made].join("\n")}\n`, 0o644);
 }
 const backupOrder = (suffix: string) =>
   Number(suffix.slice(0, 8) + suffix.slice(9, 15)) * 1000 + Number(suffix.split("-")[2] ?? 0);
@@ -113,6 +146,7 @@ export function backup(target: string, now: Date, keep = KEEP_BACKUPS): string {
     chmodSync(temp, info.mode & 0o7777);
     utimesSync(temp, info.atime, info.mtime);
     renameSync(temp, path);
+    recordBackup(target, basename(path));
   } catch (error) {
     rmSync(temp, { force: true });
     if (error instanceof TendError) throw error;
