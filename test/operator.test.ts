@@ -225,6 +225,52 @@ spawn = ["${BUN}", "${SERVER}", "${port}"]
   expect(await loop.exited).toBe(0);
 }, 30_000);
 
+test("loop: the crash watch is never blocked by another service's restart still being verified", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[defaults]
+grace = "0s"
+cooldown = "0s"
+[[service]]
+name = "web"
+pidfile = "web.pid"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+[[service]]
+name = "stuck"
+failures = 1
+verify_timeout = "15s"
+[service.check]
+tcp = "127.0.0.1:1"
+timeout = "300ms"
+[service.restart]
+command = ["sleep", "15"]
+`);
+  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
+  box.track(loop.pid);
+  // The first pass: web started; stuck's restart command does not return (its verification takes 15 s).
+  // (Its RESTART line comes when the command returns.)
+  await waitFor(() => box.read("watchdog.log").includes("[HUNG] stuck"), 15_000, "stuck's restart");
+  await waitFor(() => box.read("watchdog.log").includes("[START] web: started pid"), 15_000, "web's first start");
+  const first = Number(box.read("web.pid"));
+  box.track(first);
+  await waitFor(() => box.stateOf("web").watch?.pid === first, 10_000, "web watched");
+  process.kill(first, "SIGKILL");
+  await waitFor(() => Number(box.read("web.pid")) !== first, 15_000, "web started again");
+  box.track(Number(box.read("web.pid")));
+  // ... while stuck's restart is still being verified: not after it.
+  const log = box.read("watchdog.log");
+  expect(log).toMatch(/\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it \(crash\)/);
+  expect(log).not.toMatch(/\[(FAILED|RECOVERED)\] stuck/);
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+}, 90_000);
+
 test("loop: retry_interval probes a failing service again before the next pass; strikes still need N", async () => {
   box = new Sandbox();
   let hits = 0;

@@ -177,3 +177,48 @@ function tryLockFile(path: string): Lock | null {
 
 /** flock(2) can be loaded here (else the O_EXCL lock file stands in). */
 export const flockAvailable = async () => (await libc()) !== null;
+
+/**
+ * The pass lock as one process holds it for several of its own passes at once: `watchdog run`'s
+ * full pass and its crash watch's starts (each of other services) share one hold, so a restart
+ * being verified never keeps the crash watch from starting another service that died. The file is
+ * locked by the first to join (a full pass waits for brief holders as `passLock` does; the crash
+ * watch tries once) and released by the last to leave; blogtunnel and operators wait as for any pass.
+ */
+export class SharedPassLock {
+  private held: Lock | null = null;
+  private users = 0;
+  private taking: Promise<{ lock: Lock | null; heldBy: string }> | null = null;
+
+  constructor(private readonly path: string) {}
+
+  async join(full: boolean): Promise<{ lock: Lock | null; heldBy: string }> {
+    while (this.taking) await this.taking; // one taker at a time: the others join what it took
+    if (this.users === 0) {
+      this.taking = full
+        ? passLock(this.path)
+        : tryLock(this.path).then((lock) => (lock?.record(holderRecord("pass")), { lock, heldBy: "" }));
+      try {
+        const taken = await this.taking;
+        if (!taken.lock) return taken;
+        this.held = taken.lock;
+      } finally {
+        this.taking = null;
+      }
+    }
+    this.users++;
+    let left = false;
+    const share: Lock = {
+      release: () => {
+        if (left) return;
+        left = true;
+        if (--this.users === 0) {
+          this.held?.release();
+          this.held = null;
+        }
+      },
+      record: (text) => this.held?.record(text),
+    };
+    return { lock: share, heldBy: "" };
+  }
+}

@@ -2,7 +2,7 @@ import type { Config } from "../config/types.ts";
 import { formatLine } from "../core/time.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { lockHolder, tryLock } from "../os/lock.ts";
+import { lockHolder, SharedPassLock, tryLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
 import { runPass } from "./pass.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
@@ -82,25 +82,43 @@ export async function runLoop({
   };
   // Read again only what a pass rewrote: a tick then costs a stat per service, not a JSON parse (bench battery).
   const read = stateReader(config.watchdog.stateDir, { unchanged: true });
+  // The full pass and the crash watch's starts share one hold of the pass lock and one set of the
+  // services being judged: a restart being verified (up to verify_timeout) never keeps the crash
+  // watch from starting another service that died meanwhile.
+  const sharedLock = new SharedPassLock(statePaths(config.watchdog.stateDir).lock);
+  const inFlight = new Set<string>();
+  const watching = new Set<Promise<void>>();
   try {
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
       const started = Date.now();
-      await runPass({ config, echo, env, intervalMs, inLoop: true }).catch((error) => failed("pass failed", error));
-      // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
-      Bun.gc(true);
+      let passDone = false;
+      const pass = runPass({ config, echo, env, intervalMs, inLoop: true, sharedLock, inFlight })
+        .then(() => {})
+        .catch((error) => failed("pass failed", error))
+        .finally(() => (passDone = true));
       const next = started + intervalMs;
-      while (!stopping && passes + 1 < maxPasses && Date.now() < next) {
-        await new Promise<void>((resolve) => ((wake = resolve), after(Math.min(TICK_MS, next - Date.now()), resolve)));
-        if (stopping || Date.now() >= next) break;
-        const due = dueBetweenPasses(config, intervalMs, Date.now(), read);
-        // Takes the lock without waiting: a pass or an operator holds it, so try again next second.
+      while (!stopping && passes + 1 < maxPasses && (Date.now() < next || !passDone)) {
+        // Every second; past the interval (the pass still running), every second still: the crash watch goes on.
+        const waitMs = Date.now() < next ? Math.min(TICK_MS, next - Date.now()) : TICK_MS;
+        await new Promise<void>((resolve) => ((wake = resolve), after(waitMs, resolve)));
+        if (stopping) break;
+        if (passDone && Date.now() >= next) break;
+        const due = dueBetweenPasses(config, intervalMs, Date.now(), read).filter((name) => !inFlight.has(name));
+        // Each on its own: a verification in flight does not hold up the next tick. A held lock (an
+        // operator, blogtunnel) is tried again next second.
         if (due.length) {
-          await runPass({ config, echo, env, intervalMs, only: due, inLoop: true }).catch((error) =>
-            failed(`${due.join(", ")}`, error),
-          );
+          const start = runPass({ config, echo, env, intervalMs, only: due, inLoop: true, sharedLock, inFlight })
+            .then(() => {})
+            .catch((error) => failed(`${due.join(", ")}`, error))
+            .finally(() => watching.delete(start));
+          watching.add(start);
         }
       }
+      await pass;
+      // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
+      Bun.gc(true);
     }
+    await Promise.all(watching);
   } finally {
     process.off("SIGTERM", stop);
     process.off("SIGINT", stop);

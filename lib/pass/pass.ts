@@ -9,7 +9,7 @@ import { syncAlerts } from "../notify/alertmanager.ts";
 import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
-import { holderRecord, loopRuns, passLock, tryLock } from "../os/lock.ts";
+import { holderRecord, loopRuns, passLock, tryLock, type SharedPassLock } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { rotateInPlace } from "../os/rotate.ts";
@@ -40,6 +40,13 @@ export interface PassOptions {
   inLoop?: boolean;
   /** stdout is the installed line's cron.log: echo only what could not reach the log (never every event twice). */
   stdoutIsLog?: boolean;
+  /** `watchdog run`: the loop's one hold of the pass lock, shared by its full pass and its crash watch. */
+  sharedLock?: SharedPassLock;
+  /**
+   * `watchdog run`: the services being judged in this process right now (by the full pass or a
+   * crash-watch start); a pass leaves those to whoever judges them and claims the others.
+   */
+  inFlight?: Set<string>;
   /**
    * Judge only these services, between passes (the loop's crash watch and retry_interval): no
    * heartbeat, gap, metrics or heartbeat ping, and a held lock is no SKIP line (it tries again).
@@ -87,11 +94,13 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   // writes, and are waited for (up to 30s). The loop's crash starts take it without waiting.
   const taken = dryRun
     ? { lock: null, heldBy: "" }
-    : partial
-      ? { lock: await tryLock(paths.lock).catch(lockFailed), heldBy: "" }
-      : await passLock(paths.lock).catch(lockFailed);
+    : options.sharedLock
+      ? await options.sharedLock.join(!partial).catch(lockFailed)
+      : partial
+        ? { lock: await tryLock(paths.lock).catch(lockFailed), heldBy: "" }
+        : await passLock(paths.lock).catch(lockFailed);
   const lock = taken.lock;
-  if (partial) lock?.record(holderRecord("pass")); // passLock records its own
+  if (partial && !options.sharedLock) lock?.record(holderRecord("pass")); // passLock records its own
   if (!dryRun && !lock) {
     const brief = /^(blogtunnel|operator) pid (\d+)/.exec(taken.heldBy);
     if (!partial)
@@ -157,7 +166,10 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   }
 }
 
-type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep"> & { sleep?: JudgeOptions["sleep"] };
+type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep"> & {
+  sleep?: JudgeOptions["sleep"];
+  inFlight?: Set<string>;
+};
 
 /** Judge every service, at most `concurrency` at once; a dependency is judged before its dependents. */
 function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[]> {
@@ -168,8 +180,13 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
   for (const service of config.services) {
     failing.set(service.name, new Promise((resolve) => publish.set(service.name, resolve)));
   }
-  // A partial pass judges some services; the others say what their last probe said.
-  const judged = config.services.filter((service) => !context.only || context.only.includes(service.name));
+  // A partial pass judges some services; the others say what their last probe said. In the loop,
+  // a service another of its passes is judging right now is left to it; the rest are claimed.
+  const inFlight = context.inFlight;
+  const judged = config.services.filter(
+    (service) => (!context.only || context.only.includes(service.name)) && !inFlight?.has(service.name),
+  );
+  for (const service of judged) inFlight?.add(service.name);
   const read = stateReader(config.watchdog.stateDir);
   for (const service of config.services) {
     if (judged.includes(service)) continue;
@@ -183,11 +200,14 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
         if (await failing.get(dependency)) failingDependencies.push(dependency);
       const say = publish.get(service.name)!;
       try {
-        return await limit(() =>
+        const outcome = await limit(() =>
           judgeService(service, { ...context, sleep: context.sleep ?? Bun.sleep, failingDependencies, publish: say }),
         );
+        inFlight?.delete(service.name);
+        return outcome;
       } catch (error) {
         say(true);
+        inFlight?.delete(service.name);
         const message = (error as Error).message;
         context.logger.write("ERROR", `${service.name}: ${message}`);
         // Not judged this time: it keeps its last state, and says why (status, the page, metrics).
