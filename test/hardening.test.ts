@@ -627,3 +627,36 @@ test("a spool over its read bound keeps the newest messages: the oldest are what
   expect(spool.unreadable).toBe(1); // the cut: said, not silent
   expect(spool.messages.length).toBeLessThan(2101);
 });
+
+test("ulimit -n 64 and concurrency = 100: bounded by the descriptors left, no healthy service struck", async () => {
+  box = new Sandbox();
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+  try {
+    const services = Array.from(
+      { length: 100 },
+      (_, index) => `[[service]]\nname = "s${index}"\n[service.check]\nhttp = "http://127.0.0.1:${server.port}/"\n`,
+    );
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\nconcurrency = 100\n${services.join("")}`);
+    // Before: EMFILE by the dozen, which Bun.connect even reports as a refused connection: 80 of 100 struck.
+    const pass = await run(["sh", "-c", `ulimit -n 64 && exec "${TEND}" watchdog pass`], { env: box.env() });
+    expect(pass.code).toBe(0);
+    expect(pass.stdout).not.toContain("failed health check");
+    const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+    expect(status.services.filter((row: { state: string }) => row.state !== "healthy")).toEqual([]);
+  } finally {
+    server.stop(true);
+  }
+}, 60_000);
+
+test("out of descriptors: what fails then is the watchdog's failure, never a strike (by its numbers)", async () => {
+  const { fittingConcurrency, outOfDescriptors, openFileLimit, openFiles } = await import("../lib/os/fdlimit.ts");
+  expect(openFileLimit()).toBeGreaterThan(0); // read from /proc/self/limits
+  expect(openFiles()).toBeGreaterThan(2);
+  expect(fittingConcurrency(100, 64, 12)).toBe(7); // (64 - 12 - 24) / 4
+  expect(fittingConcurrency(16, 1024, 12)).toBe(16);
+  expect(fittingConcurrency(100, 30, 12)).toBe(1); // never below one
+  expect(fittingConcurrency(100, null, null)).toBe(100); // no /proc (macOS): as configured
+  expect(outOfDescriptors(64, 61)).toBe(true);
+  expect(outOfDescriptors(64, 40)).toBe(false);
+  expect(outOfDescriptors(null, 61)).toBe(false);
+});

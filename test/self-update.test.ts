@@ -440,7 +440,7 @@ test("the header check, host by host: the ELF's machine and linker, the Mach-O's
   }
 });
 
-test("backups are ordered as they were made, not by their names' wall-clock dates (1970, a DST fall-back)", async () => {
+test("backups are ordered as they were made, not by their names' wall-clock dates (1970, DST fall-back)", async () => {
   const { backup, listBackups } = await import("../lib/tools/update.ts");
   box = new Sandbox();
   Bun.spawnSync(["mkdir", "-p", join(box.dir, "bin")]);

@@ -19,6 +19,8 @@ export type ErrorCode =
   | "lock-failed"
   /** A file in the state dir is a symlink: refused, nothing read or written through it. */
   | "symlink"
+  /** The watchdog itself is out of a resource (descriptors, memory): its failure, never a strike. */
+  | "own-resource"
   /** The state dir cannot be written (full, read-only): the operator's to fix. */
   | "state-dir";
 

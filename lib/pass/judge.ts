@@ -15,6 +15,11 @@ import type { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service.ts";
 import { onlyObservations, type ServiceState } from "../core/state.ts";
 import { restartAndVerify } from "./verify.ts";
+import { outOfDescriptors } from "../os/fdlimit.ts";
+import { TendError } from "../core/errors.ts";
+
+/** What a probe's words say when the watchdog itself ran out (EMFILE, ENFILE, ENOMEM in words). */
+const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|out of memory/;
 import { waitReason } from "./wait.ts";
 
 export interface JudgeOptions {
@@ -100,6 +105,16 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
       }
       return seen;
     });
+    // The watchdog's own resource failure (out of descriptors or memory) says nothing of the
+    // service: not a strike, never a restart; the service keeps its state, not judged this time.
+    if (!result.ok && (OWN_RESOURCE.test(result.detail) || outOfDescriptors())) {
+      throw new TendError(
+        `cannot probe: ${OWN_RESOURCE.exec(result.detail)?.[0] ?? "too many open files (tend's own limit)"}: ` +
+          "the watchdog's failure, not a strike",
+        1,
+        "own-resource",
+      );
+    }
     // Decided on the state as it is now: an operator may have paused or reset it meanwhile.
     if (options.unlocked) state = readState(config.watchdog.stateDir, service.name).state;
     step = decide(service, state, facts, result);

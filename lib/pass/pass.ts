@@ -12,6 +12,7 @@ import { inWords } from "../os/files.ts";
 import { holderRecord, loopRuns, passLock, tryLock, type SharedPassLock } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { uptimeClock } from "../os/proc.ts";
+import { fittingConcurrency } from "../os/fdlimit.ts";
 import { rotateInPlace } from "../os/rotate.ts";
 import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
@@ -173,7 +174,9 @@ type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep
 
 /** Judge every service, at most `concurrency` at once; a dependency is judged before its dependents. */
 function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[]> {
-  const limit = limiter(config.watchdog.concurrency);
+  // Bounded by the descriptors this process has left (`ulimit -n 64` with concurrency 100: EMFILE
+  // would otherwise fail healthy services by the dozen).
+  const limit = limiter(fittingConcurrency(config.watchdog.concurrency));
   // Each service publishes whether it is failing as soon as it is judged, so dependents can wait on it.
   const failing = new Map<string, Promise<boolean>>();
   const publish = new Map<string, (value: boolean) => void>();

@@ -6,6 +6,7 @@ import { localStamp } from "../core/time.ts";
 import { isStale } from "../core/health.ts";
 import { isCalm, isWatched, viewOf, type StateWord } from "../core/verdict.ts";
 import { bootTimeMs } from "../os/proc.ts";
+import { fittingConcurrency } from "../os/fdlimit.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { mainProcess, probeContext } from "../os/pidsource.ts";
@@ -74,7 +75,7 @@ export async function collectStatus(
       `no such service: ${unknown.join(", ")} (configured: ${all.map((s) => s.name).join(", ") || "none"})`,
     );
   const chosen = all.filter((service) => names.length === 0 || names.includes(service.name));
-  const limit = limiter(config.watchdog.concurrency); // the same bound as a pass
+  const limit = limiter(fittingConcurrency(config.watchdog.concurrency)); // the same bound as a pass
   const booted = bootedAt();
   const rows = await Promise.all(
     chosen.map((service) =>
