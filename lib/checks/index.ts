@@ -7,12 +7,16 @@ import { log } from "./log.ts";
 import { processCheck } from "./process.ts";
 import { tcp } from "./tcp.ts";
 import { tls } from "./tls.ts";
+import { nagios } from "./nagios.ts";
 
 export type { CheckConfig, ProbeContext, ProbeResult } from "./kind.ts";
 
 /** Every check kind, by the key that selects it in [service.check]. */
 export const CHECKS: Record<string, CheckKind> = Object.fromEntries(
-  ([http, tcp, command, processCheck, log, tls, disk] as unknown as CheckKind[]).map((kind) => [kind.kind, kind]),
+  ([http, tcp, command, processCheck, log, tls, disk, nagios] as unknown as CheckKind[]).map((kind) => [
+    kind.kind,
+    kind,
+  ]),
 );
 
 export const checkKind = (check: CheckConfig): CheckKind => CHECKS[check.kind];

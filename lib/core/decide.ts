@@ -417,7 +417,8 @@ function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeR
   const closed = closeOutage(service, state, probe, facts.now);
   if (probe.warning && (state.warnedAt ?? 0) + WARNING_EVERY_MS <= facts.now) {
     closed.next = { ...closed.next, warnedAt: facts.now };
-    closed.log.push({ tag: "WARN", event: "certificate", message: `${service.name}: ${probe.warning}` });
+    const event = probe.warningEvent ?? "certificate";
+    closed.log.push({ tag: "WARN", event, message: `${service.name}: ${probe.warning}` });
   }
   const slow = slowness(service, closed.next, probe, facts.now);
   closed.next = slow.next;

@@ -18,6 +18,7 @@ export const EVENTS = {
   reboot: { emoji: "🔌", priority: "high", title: "HOST rebooted" },
   slow: { emoji: "🐢", priority: "default", title: "NAME is slow" },
   reminder: { emoji: "🔔", priority: "high", title: "NAME is still down" },
+  "plugin-warning": { emoji: "🟠", priority: "high", title: "NAME warns" },
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 

@@ -1,0 +1,61 @@
+import { humanDuration } from "../core/duration.ts";
+import { runCommand } from "../os/run.ts";
+import { oneLine } from "../core/sanitize.ts";
+import { defineCheck, stopwatch } from "./kind.ts";
+
+export type NagiosCheck = {
+  kind: "nagios";
+  argv: string[];
+  timeoutMs: number;
+};
+
+/** The plugin's first line, its status word and perfdata aside: "TCP OK - 0.000 second response time". */
+const firstLine = (stdout: string) => oneLine(stdout.split("\n")[0].split("|")[0].trim(), 200);
+
+/**
+ * Perfdata `time=0.12s` (check_http, check_tcp: the response time, in s or ms) as the probe's
+ * latency; without it, the plugin's own run time.
+ */
+export function perfdataLatencyMs(stdout: string): number | null {
+  const perfdata = stdout.split("\n")[0].split("|")[1] ?? "";
+  const match = /(?:^|\s)'?time'?=([\d.]+)(us|ms|s)?(?:;|\s|$)/.exec(perfdata);
+  if (!match) return null;
+  const value = Number(match[1]);
+  const unit = match[2] ?? "s";
+  return Math.round(unit === "s" ? value * 1000 : unit === "ms" ? value : value / 1000);
+}
+
+const STATES = ["OK", "WARNING", "CRITICAL", "UNKNOWN"];
+
+/**
+ * A monitoring-plugins / Nagios plugin, run without a shell: exit 0 healthy, 1 WARNING (healthy,
+ * with a warning: a WARN line and 🟠 at most daily, no strike), 2 CRITICAL and 3 UNKNOWN fail. The
+ * first line of its output is the probe's detail.
+ */
+export const nagios = defineCheck<NagiosCheck>({
+  kind: "nagios",
+  keys: ["nagios", "timeout"],
+  read(table, { timeoutMs }) {
+    const argv = table.argv("nagios");
+    return argv && { kind: "nagios", argv, timeoutMs };
+  },
+  async probe(check) {
+    const finish = stopwatch();
+    const result = await runCommand(check.argv, { timeoutMs: check.timeoutMs, check: true });
+    if (result.error) return finish(false, `cannot run ${check.argv[0]}: ${result.error}`);
+    if (result.timedOut)
+      return finish(false, `plugin did not finish within ${humanDuration(check.timeoutMs)}`, { timedOut: true });
+    const said = firstLine(result.stdout) || `exit ${result.exitCode}`;
+    const code = result.exitCode ?? 3;
+    const seen = finish(code === 0 || code === 1, code in STATES ? said : `exit ${code} (not a plugin's 0-3): ${said}`);
+    const latency = perfdataLatencyMs(result.stdout);
+    return {
+      ...seen,
+      ...(latency !== null ? { latencyMs: latency } : {}),
+      ...(code === 1 ? { warning: said, warningEvent: "plugin-warning" as const } : {}),
+    };
+  },
+  programs: (check) => [check.argv[0]],
+  describe: (check) => `nagios plugin ${check.argv[0]}, timeout ${humanDuration(check.timeoutMs)}`,
+  plan: (check, shown) => ({ "check.nagios": shown.argv(check.argv) }),
+});
