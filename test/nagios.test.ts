@@ -25,7 +25,7 @@ timeout = "5s"
 `;
 }
 
-test("check_tcp, check_http: OK is healthy, its line the detail, perfdata time the latency; CRITICAL fails", async () => {
+test("check_tcp, check_http: OK is healthy, its line the detail, perfdata time its latency; 2 fails", async () => {
   box = new Sandbox();
   const answer = { status: 200 };
   const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok", answer) });
