@@ -160,3 +160,29 @@ test("watch only (no [service.restart]): at N strikes FAILED and 🚨 once per o
   const report = JSON.parse((await box.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
   expect(report.services.find((row: any) => row.name === "in2days")).toMatchObject({ outages: 1, restarts: 0 });
 });
+
+test("tls: tend_tls_cert_expiry_timestamp_seconds per TLS check, promtool check metrics agrees", async () => {
+  const metrics = join(box.dir, "tend.prom");
+  const { readFileSync, writeFileSync, existsSync } = await import("node:fs");
+  const config = readFileSync(box.config, "utf8");
+  writeFileSync(box.config, config.replace("[watchdog]\n", `[watchdog]\nmetrics_file = "${metrics}"\n`));
+  try {
+    await box.tend(["watchdog"], { env: trusted() });
+    const text = readFileSync(metrics, "utf8");
+    const expiry = (name: string) =>
+      Number(new RegExp(`^tend_tls_cert_expiry_timestamp_seconds\\{service="${name}"\\} (\\d+)$`, "m").exec(text)?.[1]);
+    // The peer certificate's notAfter, to the second: 40 and 10 days ahead, and the expired one's too.
+    expect(expiry("in40days") * 1000 - Date.now()).toBeGreaterThan(39 * 86_400_000);
+    expect(expiry("in10days") * 1000 - Date.now()).toBeLessThan(11 * 86_400_000);
+    // An expired one is seen where the handshake goes on (insecure); verified, it fails before any date.
+    expect(expiry("expired-insecure") * 1000).toBeLessThan(Date.now());
+    expect(text).not.toContain('tend_tls_cert_expiry_timestamp_seconds{service="closed"}'); // no handshake, no date
+    const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
+    if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: run make build/tools/promtool`);
+    const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(text) });
+    expect(check.stderr.toString() + check.stdout.toString()).toBe("");
+    expect(check.exitCode).toBe(0);
+  } finally {
+    writeFileSync(box.config, config);
+  }
+});

@@ -21,6 +21,8 @@ export interface ProbeResult {
   status?: number | null;
   /** Healthy, but worth a warning without a strike (a certificate that expires soon). */
   warning?: string | null;
+  /** A TLS check's peer certificate: when it expires (epoch ms), for tend_tls_cert_expiry_timestamp_seconds. */
+  certExpiresAt?: number;
   /** Which notification the warning is (default 📅 certificate; a plugin's WARNING is 🟠). */
   warningEvent?: "certificate" | "plugin-warning";
 }

@@ -84,12 +84,15 @@ export const tls = defineCheck<TlsCheck>({
         const notAfter = Date.parse(socket.getPeerCertificate()?.valid_to ?? "");
         if (Number.isNaN(notAfter)) return done(finish(false, "the peer sent no certificate"));
         const left = notAfter - now();
-        if (left <= 0) return done(finish(false, `the certificate expired ${days(-left)} ago (${day(notAfter)})`));
+        const expiry = { certExpiresAt: notAfter };
+        if (left <= 0)
+          return done(finish(false, `the certificate expired ${days(-left)} ago (${day(notAfter)})`, expiry));
         if (left < check.failDays * DAY_MS) {
           return done(
             finish(
               false,
               `the certificate expires in ${days(left)} (${day(notAfter)}), below fail_days ${check.failDays}`,
+              expiry,
             ),
           );
         }
@@ -99,7 +102,7 @@ export const tls = defineCheck<TlsCheck>({
             ? `the certificate for ${check.servername} expires in ${days(left)} (${day(notAfter)}), ` +
               `below warn_days ${check.warnDays}`
             : null;
-        done(finish(true, detail, { warning }));
+        done(finish(true, detail, { warning, ...expiry }));
       });
       socket.once("error", (error: NodeJS.ErrnoException) => {
         const network = ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"].includes(

@@ -692,13 +692,14 @@ function recordProbe(state: ServiceState, probe: ProbeResult, now: number): Serv
     : [now, probe.latencyMs, probe.ok ? 1 : 0];
   const latencies = appendSample(state.latencyLog, state.latencyCount, sample, LATENCY_HISTORY);
   const lastProbe = { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs };
-  if (!probe.ok) return { ...state, ...latencies, lastProbe };
+  const expiry = probe.certExpiresAt !== undefined ? { certExpiresAt: probe.certExpiresAt } : {};
+  if (!probe.ok) return { ...state, ...latencies, lastProbe, ...expiry };
   const healthy = {
     lastHealthyAt: now,
     firstHealthyAt: state.firstHealthyAt ?? now,
     checkWarning: probe.warning ?? null,
   };
-  return { ...state, ...latencies, lastProbe, ...healthy };
+  return { ...state, ...latencies, lastProbe, ...healthy, ...expiry };
 }
 
 function openOutage(state: ServiceState, now: number, reason: string): ServiceState {

@@ -76,6 +76,8 @@ export interface ServiceState {
   /** Bounded RSS history: [at, bytes]. */
   rss: [number, number][];
   memoryWarnedAt: number | null;
+  /** A TLS check's peer certificate, as last seen: when it expires (epoch ms). */
+  certExpiresAt?: number | null;
   /** When a healthy probe's warning (a certificate that expires soon) was last logged. */
   warnedAt: number | null;
   /** Why the pid source could not be read (logged once while it lasts), or null. */
@@ -243,6 +245,7 @@ const TIMES = [
   "slowLoggedAt",
   "remindedAt",
   "givenUpAt",
+  "certExpiresAt",
 ];
 const isTime = (value: unknown) => typeof value === "number" && Number.isFinite(value);
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -296,6 +299,7 @@ const OBSERVATIONS = new Set<string>([
   "lastHealthyAt",
   "firstHealthyAt",
   "checkWarning",
+  "certExpiresAt",
   "rss",
   "watch",
 ]);
