@@ -60,14 +60,18 @@ test-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 	  else echo "make test needs:$$missing (as root: apt-get install$$missing)"; exit 1; fi; fi
 
-test: test-deps build/tend typecheck build/tools/promtool build/tools/alertmanager
+test: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus build/tools/alertmanager
 	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool ALERTMANAGER=$(CURDIR)/build/tools/alertmanager \
-	  $(BUN) test --timeout 120000 test/
+	  PROMETHEUS=$(CURDIR)/build/tools/prometheus $(BUN) test --timeout 120000 test/
 
 # Real receivers from Debian's packages, unpacked (not installed, no service started): promtool
-# checks the metrics exposition; Alertmanager receives, keeps firing and resolves tend's alerts.
+# checks the metrics exposition and tests the rules; Prometheus scrapes a fleet of three serve
+# instances (test/fleet.test.ts); Alertmanager receives, keeps firing and resolves tend's alerts.
 build/tools/promtool:
 	test/deb-tool.sh prometheus usr/bin/promtool $@
+
+build/tools/prometheus:
+	test/deb-tool.sh prometheus usr/bin/prometheus $@
 
 build/tools/alertmanager:
 	test/deb-tool.sh prometheus-alertmanager usr/bin/prometheus-alertmanager $@ \
