@@ -660,3 +660,51 @@ test("out of descriptors: what fails then is the watchdog's failure, never a str
   expect(outOfDescriptors(64, 40)).toBe(false);
   expect(outOfDescriptors(null, 61)).toBe(false);
 });
+
+test("after a power cut: NUL runs at the end of the logs and cut-off temp files are repaired, said once", async () => {
+  box = new Sandbox();
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+  try {
+    box.writeConfig(
+      `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\n` +
+        `http = "http://127.0.0.1:${server.port}/"\n`,
+    );
+    await box.tend(["watchdog"]);
+    const log = join(box.state, "watchdog.log");
+    // What ext4's delayed allocation leaves: the size grew, the block was never written.
+    const { appendFileSync, utimesSync, readdirSync } = await import("node:fs");
+    appendFileSync(log, "[2026-12-01 10:00:00] [RESTART] web: cut off mid-li");
+    appendFileSync(log, Buffer.alloc(4096));
+    // Cut-off writes' temp files: one of a writer long gone, one just made (a write in flight: kept).
+    const stale = join(box.state, "services", ".web.json.4194303.k3j2h1.tmp");
+    const fresh = join(box.state, ".heartbeat.4194304.a1b2c3.tmp");
+    writeFileSync(stale, '{"version":1');
+    writeFileSync(fresh, "x");
+    const old = new Date(Date.now() - 10 * 60_000);
+    utimesSync(stale, old, old);
+    // The reboot as the next pass sees it (the boot clock below the heartbeat's: see views.test.ts).
+    const heartbeat = join(box.state, "heartbeat");
+    const [at, interval] = readFileSync(heartbeat, "utf8").split("\n");
+    writeFileSync(heartbeat, `${at}\n${interval}\nclocks boot=${1e12} awake=${1e12}\n`);
+    const pass = await box.tend(["watchdog"]);
+    expect(pass.stdout).toMatch(
+      new RegExp(
+        String.raw`\[WARN\] repaired: removed 1 temp file\(s\) an interrupted write left; ` +
+          String.raw`removed 4096 NUL byte\(s\) a power cut left`,
+      ),
+    );
+    const text = readFileSync(log);
+    expect(text.includes(0)).toBe(false);
+    expect(text.toString()).toContain("cut off mid-li\n["); // the cut line ends; the next starts a line
+    // grep reads it as text again (no "binary file matches").
+    const grep = Bun.spawnSync(["grep", "-c", "\\[RESTART\\]", log]);
+    expect(grep.stdout.toString().trim()).toBe("1");
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(fresh)).toBe(true);
+    expect(readdirSync(join(box.state, "services")).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+    // Said once: the next pass has nothing to repair.
+    expect((await box.tend(["watchdog"])).stdout).not.toContain("repaired");
+  } finally {
+    server.stop(true);
+  }
+}, 60_000);

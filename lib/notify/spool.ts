@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, truncateSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
 import type { Config, NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
@@ -411,9 +411,18 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
  */
 function saveLines(path: string, entries: object[]) {
   if (entries.length === 0) {
+    // Emptied durably: a power cut must not bring back (and send again) what was delivered.
+    let fd: number | undefined;
     try {
-      if (lstatSync(path).isFile()) truncateSync(path, 0);
-    } catch {}
+      fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW);
+      if (fstatSync(fd).isFile()) {
+        ftruncateSync(fd, 0);
+        fsyncSync(fd);
+      }
+    } catch {
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
     return; // none there, none to write
   }
   writeFileAtomic(path, entries.map((entry) => JSON.stringify(entry) + "\n").join(""));

@@ -17,10 +17,10 @@ import { onlyObservations, type ServiceState } from "../core/state.ts";
 import { restartAndVerify } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
+import { waitReason } from "./wait.ts";
 
 /** What a probe's words say when the watchdog itself ran out (EMFILE, ENFILE, ENOMEM in words). */
 const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|out of memory/;
-import { waitReason } from "./wait.ts";
 
 export interface JudgeOptions {
   config: Config;

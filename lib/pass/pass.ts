@@ -13,6 +13,7 @@ import { holderRecord, loopRuns, passLock, tryLock, type SharedPassLock } from "
 import { clocks } from "../os/libc.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { fittingConcurrency } from "../os/fdlimit.ts";
+import { removeNulRuns, removeStaleTemps } from "../state/repair.ts";
 import { rotateInPlace } from "../os/rotate.ts";
 import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
@@ -118,6 +119,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
     const clocksNow = dryRun || partial ? null : await clocks();
     const gap = dryRun || partial ? null : findGap(stateDir, intervalMs, now(), clocksNow);
+    if (!dryRun && !partial) repairAfterCut(config, gap !== null, logger);
     const gapEvents: Message[] = [];
     if (gap) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
@@ -230,6 +232,28 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
       }
     }),
   );
+}
+
+/**
+ * What an interrupted run or a power cut left: temp files of cut-off writes (every pass: cheap, a
+ * readdir), and NUL runs at the end of the logs (after a gap: a cut leaves one). Said once.
+ */
+function repairAfterCut(config: Config, afterGap: boolean, logger: Logger): void {
+  const { stateDir } = config.watchdog;
+  const said: string[] = [];
+  const temps = removeStaleTemps(stateDir);
+  if (temps) said.push(`removed ${temps} temp file(s) an interrupted write left`);
+  if (afterGap) {
+    for (const log of [config.watchdog.log, statePaths(stateDir).downtime]) {
+      try {
+        const nuls = removeNulRuns(log);
+        if (nuls) said.push(`removed ${nuls} NUL byte(s) a power cut left at the end of ${log}`);
+      } catch (error) {
+        said.push(`could not repair ${log}: ${inWords(error)}`);
+      }
+    }
+  }
+  if (said.length) logger.write("WARN", `repaired: ${said.join("; ")}`);
 }
 
 function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number, logger: Logger) {
