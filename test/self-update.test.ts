@@ -337,8 +337,11 @@ test("--rollback restores only a regular file that proves it is tend; a symlink 
   const { target, selfUpdate, original } = install();
   expect((await selfUpdate(TEND, "--yes")).code).toBe(0); // a real update: one real backup
   const [saved] = backups(target);
-  // A symlink planted where the newest backup would be.
+  // A symlink planted where the newest backup would be: named and recorded as the newest (the
+  // order backups were made in is kept beside the target, .tend.backups).
   const planted = `${target}.bak-29991231-235959`;
+  const manifest = join(box.dir, "bin", ".tend.backups");
+  writeFileSync(manifest, `${readFileSync(manifest, "utf8")}tend.bak-29991231-235959\n`);
   symlinkSync("/etc/hostname", planted);
   const linked = await selfUpdate("--rollback", "--yes");
   expect(linked.code).toBe(3);
