@@ -708,3 +708,47 @@ test("after a power cut: NUL runs at the end of the logs and cut-off temp files 
     server.stop(true);
   }
 }, 60_000);
+
+test("a spawned service's pidfile is written by tend: fsynced, renamed, its directory fsynced (strace)", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const pidfile = join(box.state, "web.pid");
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\npidfile = "web.pid"\n` +
+      `[service.check]\nhttp = "http://127.0.0.1:${port}/"\n` +
+      `[service.restart]\nspawn = ["${BUN}", "${SERVER}", "${port}"]\n`,
+  );
+  const trace = join(box.dir, "trace");
+  const traced = await run(
+    ["strace", "-e", "trace=openat,fsync,rename,renameat,renameat2", "-o", trace, TEND, "watchdog"],
+    {
+      env: box.env(),
+    },
+  );
+  expect(traced.code).toBe(0);
+  try {
+    const lines = readFileSync(trace, "utf8").split("\n");
+    // tend's own write (not the shell's, which has no fsync): a temp beside it, fsynced, renamed over it.
+    const opened = lines.findIndex((line) =>
+      /openat\(.*"[^"]*\/\.web\.pid\.\d+\.[0-9a-z]+\.tmp", O_WRONLY\|O_CREAT\|O_EXCL/.test(line),
+    );
+    expect(opened).toBeGreaterThan(-1);
+    const fd = /= (\d+)$/.exec(lines[opened])![1];
+    // Not -f: the service tend starts would keep strace waiting; tend's writes are its main thread's.
+    const after = lines.slice(opened);
+    const synced = after.findIndex((line) => line.includes(`fsync(${fd})`));
+    const renamed = after.findIndex((line) =>
+      /rename(at2?)?\(.*\.web\.pid\.\d+\.[0-9a-z]+\.tmp".*web\.pid"/.test(line),
+    );
+    expect(synced).toBeGreaterThan(-1);
+    expect(renamed).toBeGreaterThan(synced);
+    // Then the directory: opened and fsynced after the rename.
+    const dir = after.slice(renamed).find((line) => new RegExp(`openat\\(.*"${box.state}", O_RDONLY`).test(line));
+    expect(dir).toBeDefined();
+    const dirFd = /= (\d+)$/.exec(dir!)![1];
+    expect(after.slice(renamed).some((line) => line.includes(`fsync(${dirFd})`))).toBe(true);
+  } finally {
+    const started = Number(readFileSync(pidfile, "utf8"));
+    if (alive(started)) process.kill(started, "SIGKILL");
+  }
+}, 60_000);

@@ -79,7 +79,9 @@ export const spawn = defineRestart<SpawnRestart>({
       const info = readProc(child.pid);
       const deadline = Date.now() + 5000;
       while (readPid(pidfile) !== child.pid && child.exitCode === null && Date.now() < deadline) await sleep(5);
-      if (readPid(pidfile) !== child.pid) writeFileAtomic(pidfile, `${child.pid}\n`, 0o644); // it exited at once
+      // Written again by tend, durably (the file, then its directory): the shell's own write is not
+      // fsynced, and after a power cut an empty pidfile would start nothing. Also when it exited at once.
+      writeFileAtomic(pidfile, `${child.pid}\n`, 0o644);
       return {
         issued: true,
         detail: `${stopped}started pid ${child.pid}`,
