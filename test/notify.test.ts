@@ -648,6 +648,18 @@ describe("spool and dedup", () => {
     expect(summaries()[1]).toContain("2 spooled notification(s) still not delivered");
   });
 
+  test("a spooled message with no destination of its own, and none configured, is kept untried", async () => {
+    box = new Sandbox();
+    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    mkdirSync(box.state, { recursive: true, mode: 0o700 });
+    const entry = { message: "from an older spool", title: null, priority: null, tags: [], event: null, service: null };
+    const line = { ...entry, time: new Date().toISOString(), id: "old1", url: "", format: "text" };
+    writeFileSync(join(box.state, "notify-spool.jsonl"), JSON.stringify(line) + "\n");
+    const flushed = await notify("--flush");
+    expect(flushed.code).toBe(1); // still waiting
+    expect(spool()).toEqual([line]); // no attempt counted, nothing lost
+  });
+
   test("no URL anywhere: exit 2, nothing spooled", async () => {
     box = new Sandbox();
     box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);

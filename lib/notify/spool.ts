@@ -329,7 +329,8 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
       let blocked: string | null = null;
       for (const entry of current.filter((spooled) => destination(spooled) === to)) {
         const left = budgetEnd - performance.now();
-        if (blocked || left < 1) {
+        // No destination of its own and none configured (an older spool's entry): kept, not tried.
+        if (blocked || left < 1 || !entry.url) {
           kept.add(entry);
           continue;
         }
