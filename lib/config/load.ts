@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
 import { parseListen } from "../core/listen.ts";
-import { httpUrlProblem, shownUrl } from "../core/redact.ts";
+import { httpUrlProblem, shownUrl, smtpUrlProblem } from "../core/redact.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
 import { checkServiceGraph } from "./graph.ts";
@@ -260,17 +260,9 @@ function emailUrl(table: Reader): string | null {
   const from = table.string("from");
   if (value === undefined)
     return (table.fail("url", 'is required with format = "email" (smtp://USER:PASS@HOST:587)'), null);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return (table.fail("url", `${JSON.stringify(shownUrl(value))} is not a URL`), null);
-  }
-  if (url.protocol !== "smtp:" && url.protocol !== "smtps:")
-    return (
-      table.fail("url", `${JSON.stringify(shownUrl(value))} is not smtp:// or smtps:// (format = "email")`),
-      null
-    );
+  const problem = smtpUrlProblem(value);
+  if (problem) return (table.fail("url", `${JSON.stringify(shownUrl(value))} ${problem} (format = "email")`), null);
+  const url = new URL(value);
   if (!to?.length) table.fail("to", 'is required with format = "email": one address or a list');
   for (const address of to ?? []) if (!MAILBOX.test(address)) table.fail("to", `${show(address)} is not an address`);
   if (from === undefined) table.fail("from", 'is required with format = "email"');

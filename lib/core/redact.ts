@@ -1,10 +1,10 @@
 import { oneLine } from "./sanitize.ts";
 
 /**
- * What is wrong with an http(s) URL, checked as the HTTP client parses it (scheme, host, port
+ * What is wrong with a URL of one of `schemes`, checked as its client parses it (scheme, host, port
  * 1-65535, no spaces or control characters), or null when it is fine.
  */
-export function httpUrlProblem(url: string): string | null {
+function urlProblem(url: string, schemes: string[], scheme: string): string | null {
   if (/[\s\u0000-\u001f\u007f]/.test(url)) return "holds a space or a control character";
   let parsed: URL;
   try {
@@ -12,11 +12,18 @@ export function httpUrlProblem(url: string): string | null {
   } catch {
     return "is not a URL (scheme://host[:port]/path)";
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return "is not an http:// or https:// URL";
+  if (!schemes.includes(parsed.protocol)) return scheme;
   if (!parsed.hostname) return "has no host";
   if (parsed.port === "0") return "has port 0 (ports go from 1 to 65535)";
   return null;
 }
+
+/** An http(s) URL's problem, or null. */
+export const httpUrlProblem = (url: string) =>
+  urlProblem(url, ["http:", "https:"], "is not an http:// or https:// URL");
+
+/** An email destination's problem (smtp:// with STARTTLS, smtps:// with TLS from the start), or null. */
+export const smtpUrlProblem = (url: string) => urlProblem(url, ["smtp:", "smtps:"], "is not smtp:// or smtps://");
 
 export const isHttpUrl = (url: string) => httpUrlProblem(url) === null;
 

@@ -1,7 +1,7 @@
 import { oneLine } from "../core/sanitize.ts";
 import type { Config, NotifyFormat } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
-import { httpUrlProblem, redactUrl, shownUrl } from "../core/redact.ts";
+import { httpUrlProblem, redactUrl, shownUrl, smtpUrlProblem } from "../core/redact.ts";
 import { localStamp } from "../core/time.ts";
 import { humanDuration } from "../core/duration.ts";
 import { TELEGRAM_NEEDS_CHAT, TERMUX_DESTINATION } from "../config/types.ts";
@@ -38,14 +38,9 @@ export function channelFor(config: Config, url: string | null, format: NotifyFor
 
 /** An email --url: smtp(s)://, its recipients and sender in its query, else those of [notify]. */
 function emailChannelUrl(config: Config, given: string): string {
-  let url: URL;
-  try {
-    url = new URL(given);
-  } catch {
-    throw usageError(`--url: ${JSON.stringify(shownUrl(given))} is not a URL`);
-  }
-  if (url.protocol !== "smtp:" && url.protocol !== "smtps:")
-    throw usageError(`--url: ${JSON.stringify(shownUrl(given))} is not smtp:// or smtps:// (format email)`);
+  const problem = smtpUrlProblem(given);
+  if (problem) throw usageError(`--url: ${JSON.stringify(shownUrl(given))} ${problem} (format email)`);
+  const url = new URL(given);
   const configured = config.notify.format === "email" && config.notify.url ? new URL(config.notify.url) : null;
   if (!url.searchParams.has("to"))
     for (const to of configured?.searchParams.getAll("to") ?? []) url.searchParams.append("to", to);
