@@ -140,7 +140,9 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     flags: ["since", "json"],
     async run({ args, config, io }) {
       const { buildReport, renderReport } = await import("./views/report.ts");
-      const report = buildReport(config, durationFlag("since", args.since) ?? 7 * 86_400_000);
+      const { tendNow } = await import("./state/clock.ts");
+      const now = (await tendNow(config.watchdog.stateDir))();
+      const report = buildReport(config, durationFlag("since", args.since) ?? 7 * 86_400_000, now);
       const pictures = { paint: await paintFor(io), pictures: io.tty };
       return (io.out(args.json ? JSON.stringify(report, null, 2) : renderReport(report, pictures)), 0);
     },

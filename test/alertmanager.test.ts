@@ -6,6 +6,9 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { makeCa, tlsServer } from "./certs.ts";
 import { controlledServer, freePort, Sandbox, waitFor } from "./helpers.ts";
+import { parseConfig } from "../lib/config/load.ts";
+import type { ClockSource } from "../lib/os/clock.ts";
+import { runPass } from "../lib/pass/pass.ts";
 
 const ALERTMANAGER = process.env.ALERTMANAGER ?? "build/tools/alertmanager";
 const box = new Sandbox();
@@ -119,3 +122,43 @@ tcp = "127.0.0.1:${dead}"
   expect(cert.annotations.summary).toMatch(/^site: the certificate for localhost expires in (9\.\d|10\.0) days/);
   tls.stop(true);
 }, 30_000);
+
+test("a clock step back (injected clock): the resolve Alertmanager gets never starts after it ends", async () => {
+  const web = controlledServer();
+  web.control.status = 500;
+  const text = `
+[watchdog]
+state_dir = "${box.state}"
+interval = "1m"
+[notify]
+url = "http://127.0.0.1:${port}"
+format = "alertmanager"
+[[service]]
+name = "stepped"
+failures = 1
+[service.check]
+http = "${web.url}"
+`;
+  box.writeConfig(text);
+  const config = parseConfig(text, box.config, box.env());
+  const clock = { stepMs: 0 };
+  const source: ClockSource = {
+    read: async () => ({
+      wallMs: Date.now() + clock.stepMs,
+      bootMs: performance.now(),
+      bootId: "a1b2c3d4-0000-4000-8000-000000000009",
+    }),
+    monotonic: () => performance.now(),
+  };
+  const lines: string[] = [];
+  await runPass({ config, echo: (line) => lines.push(line), clock: source });
+  expect((await active()).filter((alert) => alert.labels.service === "stepped")).toHaveLength(1);
+  // An hour back, and healthy: resolved with endsAt now, an hour before the startsAt it fired with.
+  clock.stepMs = -3_600_000;
+  web.control.status = 200;
+  await runPass({ config, echo: (line) => lines.push(line), clock: source });
+  expect(lines.join("\n")).toContain("the clock stepped -3600s");
+  expect(lines.join("\n")).not.toContain("could not post");
+  expect((await active()).filter((alert) => alert.labels.service === "stepped")).toEqual([]);
+  web.server.stop(true);
+}, 60_000);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync, readFileSync, existsSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync, readFileSync, existsSync, utimesSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -194,3 +194,21 @@ export const alive = (pid: number) => {
   const state = procState(pid);
   return state !== null && state !== "Z" && state !== "X";
 };
+
+/**
+ * The last pass's heartbeat as if that pass ran at `at`: of this boot (its boot-time clock reading
+ * moved back as far: no clock step), or of another boot (`otherBoot`: another boot id, clock 5 s).
+ */
+export function ageHeartbeat(stateDir: string, at: number, { otherBoot = false } = {}): void {
+  const path = join(stateDir, "heartbeat");
+  const text = readFileSync(path, "utf8");
+  const then = Date.parse(text.split("\n")[0]);
+  const recorded = /^boot id=(\S+) clock=(\d+)$/m.exec(text);
+  const boot = otherBoot
+    ? "boot id=00000000-0000-4000-8000-000000000000 clock=5000"
+    : recorded && `boot id=${recorded[1]} clock=${Number(recorded[2]) - (then - at)}`;
+  let aged = text.replace(/^.*\n/, `${new Date(at).toISOString()}\n`);
+  if (boot) aged = recorded ? aged.replace(/^boot .*$/m, boot) : aged + boot + "\n";
+  writeFileSync(path, aged);
+  utimesSync(path, new Date(at), new Date(at));
+}

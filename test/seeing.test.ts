@@ -2,7 +2,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { ageHeartbeat, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const servers: ReturnType<typeof Bun.serve>[] = [];
@@ -164,8 +164,7 @@ http = "${web.url}"
 `,
   );
   await box.tend(["watchdog"]);
-  const long = new Date(Date.now() - 20 * 60_000);
-  utimesSync(join(box.state, "heartbeat"), long, long);
+  ageHeartbeat(box.state, Date.now() - 20 * 60_000);
   const state = box.stateOf("web");
   state.firstSeenAt = Date.now() - 30 * 60_000; // watched for 30 minutes
   writeFileSync(join(box.state, "services", "web.json"), JSON.stringify(state));

@@ -2,7 +2,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { ageHeartbeat, alive, BUN, freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 afterEach(() => box?.cleanup());
@@ -266,9 +266,9 @@ http = "http://127.0.0.1:${server.port}/"
   );
   await box.tend(["watchdog"]);
   const heartbeat = join(box.state, "heartbeat");
-  const age = (at: number) => utimesSync(heartbeat, new Date(at), new Date(at));
-  // The last heartbeat before the system booted: the host was down (no notification of its own).
-  age(bootedAt - 60_000);
+  const age = (at: number, otherBoot = false) => ageHeartbeat(box.state, at, { otherBoot });
+  // The last heartbeat of an earlier boot: the host was down (no notification of its own).
+  age(bootedAt - 60_000, true);
   const reboot = await box.tend(["watchdog"]);
   expect(reboot.stdout).toMatch(
     /\[DOWNTIME\] host was unavailable for \d+s \(unexpected_shutdown_or_reboot, from .* UTC to .* UTC\)/,

@@ -3,7 +3,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, controlledServer, recordingReceiver, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { ageHeartbeat, alive, BUN, controlledServer, recordingReceiver, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -302,14 +302,13 @@ test("the entry carries its period, the heartbeat keeps it: cron every 10m with 
   await box.tend(["watchdog", "pass", "--interval", "10m"]);
   expect(box.read("heartbeat")).toContain("interval 10m\n");
   const eightMinutesAgo = new Date(Date.now() - 8 * 60_000);
-  utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
+  ageHeartbeat(box.state, eightMinutesAgo.getTime());
   const fresh = await json(["watchdog", "status", "--json"]);
   expect(fresh.report.watchdog).toMatchObject({ stale: false, expected_every_s: 600 });
   const pass = await box.tend(["watchdog", "pass", "--interval", "10m"]);
   expect(pass.stdout).not.toContain("watchdog did not run");
   expect(box.read("downtime.log")).toBe("");
   // Without --interval the configured 1m applies: the same 8 minutes would be a gap.
-  utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
   writeFileSync(join(box.state, "heartbeat"), `${eightMinutesAgo.toISOString()}\ninterval 1m\n`);
   utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
   expect((await box.tend(["watchdog"])).stdout).toContain("watchdog did not run");
@@ -389,13 +388,9 @@ test("after a reboot: services found not running are boot starts, one ðŸ”Œ, no â
   pids.forEach((pid) => box.track(pid));
   for (const pid of pids) process.kill(pid, "SIGKILL"); // what the reboot did to them
   await waitFor(() => pids.every((pid) => !alive(pid)), 5000, "the services to be gone");
-  // The reboot as the next pass sees it: the boot-time clock is below the last heartbeat's (it restarts
-  // at 0 with the kernel). The heartbeat is a minute old: a reboot inside one cron period.
-  const heartbeat = join(box.state, "heartbeat");
-  const [at, interval] = readFileSync(heartbeat, "utf8").split("\n");
-  writeFileSync(heartbeat, `${at}\n${interval}\nclocks boot=${1e12} awake=${1e12}\n`);
-  const minuteAgo = new Date(Date.now() - 60_000);
-  utimesSync(heartbeat, minuteAgo, minuteAgo);
+  // The reboot as the next pass sees it: the heartbeat a minute old, of another boot (its id; the
+  // boot-time clock restarts at 0 with the kernel): a reboot inside one cron period.
+  ageHeartbeat(box.state, Date.now() - 60_000, { otherBoot: true });
   const before = receiver.received.length;
   const pass = await box.tend(["watchdog"]);
   for (const name of names) expect(pass.stdout).toContain(`[START] ${name}: started after reboot (started pid`);

@@ -337,7 +337,8 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
     });
   }
 
-  const graceFrom = Math.max(state.startedAt ?? 0, facts.process?.startedAt ?? 0);
+  // A start recorded ahead of now (a time written across a clock step) counts from now, never beyond.
+  const graceFrom = Math.min(now, Math.max(state.startedAt ?? 0, facts.process?.startedAt ?? 0));
   if (graceFrom && now < graceFrom + service.graceMs) return skip("grace", graceFrom + service.graceMs);
   return null;
 }
@@ -503,11 +504,13 @@ function holdOf({ service, state, facts, reason }: RestartWanted): Hold | null {
     const hold = retryAt ? `given up (tried again at ${clock(retryAt)})` : "given up (watchdog reset to retry)";
     return { hold, until: retryAt, word: "given-up" };
   }
-  if (state.backoffUntil && now < state.backoffUntil) {
-    return { hold: `backoff until ${clock(state.backoffUntil)}`, until: state.backoffUntil, word: "backoff" };
+  // Never longer than backoff_max from now, whatever a state written across a clock step says.
+  const backoffUntil = state.backoffUntil && Math.min(state.backoffUntil, now + service.backoffMaxMs);
+  if (backoffUntil && now < backoffUntil) {
+    return { hold: `backoff until ${clock(backoffUntil)}`, until: backoffUntil, word: "backoff" };
   }
   // A process that is gone is started without waiting out the cooldown: backoff and max_restarts bound a crash loop.
-  const cooldownEnd = (state.lastRestartAt ?? 0) + service.cooldownMs;
+  const cooldownEnd = Math.min(state.lastRestartAt ?? 0, now) + service.cooldownMs;
   if (reason !== "crash" && state.lastRestartAt && now < cooldownEnd) {
     return { hold: `cooldown until ${clock(cooldownEnd)}`, until: cooldownEnd, word: "failing" };
   }
@@ -720,7 +723,9 @@ function closeOutage(
   const next: ServiceState = { ...state, strikes: 0, givenUp: false, failedInRow: 0, backoffUntil: null, outage: null };
   const log: LogLine[] = [];
   if (state.outage) {
-    const { since, reason } = state.outage;
+    // An outage never ends before it began (a since recorded ahead of now, across a clock step).
+    const since = Math.min(state.outage.since, now);
+    const { reason } = state.outage;
     if (sayRecovered) {
       const message = `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})`;
       // ✅ only for an outage that was notified; a blip or a wait is logged and measured, not notified.
@@ -751,7 +756,8 @@ const givenUpRetryDue = (service: ServiceConfig, state: ServiceState, now: numbe
   service.givenUpRetryMs > 0 && now >= givenUpFrom(state, now) + service.givenUpRetryMs;
 
 /** When it was given up (an older state without the time: its last restart). */
-const givenUpFrom = (state: ServiceState, now: number) => state.givenUpAt ?? state.lastRestartAt ?? now;
+const givenUpFrom = (state: ServiceState, now: number) => Math.min(state.givenUpAt ?? state.lastRestartAt ?? now, now);
 
+/** Restarts inside restart_window (one recorded ahead of now, across a clock step, is not: it is no evidence). */
 const windowRestarts = (service: ServiceConfig, state: ServiceState, now: number) =>
-  state.restartTimes.filter((at) => at > now - service.restartWindowMs);
+  state.restartTimes.filter((at) => at > now - service.restartWindowMs && at <= now);

@@ -33,6 +33,8 @@ export const counted = (count: number, noun: string) => `${count} ${noun}${count
 
 /** Human form for log lines: 3.2s, 42s, 12m 5s, 1h, 2d 3h (two largest units). */
 export function humanDuration(ms: number): string {
+  // A duration is never negative: tend's clock does not jump, and what it is handed is clamped here.
+  ms = Math.max(0, ms);
   if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
   let seconds = Math.round(ms / 1000);
   if (seconds < 120) return `${seconds}s`;

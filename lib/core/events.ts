@@ -62,7 +62,7 @@ const WHAT: Record<string, string> = {
 
 /** `NAME was unavailable for Ns (REASON, from T1 UTC to T2 UTC)` */
 export function downtimeMessage({ name, reason, from, to }: Downtime): string {
-  const seconds = Math.round((to - from) / 1000);
+  const seconds = Math.round(Math.max(0, to - from) / 1000);
   const what = WHAT[name] ?? `${name} was unavailable`;
   return `${what} for ${seconds}s (${reason}, from ${utcStamp(new Date(from))} UTC to ${utcStamp(new Date(to))} UTC)`;
 }

@@ -96,6 +96,8 @@ export interface ServiceState {
   degradedSaidAt: Record<string, number>;
 
   firstHealthyAt: number | null;
+  /** The last wall-clock step (core/clock.ts) this state's times have been moved by; absent: none. */
+  clockStep?: number;
 }
 
 export const LATENCY_HISTORY = 1000;

@@ -124,12 +124,16 @@ export async function syncAlerts(
     const firing = notifyState.firing;
     const ahead = new Date(now + 3 * intervalMs).toISOString();
     const alerts: AlertPayload[] = [];
+    // Alertmanager refuses an alert whose start is after its end: a start recorded before a clock
+    // step back (or by another frame) is never later than now.
+    const notAfterNow = (startsAt: string) => (Date.parse(startsAt) > now ? new Date(now).toISOString() : startsAt);
     for (const [key, alert] of current) {
-      alert.startsAt = firing[key]?.startsAt ?? alert.startsAt;
+      alert.startsAt = notAfterNow(firing[key]?.startsAt ?? alert.startsAt);
       alerts.push({ ...alert, endsAt: ahead });
     }
     for (const [key, alert] of Object.entries(firing)) {
-      if (!current.has(key)) alerts.push({ ...alert, endsAt: new Date(now).toISOString() });
+      if (!current.has(key))
+        alerts.push({ ...alert, startsAt: notAfterNow(alert.startsAt), endsAt: new Date(now).toISOString() });
     }
     if (!alerts.length) return;
     const channel = { url, format: "alertmanager" as const, timeoutMs, retries };

@@ -7,6 +7,7 @@ import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { readState, writeState } from "../state/service.ts";
 import type { ServiceState } from "../core/state.ts";
 import { pausedVerdict } from "../core/verdict.ts";
+import { tendNow } from "../state/clock.ts";
 
 export type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
 
@@ -24,7 +25,8 @@ export async function maintain(
   action: MaintenanceAction,
   options: MaintenanceOptions = {},
 ): Promise<string> {
-  const { now = Date.now, lockWaitMs = 180_000, sleep = Bun.sleep } = options;
+  const { lockWaitMs = 180_000, sleep = Bun.sleep } = options;
+  const now = options.now ?? (await tendNow(config.watchdog.stateDir)); // tend's time (core/clock.ts)
   const service = config.services.find((candidate) => candidate.name === name);
   if (!service)
     throw usageError(

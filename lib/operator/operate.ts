@@ -11,6 +11,7 @@ import { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service.ts";
 import { restartAndVerify } from "../pass/verify.ts";
 import { pausedVerdict } from "../core/verdict.ts";
+import { tendNow } from "../state/clock.ts";
 
 export type Operation = "restart" | "stop" | "start";
 
@@ -43,7 +44,9 @@ export async function operate(
   operation: Operation,
   options: OperateOptions,
 ): Promise<number> {
-  const { echo, env, now = Date.now, sleep = Bun.sleep, lockWaitMs = 30_000 } = options;
+  const { echo, env, sleep = Bun.sleep, lockWaitMs = 30_000 } = options;
+  // tend's time (core/clock.ts): the records' frame, whatever the wall clock did since the last pass.
+  const now = options.now ?? (await tendNow(config.watchdog.stateDir));
   const service = serviceNamed(config, name);
   const action = service.restart;
   if (!action) throw usageError(`${name} is watch only (no [service.restart]): tend cannot ${operation} it`);

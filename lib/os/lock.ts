@@ -89,9 +89,9 @@ export async function waitLock(
   sleep: (ms: number) => Promise<void> = Bun.sleep,
   who?: Holder,
 ): Promise<Lock | null> {
-  const deadline = Date.now() + waitMs;
+  const deadline = performance.now() + waitMs;
   let lock = await tryLock(path);
-  while (!lock && Date.now() < deadline) {
+  while (!lock && performance.now() < deadline) {
     await sleep(50);
     lock = await tryLock(path);
   }
@@ -105,7 +105,7 @@ export async function waitLock(
  * once must not take each other for loops).
  */
 export async function loopRuns(path: string, sleep: (ms: number) => Promise<void> = Bun.sleep): Promise<boolean> {
-  const started = Date.now();
+  const started = performance.now();
   for (;;) {
     const lock = await tryLock(path);
     if (lock) {
@@ -113,7 +113,7 @@ export async function loopRuns(path: string, sleep: (ms: number) => Promise<void
       return false;
     }
     if (/^pid \d+/.test(lockHolder(path))) return true;
-    if (Date.now() - started > 1000) return true; // held a second without a word: a loop starting up
+    if (performance.now() - started > 1000) return true; // held a second without a word: a loop starting up
     await sleep(5);
   }
 }
@@ -127,7 +127,7 @@ export async function passLock(
   path: string,
   { waitMs = 30_000, sleep = Bun.sleep }: { waitMs?: number; sleep?: (ms: number) => Promise<void> } = {},
 ): Promise<{ lock: Lock | null; heldBy: string }> {
-  const started = Date.now();
+  const started = performance.now();
   let heldBy = "";
   let sawBrief = false;
   for (let attempt = 0; ; attempt++) {
@@ -145,8 +145,8 @@ export async function passLock(
     const brief = /^(blogtunnel|operator) pid \d+/.test(heldBy);
     sawBrief ||= brief;
     // A record is written right after the lock is taken: none for a second is a holder that keeps none.
-    if (!brief && (heldBy !== "" || Date.now() - started > 1000)) return { lock: null, heldBy };
-    if (brief && Date.now() - started > waitMs) return { lock: null, heldBy };
+    if (!brief && (heldBy !== "" || performance.now() - started > 1000)) return { lock: null, heldBy };
+    if (brief && performance.now() - started > waitMs) return { lock: null, heldBy };
     await sleep(brief ? 50 : 10);
   }
 }

@@ -18,6 +18,7 @@ import { restartAndVerify } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
 import { waitReason } from "./wait.ts";
+import { spilled } from "../state/spill.ts";
 
 /** What a probe's words say when the watchdog itself ran out (EMFILE, ENFILE, ENOMEM in words). */
 const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|out of memory/;
@@ -58,6 +59,7 @@ export interface ServiceOutcome {
 export async function judgeService(service: ServiceConfig, options: JudgeOptions): Promise<ServiceOutcome> {
   const { config, logger, dryRun, now, uptime = uptimeMs } = options;
   const paths = statePaths(config.watchdog.stateDir);
+  let wasSpilled = spilled(config.watchdog.stateDir, service.name) !== null;
   const loaded = readState(config.watchdog.stateDir, service.name);
   // A symlink is refused (never read: O_NOFOLLOW), not reset: the service is not judged.
   if (loaded.problem !== null && loaded.problem !== "missing") refuseSymlink(paths.service(service.name));
@@ -132,7 +134,19 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   const events: Message[] = [];
   state = emit(logger, paths.downtime, service.name, { ...decision.next, watch: watchOf(main) }, decision.log, events);
   // A pass that only saw it answer as before records no decision: no fsync (see writeState).
-  writeState(config.watchdog.stateDir, service.name, state, { durable: !onlyObservations(loaded.state, state) });
+  const save = (next: ServiceState, durable = true) => {
+    const saved = writeState(config.watchdog.stateDir, service.name, next, { durable });
+    if (saved.spilledTo && !wasSpilled) {
+      wasSpilled = true;
+      logger.write(
+        "ERROR",
+        `${service.name}: cannot save its state (no space left on the device): kept ${saved.spilledTo} ` +
+          "until it can be written; it is judged and restarted all the same",
+      );
+    }
+    if (saved.unspilled) logger.write("WARN", `${service.name}: its state is saved again (the disk has room again)`);
+  };
+  save(state, !onlyObservations(loaded.state, state));
   if (decision.kind === "restart") {
     const [written, reason] = [state, decision.reason];
     const verified = await outside(() => restartAndVerify(service, written, main, logger, options, reason));
@@ -143,7 +157,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
         verified.next = { ...verified.next, paused, pausedUntil };
     }
     state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
-    writeState(config.watchdog.stateDir, service.name, state);
+    save(state);
     decision = { ...decision, next: state };
   }
   return { name: service.name, decision, probe: result, events };

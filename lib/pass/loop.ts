@@ -7,6 +7,8 @@ import { after } from "../os/timer.ts";
 import { runPass } from "./pass.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
 import { stateReader } from "../state/service.ts";
+import { systemClock, type ClockSource } from "../os/clock.ts";
+import { tendClock, type TendClock } from "../state/clock.ts";
 
 export interface LoopOptions {
   config: Config;
@@ -15,6 +17,8 @@ export interface LoopOptions {
   env?: Record<string, string | undefined>;
   /** Stop after this many passes (tests, benchmarks); default: until SIGTERM/SIGINT. */
   maxPasses?: number;
+  /** The host's clocks (default), or a test's. */
+  clock?: ClockSource;
 }
 
 /**
@@ -50,6 +54,7 @@ export async function runLoop({
   echo = () => {},
   env,
   maxPasses = Infinity,
+  clock: source = systemClock,
 }: LoopOptions): Promise<number> {
   let stopping = false;
   let wake: (() => void) | null = null;
@@ -57,7 +62,12 @@ export async function runLoop({
     stopping = true;
     wake?.();
   };
-  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation);
+  // tend's time (core/clock.ts), read again after every full pass (which follows a clock step);
+  // the schedule itself runs on the monotonic clock: a step never delays nor hurries a pass.
+  let clock: TendClock = await tendClock(config.watchdog.stateDir, source);
+  const now = () => clock.now();
+  const monotonic = () => source.monotonic();
+  const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation);
   // One loop per state dir (Termux:Boot may start its script twice; users mix cron and a loop):
   // two loops would strike twice as fast. The kernel drops the lock when this process dies.
   ensureStateDir(config.watchdog.stateDir);
@@ -90,24 +100,39 @@ export async function runLoop({
   const watching = new Set<Promise<void>>();
   try {
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
-      const started = Date.now();
+      const started = monotonic();
       let passDone = false;
-      const pass = runPass({ config, echo, env, intervalMs, inLoop: true, sharedLock, inFlight })
+      const pass = runPass({ config, echo, env, intervalMs, inLoop: true, sharedLock, inFlight, clock: source })
         .then(() => {})
         .catch((error) => failed("pass failed", error))
         .finally(() => (passDone = true));
       const next = started + intervalMs;
-      while (!stopping && passes + 1 < maxPasses && (Date.now() < next || !passDone)) {
+      let refreshed = false;
+      while (!stopping && passes + 1 < maxPasses && (monotonic() < next || !passDone)) {
         // Every second; past the interval (the pass still running), every second still: the crash watch goes on.
-        const waitMs = Date.now() < next ? Math.min(TICK_MS, next - Date.now()) : TICK_MS;
+        const waitMs = monotonic() < next ? Math.min(TICK_MS, next - monotonic()) : TICK_MS;
         await new Promise<void>((resolve) => ((wake = resolve), after(waitMs, resolve)));
         if (stopping) break;
-        if (passDone && Date.now() >= next) break;
-        const due = dueBetweenPasses(config, intervalMs, Date.now(), read).filter((name) => !inFlight.has(name));
+        if (passDone && !refreshed) {
+          clock = await tendClock(config.watchdog.stateDir, source);
+          refreshed = true;
+        }
+        if (passDone && monotonic() >= next) break;
+        const due = dueBetweenPasses(config, intervalMs, now(), read).filter((name) => !inFlight.has(name));
         // Each on its own: a verification in flight does not hold up the next tick. A held lock (an
         // operator, blogtunnel) is tried again next second.
         if (due.length) {
-          const start = runPass({ config, echo, env, intervalMs, only: due, inLoop: true, sharedLock, inFlight })
+          const start = runPass({
+            config,
+            echo,
+            env,
+            intervalMs,
+            only: due,
+            inLoop: true,
+            sharedLock,
+            inFlight,
+            clock: source,
+          })
             .then(() => {})
             .catch((error) => failed(`${due.join(", ")}`, error))
             .finally(() => watching.delete(start));
@@ -115,6 +140,7 @@ export async function runLoop({
         }
       }
       await pass;
+      if (!refreshed) clock = await tendClock(config.watchdog.stateDir, source);
       // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
       Bun.gc(true);
     }

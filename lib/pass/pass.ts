@@ -11,6 +11,11 @@ import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
 import { holderRecord, loopRuns, passLock, tryLock, type SharedPassLock } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
+import { nowSource, systemClock, type ClockSource } from "../os/clock.ts";
+import { recordOf, stepWords, type Frame } from "../core/clock.ts";
+import { utcStamp } from "../core/time.ts";
+import { tendClock } from "../state/clock.ts";
+import { isFullDisk } from "../state/spill.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { fittingConcurrency } from "../os/fdlimit.ts";
 import { removeNulRuns, removeStaleTemps } from "../state/repair.ts";
@@ -32,7 +37,10 @@ export interface PassOptions {
   dryRun?: boolean;
   /** Where log lines (and dry-run decisions) are echoed: the command's stdout. */
   echo?: (line: string) => void;
+  /** tend's time, set by a caller (tests): one frame, no clock steps. Else read from `clock`. */
   now?: () => number;
+  /** The host's clocks (default): tend's time follows a wall-clock step once (core/clock.ts). */
+  clock?: ClockSource;
   sleep?: (ms: number) => Promise<void>;
   uptime?: () => number;
   env?: Record<string, string | undefined>;
@@ -64,10 +72,14 @@ export interface PassReport {
 
 /** One pass over every service: probe concurrently, decide, restart and verify, save state. */
 export async function runPass(options: PassOptions): Promise<PassReport> {
-  const { config, dryRun = false, echo = () => {}, now = Date.now } = options;
+  const { config, dryRun = false, echo = () => {} } = options;
   const passStarted = performance.now(); // {ping}: the pass's duration, on a clock that does not jump
   const { stateDir } = config.watchdog;
   const paths = statePaths(stateDir);
+  const source = options.clock ?? (options.now ? nowSource(options.now) : systemClock);
+  // Read-only until the lock is held: only a full pass follows a clock step.
+  let clock = await tendClock(stateDir, source);
+  const now = () => clock.now();
   if (!dryRun) {
     ensureStateDir(stateDir);
     moveLegacyFiles(
@@ -116,9 +128,13 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   }
   try {
     const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
+    if (!dryRun && !partial) {
+      clock = await tendClock(stateDir, source, { follow: true });
+      sayClock(clock.frame, logger);
+    }
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
     const clocksNow = dryRun || partial ? null : await clocks();
-    const gap = dryRun || partial ? null : findGap(stateDir, intervalMs, now(), clocksNow);
+    const gap = dryRun || partial ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
     if (!dryRun && !partial) repairAfterCut(config, gap !== null, logger);
     const gapEvents: Message[] = [];
     if (gap) {
@@ -147,7 +163,12 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       // Every pass keeps the output files tend made under log_max_size (copy, then truncate in place).
       for (const service of config.services) {
         const output = ownOutputOf(service);
-        if (output) rotateInPlace(output, config.watchdog.rotation);
+        try {
+          if (output) rotateInPlace(output, config.watchdog.rotation);
+        } catch (error) {
+          if (!isFullDisk(error)) throw error;
+          logger.write("ERROR", `cannot rotate ${output}: ${inWords(error)}`);
+        }
       }
       const down = services
         .filter((service) => service.decision.next.outage !== null && service.decision.kind !== "skip")
@@ -155,7 +176,13 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       await pingHeartbeat(config, down, logger, fetch, { pingMs: performance.now() - passStarted, now: now() });
       const passAt = now();
       if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
-      writeHeartbeat(stateDir, passAt, intervalMs, clocksNow);
+      try {
+        writeHeartbeat(stateDir, passAt, intervalMs, clocksNow, recordOf(clock.frame, passAt, clock.reading));
+      } catch (error) {
+        // The disk is full: the pass judged and restarted all the same (states kept: state/spill.ts).
+        if (!isFullDisk(error)) throw error;
+        logger.write("ERROR", `cannot write the heartbeat in ${stateDir}: ${inWords(error)} (the pass ran)`);
+      }
     }
     return { ran: true, services };
   } catch (error) {
@@ -232,6 +259,29 @@ function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[
       }
     }),
   );
+}
+
+/**
+ * A wall-clock step, said once (the pass that followed it): never a reboot, an outage or a stale
+ * watchdog. A new boot whose clock reads before the last pass: tend's time goes on from there.
+ */
+function sayClock(frame: Frame, logger: Logger): void {
+  if (frame.steppedMs !== null) {
+    const moved = frame.steps.at(-1)!.byMs;
+    const held =
+      Math.abs(moved - frame.steppedMs) > 1000 ? ` (times kept after the last boot's: moved ${stepWords(moved)})` : "";
+    logger.write(
+      "WARN",
+      `the clock stepped ${stepWords(frame.steppedMs)}: tend's intervals and durations are unaffected${held}`,
+    );
+  }
+  if (frame.behindMs !== null) {
+    logger.write(
+      "WARN",
+      `the clock reads ${utcStamp(new Date(frame.nowMs - frame.behindMs))} UTC, before the last pass ` +
+        `(${utcStamp(new Date(frame.nowMs))} UTC): times go on from the last pass until the clock is set`,
+    );
+  }
 }
 
 /**

@@ -77,8 +77,8 @@ export const spawn = defineRestart<SpawnRestart>({
       }
       child.unref();
       const info = readProc(child.pid);
-      const deadline = Date.now() + 5000;
-      while (readPid(pidfile) !== child.pid && child.exitCode === null && Date.now() < deadline) await sleep(5);
+      const deadline = performance.now() + 5000;
+      while (readPid(pidfile) !== child.pid && child.exitCode === null && performance.now() < deadline) await sleep(5);
       // Written again by tend, durably (the file, then its directory): the shell's own write is not
       // fsynced, and after a power cut an empty pidfile would start nothing. Also when it exited at once.
       writeFileAtomic(pidfile, `${child.pid}\n`, 0o644);

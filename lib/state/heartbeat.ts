@@ -5,6 +5,7 @@ import { asleepBetween, classifyGap } from "../core/health.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { bootTimeMs } from "../os/proc.ts";
+import type { ClockRecord, ClockStep, Frame } from "../core/clock.ts";
 import { statePaths } from "./dir.ts";
 
 export type Clocks = { bootMs: number; awakeMs: number };
@@ -16,55 +17,112 @@ export interface Heartbeat {
   intervalMs: number | null;
   /** The boot-time and awake clocks at that pass (null: not recorded, or not readable there). */
   clocks: Clocks | null;
+  /** tend's time and its frame at that pass (core/clock.ts); null: a heartbeat of an earlier version. */
+  clock: ClockRecord | null;
 }
 
-/** `heartbeat`: the time of the last completed pass, `interval D`, `clocks boot=MS awake=MS`; also its mtime. */
+/**
+ * `heartbeat`: the time of the last completed pass (tend's time), `interval D`, `clocks boot=MS
+ * awake=MS`, `boot id=ID clock=MS` (the boot and its boot-time clock), `frame offset=MS start=MS
+ * floor=MS` and a `step seq=N from=MS by=MS` line per clock step followed (core/clock.ts).
+ */
 export function readHeartbeat(stateDir: string): Heartbeat | null {
   try {
-    const [at, interval, clockLine] = readRegularFile(statePaths(stateDir).heartbeat, 1024, { noFollow: true }).split(
-      "\n",
-    );
+    const lines = readRegularFile(statePaths(stateDir).heartbeat, 4096, { noFollow: true }).split("\n");
+    const [at, interval, clockLine] = lines;
     if (!at?.trim()) return null;
     const intervalMs = parseDuration(interval?.replace(/^interval\s+/, "") ?? "");
     const clock = /^clocks boot=(\d+(?:\.\d+)?) awake=(\d+(?:\.\d+)?)$/.exec(clockLine?.trim() ?? "");
     const clocks = clock ? { bootMs: Number(clock[1]), awakeMs: Number(clock[2]) } : null;
-    return { at: at.trim(), intervalMs: intervalMs || null, clocks };
+    return { at: at.trim(), intervalMs: intervalMs || null, clocks, clock: clockRecordOf(at.trim(), lines, clocks) };
   } catch {
     return null;
   }
 }
 
+const NUMBER = "(-?\\d+(?:\\.\\d+)?)";
+const field = (lines: string[], pattern: RegExp) => lines.map((line) => pattern.exec(line.trim())).find(Boolean);
+
+function clockRecordOf(at: string, lines: string[], clocks: Clocks | null): ClockRecord | null {
+  const atMs = Date.parse(at);
+  if (!Number.isFinite(atMs)) return null;
+  const boot = field(lines, new RegExp(`^boot id=(\\S+) clock=${NUMBER}$`));
+  const frame = field(lines, new RegExp(`^frame offset=${NUMBER} start=${NUMBER} floor=${NUMBER}$`));
+  const bootMs = boot ? Number(boot[2]) : (clocks?.bootMs ?? null);
+  const steps: ClockStep[] = [];
+  const stepPattern = new RegExp(`^step seq=(\\d+) from=${NUMBER} by=${NUMBER}$`);
+  for (const line of lines) {
+    const step = stepPattern.exec(line.trim());
+    if (step) steps.push({ seq: Number(step[1]), fromMs: Number(step[2]), byMs: Number(step[3]) });
+  }
+  return {
+    atMs,
+    bootMs,
+    bootId: boot && boot[1] !== "-" ? boot[1] : null,
+    offsetMs: frame ? Number(frame[1]) : 0,
+    // An earlier version's heartbeat: this boot began at the pass minus the boot-time clock.
+    startMs: frame ? Number(frame[2]) : atMs - (bootMs ?? 0),
+    floorMs: frame ? Number(frame[3]) : 0,
+    steps,
+  };
+}
+
 /**
  * Not fsynced: its precision is the pass interval, and the journal commits the rename within
- * seconds (ext4: 5 s); a flush per pass would cost more than the whole pass's probes.
+ * seconds (ext4: 5 s); a flush per pass would cost more than the whole pass's probes. A clock
+ * step's record is the exception (`durable`): states are moved by it, so it must not be lost.
  */
-export function writeHeartbeat(stateDir: string, passAt: number, intervalMs: number, clocks: Clocks | null): void {
+export function writeHeartbeat(
+  stateDir: string,
+  passAt: number,
+  intervalMs: number,
+  clocks: Clocks | null,
+  clock: ClockRecord | null = null,
+  { durable = false } = {},
+): void {
   const clockLine = clocks ? `clocks boot=${Math.round(clocks.bootMs)} awake=${Math.round(clocks.awakeMs)}\n` : "";
-  const text = `${new Date(passAt).toISOString()}\ninterval ${formatDuration(intervalMs)}\n${clockLine}`;
-  writeFileAtomic(statePaths(stateDir).heartbeat, text, 0o600, { durable: false });
+  const whole = (ms: number) => String(Math.round(ms));
+  const frameLines = clock
+    ? [
+        clock.bootMs === null ? "" : `boot id=${clock.bootId ?? "-"} clock=${whole(clock.bootMs)}\n`,
+        `frame offset=${whole(clock.offsetMs)} start=${whole(clock.startMs)} floor=${whole(clock.floorMs)}\n`,
+        ...clock.steps.map((step) => `step seq=${step.seq} from=${whole(step.fromMs)} by=${whole(step.byMs)}\n`),
+      ].join("")
+    : "";
+  const text = `${new Date(passAt).toISOString()}\ninterval ${formatDuration(intervalMs)}\n${clockLine}${frameLines}`;
+  writeFileAtomic(statePaths(stateDir).heartbeat, text, 0o600, { durable });
 }
 
 /**
  * The gap since the last pass, when it is longer than the recorded interval allows: host down,
- * device asleep, or watchdog not run. `clocksNow`: this pass's reading of the boot-time and awake clocks.
+ * device asleep, or watchdog not run. `clocksNow`: this pass's reading of the boot-time and awake
+ * clocks; `frame`: tend's time now, and whether this is another boot than the last pass's (told
+ * by the boot id or the boot-time clock, never by the wall clock, which may have stepped).
  */
 export function findGap(
   stateDir: string,
   intervalMs: number,
   now: number,
   clocksNow: Clocks | null = null,
+  frame: Pick<Frame, "newBoot"> | null = null,
   bootedAt: () => number = bootTimeMs,
 ): Downtime | null {
-  let last: number;
-  try {
-    last = statSync(statePaths(stateDir).heartbeat).mtimeMs;
-  } catch {
-    return null;
-  }
   const heartbeat = readHeartbeat(stateDir);
+  let last = heartbeat?.clock?.atMs ?? null;
+  if (last === null) {
+    try {
+      last = statSync(statePaths(stateDir).heartbeat).mtimeMs;
+    } catch {
+      return null;
+    }
+  }
   const recordedMs = heartbeat?.intervalMs ?? intervalMs;
   const then = heartbeat?.clocks ?? null;
   const bootClockReset = then !== null && clocksNow !== null && clocksNow.bootMs < then.bootMs;
-  // Every pass compares the boot with the last heartbeat's (sysinfo(2): a syscall, no file).
-  return classifyGap(last, recordedMs, bootedAt(), now, asleepBetween(then, clocksNow), bootClockReset);
+  const known = frame !== null && heartbeat?.clock?.bootMs != null;
+  // Every pass compares the boot with the last heartbeat's. Where neither the boot id nor the
+  // boot-time clock was recorded (an earlier version), the boot time on the wall clock decides.
+  const booted = known ? (frame.newBoot ? Infinity : -Infinity) : bootedAt();
+  const reset = known ? false : bootClockReset;
+  return classifyGap(last, recordedMs, booted, Math.max(now, last), asleepBetween(then, clocksNow), reset);
 }

@@ -1,6 +1,7 @@
 import { appendRotating, DEFAULT_ROTATION, type Rotation } from "../os/rotate.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import { formatLine, type Tag } from "../core/time.ts";
+import { isFullDisk } from "./spill.ts";
 
 export interface LogEntry {
   tag: Tag;
@@ -15,6 +16,8 @@ export interface LogEntry {
  */
 export class Logger {
   readonly entries: LogEntry[] = [];
+  /** Lines that could not be written because the disk is full (echoed instead): how many. */
+  unwritten = 0;
   constructor(
     private readonly file: string | null,
     private readonly echo: (line: string) => void = () => {},
@@ -40,6 +43,11 @@ export class Logger {
       if (downtime) appendRotating(downtime, logged, this.rotation);
     } catch (error) {
       this.echo(line); // it reaches stdout at least (cron mails it, or cron.log keeps it)
+      // A full disk must not stop a pass from judging and restarting: the line went to stdout.
+      if (isFullDisk(error)) {
+        this.unwritten++;
+        return line;
+      }
       throw error;
     }
     if (!this.echoUnloggedOnly || !this.file) this.echo(line);

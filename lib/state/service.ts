@@ -3,7 +3,10 @@ import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
 import { notJudged } from "../core/verdict.ts";
+import { applySteps } from "../core/clock.ts";
 import { statePaths } from "./dir.ts";
+import { clockSteps } from "./clock.ts";
+import { isFullDisk, spill, spilled, unspill } from "./spill.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
@@ -12,25 +15,32 @@ export type StateLoad = { state: ServiceState; problem: null | "missing" | strin
 
 const stateFile = (stateDir: string, name: string) => statePaths(stateDir).service(name);
 
-/** A missing file gives a fresh state ("missing"); a corrupt one is kept as NAME.json.corrupt (repair) and reset. */
+/**
+ * A missing file gives a fresh state ("missing"); a corrupt one is kept as NAME.json.corrupt (repair)
+ * and reset. Every state comes with the clock steps it has not taken applied (core/clock.ts): its
+ * times are in tend's time now, whoever wrote it last.
+ */
 export function readState(stateDir: string, name: string, { repair = true } = {}): StateLoad {
+  const steps = clockSteps(stateDir);
+  const fresh = () => ({ ...freshState(), clockStep: steps.at(-1)?.seq ?? 0 });
   const path = stateFile(stateDir, name);
-  let text: string;
+  // Kept while its disk was full (state/spill.ts): newer than its file.
+  let text: string | null = spilled(stateDir, name);
   try {
-    text = readRegularFile(path, STATE_LIMIT, { noFollow: true });
+    text ??= readRegularFile(path, STATE_LIMIT, { noFollow: true });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { state: freshState(), problem: "missing" };
-    return { state: freshState(), problem: `unreadable: ${(error as Error).message}` };
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { state: fresh(), problem: "missing" };
+    return { state: fresh(), problem: `unreadable: ${(error as Error).message}` };
   }
   const parsed = parseState(text);
-  if (typeof parsed !== "string") return { state: { ...freshState(), ...parsed }, problem: null };
+  if (typeof parsed !== "string") return { state: applySteps({ ...freshState(), ...parsed }, steps), problem: null };
   const problem = parsed;
   if (repair) {
     try {
       renameSync(path, path + ".corrupt");
     } catch {}
   }
-  return { state: freshState(), problem };
+  return { state: fresh(), problem };
 }
 
 /** A service's state as what only reads it sees it (status, stats, report, serve, the loop): never repaired. */
@@ -54,7 +64,7 @@ export function stateReader(stateDir: string, { once = false, unchanged = false 
       let key = "";
       try {
         const info = statSync(stateFile(stateDir, name));
-        key = `${info.ino}:${info.mtimeMs}:${info.size}`;
+        key = `${info.ino}:${info.mtimeMs}:${info.size}:${clockSteps(stateDir).at(-1)?.seq ?? 0}`;
       } catch {}
       const hit = cache.get(name);
       if (key && hit?.key === key) return hit.state;
@@ -80,6 +90,19 @@ export function stateReader(stateDir: string, { once = false, unchanged = false 
  * or the new one; on a file system that does not, a cut within the journal's commit interval can
  * leave it empty, and the next pass logs and resets it like any corrupt state file.
  */
-export function writeState(stateDir: string, name: string, state: ServiceState, { durable = true } = {}): void {
-  writeFileAtomic(stateFile(stateDir, name), JSON.stringify(state) + "\n", 0o600, { durable });
+export function writeState(
+  stateDir: string,
+  name: string,
+  state: ServiceState,
+  { durable = true } = {},
+): { spilledTo: string | null; unspilled: boolean } {
+  const text = JSON.stringify(state) + "\n";
+  try {
+    writeFileAtomic(stateFile(stateDir, name), text, 0o600, { durable });
+  } catch (error) {
+    // A full disk still lets a pass judge and restart: the state is kept in memory (state/spill.ts).
+    if (!isFullDisk(error)) throw error;
+    return { spilledTo: spill(stateDir, name, text), unspilled: false };
+  }
+  return { spilledTo: null, unspilled: unspill(stateDir, name) };
 }

@@ -55,9 +55,11 @@ export async function safeKill(target: KillTarget, options: KillOptions): Promis
   process.kill(info.pid, signal.number);
   const lines = [`sent ${signal.name} to ${what}`];
   if (escalateMs === null) return lines;
-  const started = Date.now();
+  const started = performance.now();
   if (await waitForExit(info, escalateMs, sleep)) {
-    lines.push(`${label} exited after ${signal.name} within ${humanDuration(Date.now() - started)}: no force needed`);
+    lines.push(
+      `${label} exited after ${signal.name} within ${humanDuration(performance.now() - started)}: no force needed`,
+    );
     return lines;
   }
   if (!hasExited(info)) process.kill(info.pid, "SIGKILL");

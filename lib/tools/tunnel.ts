@@ -16,6 +16,7 @@ import { Logger } from "../state/logger.ts";
 import { probe } from "../checks/index.ts";
 import { redactUrl } from "../core/redact.ts";
 import { respawnPane } from "../os/tmux.ts";
+import { tendNow } from "../state/clock.ts";
 
 /** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
 const LOCK_WAIT_MS = 180_000;
@@ -113,7 +114,8 @@ export async function watchTunnel(
   // Held only to read and write state, never through the probe or a restart's verification: a pass
   // started in the same minute waits for it, never skips (SPEC: a tick is never lost to blogtunnel).
   const lockPath = statePaths(stateDir).lock;
-  const logger = new Logger(config.watchdog.log, echo, Date.now, config.watchdog.rotation, stdoutIsLog);
+  const now = await tendNow(stateDir); // tend's time (core/clock.ts), as a pass measures
+  const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation, stdoutIsLog);
   // A pass holds the lock through its probes and verifications: minutes at most. Waited for as
   // long, first and after the probe; a run lost all the same is said in the log (cron may not mail).
   const take = async () => {
@@ -149,7 +151,7 @@ export async function watchTunnel(
       logger,
       dryRun: false,
       echo,
-      now: Date.now,
+      now,
       sleep: Bun.sleep,
       failingDependencies,
       publish: () => {},

@@ -21,6 +21,7 @@ import { reportOf, serviceReport } from "./report.ts";
 import { mapInSlices } from "../os/timer.ts";
 import { statsOf } from "./stats.ts";
 import { collectStatus, watchdogFreshness } from "./status.ts";
+import { tendNow } from "../state/clock.ts";
 
 /** Every answer: nothing cached, nothing sniffed, nothing framed, nothing loaded from elsewhere. */
 const HEADERS = {
@@ -193,7 +194,7 @@ const ROUTES: Record<string, Route> = {
   "/healthz"(config, _url, now) {
     const watchdog = watchdogFreshness(config, now); // what monitors poll: the heartbeat only
     const last = watchdog.last_pass
-      ? `last pass ${Math.round((now - Date.parse(watchdog.last_pass)) / 1000)}s ago`
+      ? `last pass ${Math.max(0, Math.round((now - Date.parse(watchdog.last_pass)) / 1000))}s ago`
       : "no pass yet";
     const said = `${last}, expected every ${watchdog.expected_every_s}s`;
     return watchdog.stale ? text(503, `stale: the watchdog is not running (${said})`) : text(200, `ok: ${said}`);
@@ -293,7 +294,8 @@ export function startServer(config: Config, listen = config.serve.listen): Servi
         // listener answers only requests addressed to a loopback name.
         if (address.loopback && !loopbackHost(request.headers.get("host"), server.port))
           return text(421, "misdirected request: this server answers only localhost, 127.0.0.1 and [::1]");
-        return answer(config, request);
+        // tend's time: the records' frame, whatever the wall clock did since the last pass.
+        return tendNow(config.watchdog.stateDir).then((now) => answer(config, request, now()));
       },
       error: () => text(500, "internal error"),
     });

@@ -5,7 +5,8 @@ import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { isStale } from "../core/health.ts";
 import { isCalm, isWatched, viewOf, type StateWord } from "../core/verdict.ts";
-import { bootTimeMs } from "../os/proc.ts";
+import { bootTimeMs, uptimeMs } from "../os/proc.ts";
+import { tendNow } from "../state/clock.ts";
 import { fittingConcurrency } from "../os/fdlimit.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
@@ -63,11 +64,14 @@ export async function collectStatus(
   {
     names = [],
     cached = false,
-    now = Date.now,
+    now: given,
     read = stateReader(config.watchdog.stateDir),
-    bootedAt = bootTimeMs,
+    bootedAt: givenBoot,
   }: StatusOptions = {},
 ): Promise<StatusReport> {
+  // tend's time (core/clock.ts): the records' frame, even when the wall clock stepped since the last pass.
+  const now = given ?? (await tendNow(config.watchdog.stateDir));
+  const bootedAt = givenBoot ?? (given ? bootTimeMs : () => now() - uptimeMs());
   const all = watchedServices(config, read);
   const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length)

@@ -1,0 +1,200 @@
+import { parseSamples, encodeSamples } from "./latency.ts";
+import type { ServiceState } from "./state.ts";
+
+/**
+ * tend's time. Every interval it acts on and every duration it reports is a difference of two
+ * readings of one clock that does not jump: within a boot that is the boot-time clock
+ * (CLOCK_BOOTTIME, asleep included), carried across processes by the heartbeat's reading of it.
+ * The wall clock only dates events: when it steps (a phone that booted at 1970 gets network time,
+ * an NTP step), tend's time follows it once, and every time this boot recorded moves with it
+ * (`ClockStep`), so the distances between them — grace, backoff, restart_window, an outage — stay
+ * what they were. Pure: readings in, frame out.
+ */
+
+/** One reading of the host's clocks. bootMs/bootId null: not readable here (then the wall clock is all there is). */
+export interface ClockReading {
+  wallMs: number;
+  bootMs: number | null;
+  bootId: string | null;
+}
+
+/** A wall-clock step tend followed: every time of this boot at or after `fromMs` moved by `byMs`. */
+export interface ClockStep {
+  /** Steps are numbered from 1; a state records the last it has taken (`clockStep`). */
+  seq: number;
+  fromMs: number;
+  byMs: number;
+}
+
+/** What the heartbeat keeps of the clock: the last pass, in tend's time, and this boot's frame. */
+export interface ClockRecord {
+  /** The last completed pass, in tend's time. */
+  atMs: number;
+  bootMs: number | null;
+  bootId: string | null;
+  /** tend's time minus the wall clock: 0 unless the wall clock was behind the records (below). */
+  offsetMs: number;
+  /** Where this boot's times begin (its first pass): a step moves the times from here on. */
+  startMs: number;
+  /** The last pass of the boot before: this boot's times never go below it. */
+  floorMs: number;
+  steps: ClockStep[];
+}
+
+export interface Frame {
+  /** tend's time at the reading. */
+  nowMs: number;
+  offsetMs: number;
+  startMs: number;
+  floorMs: number;
+  steps: ClockStep[];
+  /** Another boot than the record's (told by boot id, or the boot-time clock going back): a reboot. */
+  newBoot: boolean;
+  /** The wall clock stepped since the record, by this much (its line says so once). */
+  steppedMs: number | null;
+  /** At a new boot, the wall clock read earlier than the last pass (a phone's clock before network time). */
+  behindMs: number | null;
+}
+
+/** Steps kept in the heartbeat: a state older than all of them is older than any clock step matters for. */
+export const STEPS_KEPT = 20;
+
+/**
+ * How far the two clocks may drift apart and still be no step: NTP slews at most 500 ppm, and
+ * sysinfo(2) counts whole seconds where the boot-time clock cannot be read.
+ */
+export const stepTolerance = (elapsedMs: number) => Math.max(2000, Math.abs(elapsedMs) * 0.001);
+
+/** Is this reading of the same boot as the record? null: cannot tell (then the wall clock decides). */
+export function sameBoot(record: ClockRecord, reading: ClockReading): boolean | null {
+  if (record.bootId && reading.bootId) return record.bootId === reading.bootId;
+  if (record.bootMs !== null && reading.bootMs !== null) return reading.bootMs >= record.bootMs;
+  return null;
+}
+
+/**
+ * tend's time at a reading, given the last pass's record: what a pass adopts (and records), and
+ * what a view reads the records with. `follow`: a step is followed (the pass, which then moves
+ * the times); a view only reads, so it stays in the records' frame until a pass has moved them.
+ */
+export function frameOf(record: ClockRecord | null, reading: ClockReading, { follow = true } = {}): Frame {
+  const fresh = (nowMs: number, extra: Partial<Frame> = {}): Frame => ({
+    nowMs,
+    offsetMs: nowMs - reading.wallMs,
+    startMs: nowMs,
+    // The last pass of the boot before: this boot's times never go below it (none before the first pass).
+    floorMs: record?.atMs ?? 0,
+    steps: record?.steps ?? [],
+    newBoot: record !== null,
+    steppedMs: null,
+    behindMs: null,
+    ...extra,
+  });
+  if (!record) return { ...fresh(reading.wallMs), newBoot: false };
+  const same = sameBoot(record, reading);
+  const kept = { offsetMs: record.offsetMs, startMs: record.startMs, floorMs: record.floorMs, steps: record.steps };
+  const unchanged = (nowMs: number): Frame => ({ ...kept, nowMs, newBoot: false, steppedMs: null, behindMs: null });
+  // Neither the boot id nor the boot-time clock: the wall clock is all there is (as before).
+  if (same === null) return { ...unchanged(reading.wallMs), offsetMs: 0 };
+  if (!same) {
+    // A new boot. A wall clock behind the last pass cannot be trusted (a phone before network
+    // time, or a dead RTC): tend's time goes on from the last pass until the clock is set.
+    if (reading.wallMs < record.atMs) return fresh(record.atMs, { behindMs: record.atMs - reading.wallMs });
+    return fresh(reading.wallMs);
+  }
+  const expected = record.atMs + (reading.bootMs! - record.bootMs!);
+  const candidate = reading.wallMs + record.offsetMs;
+  if (Math.abs(candidate - expected) <= stepTolerance(reading.bootMs! - record.bootMs!)) return unchanged(candidate);
+  if (!follow) return unchanged(expected);
+  // A step: follow the wall clock, but never below the boot before (its times would then be ahead).
+  const byMs = Math.max(reading.wallMs - expected, record.floorMs - record.startMs);
+  const seq = (record.steps.at(-1)?.seq ?? 0) + 1;
+  const steps = [...record.steps, { seq, fromMs: record.startMs, byMs }].slice(-STEPS_KEPT);
+  const nowMs = expected + byMs;
+  return {
+    nowMs,
+    offsetMs: nowMs - reading.wallMs,
+    startMs: record.startMs + byMs,
+    floorMs: record.floorMs,
+    steps,
+    newBoot: false,
+    steppedMs: candidate - expected,
+    behindMs: null,
+  };
+}
+
+/** The record a pass leaves for the next: its time and reading, in the frame it adopted. */
+export const recordOf = (frame: Frame, atMs: number, reading: ClockReading): ClockRecord => ({
+  atMs,
+  bootMs: reading.bootMs === null ? null : reading.bootMs + (atMs - frame.nowMs),
+  bootId: reading.bootId,
+  offsetMs: frame.offsetMs,
+  startMs: frame.startMs,
+  floorMs: frame.floorMs,
+  steps: frame.steps,
+});
+
+/** A time moved by a step when it is one of this boot's (at or after the step's start). */
+const moved = (at: number, step: ClockStep) => (at >= step.fromMs ? at + step.byMs : at);
+const movedOrNull = (at: number | null | undefined, step: ClockStep) =>
+  at === null || at === undefined ? at : moved(at, step);
+
+/**
+ * A service's state with the steps it has not taken applied: every time it holds that this boot
+ * recorded, moved as tend's time moved. A certificate's expiry is the world's time, not tend's: kept.
+ */
+export function applySteps(state: ServiceState, steps: ClockStep[]): ServiceState {
+  let next = state;
+  for (const step of steps) {
+    if (step.seq <= (next.clockStep ?? 0)) continue;
+    next = shiftState(next, step);
+  }
+  return next;
+}
+
+function shiftState(state: ServiceState, step: ClockStep): ServiceState {
+  const at = (value: number) => moved(value, step);
+  const maybe = <T extends number | null | undefined>(value: T) => movedOrNull(value, step) as T;
+  const samples = state.latencyLog ? parseSamples(state.latencyLog) : [];
+  const degradedSaidAt = Object.fromEntries(Object.entries(state.degradedSaidAt).map(([key, when]) => [key, at(when)]));
+  return {
+    ...state,
+    clockStep: step.seq,
+    startedAt: maybe(state.startedAt),
+    restartTimes: state.restartTimes.map(at),
+    lastRestartAt: maybe(state.lastRestartAt),
+    backoffUntil: maybe(state.backoffUntil),
+    pausedUntil: maybe(state.pausedUntil),
+    outage: state.outage && { ...state.outage, since: at(state.outage.since) },
+    owedRecovery: state.owedRecovery && {
+      ...state.owedRecovery,
+      since: at(state.owedRecovery.since),
+      to: at(state.owedRecovery.to),
+    },
+    outages: state.outages.map((span) => ({ ...span, from: at(span.from), to: at(span.to) })),
+    gaps: state.gaps.map((span) => ({ ...span, from: at(span.from), to: at(span.to) })),
+    lastProbe: state.lastProbe && { ...state.lastProbe, at: at(state.lastProbe.at) },
+    latencyLog: samples.length
+      ? encodeSamples(samples.map(([when, ...rest]) => [at(when), ...rest] as (typeof samples)[0]))
+      : state.latencyLog,
+    history: state.history.map((entry) => ({ ...entry, at: at(entry.at) })),
+    firstSeenAt: maybe(state.firstSeenAt),
+    lastEvent: state.lastEvent && { ...state.lastEvent, at: at(state.lastEvent.at) },
+    busySince: maybe(state.busySince),
+    busyLoggedAt: maybe(state.busyLoggedAt),
+    slowSince: maybe(state.slowSince),
+    slowLoggedAt: maybe(state.slowLoggedAt),
+    remindedAt: maybe(state.remindedAt),
+    givenUpAt: maybe(state.givenUpAt),
+    rss: state.rss.map(([when, bytes]) => [at(when), bytes] as [number, number]),
+    memoryWarnedAt: maybe(state.memoryWarnedAt),
+    warnedAt: maybe(state.warnedAt),
+    lastHealthyAt: maybe(state.lastHealthyAt),
+    firstHealthyAt: maybe(state.firstHealthyAt),
+    verdict: state.verdict && { ...state.verdict, at: at(state.verdict.at), until: maybe(state.verdict.until) },
+    degradedSaidAt,
+  };
+}
+
+/** "+86400s", "-3600s": a step as its log line says it. */
+export const stepWords = (ms: number) => `${ms >= 0 ? "+" : "-"}${Math.round(Math.abs(ms) / 1000)}s`;

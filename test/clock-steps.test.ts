@@ -1,0 +1,370 @@
+// Wall-clock steps, in a real kernel: each pass runs in a time namespace of its own (unshare -T),
+// whose boot-time and monotonic clocks are offset. A pass in a namespace B seconds ahead of the
+// last pass's sees the boot-time clock B seconds further on than the wall clock: B seconds more
+// passed than the wall clock says, i.e. the wall clock stepped back by B (an NTP step back, a
+// clock reset to 1970), with this kernel's real boot id and real file mtimes. Forward steps cannot
+// be made so (the boot-time clock would have to run backwards), nor a step inside a running pass,
+// nor a new boot: those are below with an injected clock (the wall clock as the test sets it, the
+// boot-time clock real).
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { runPass } from "../lib/pass/pass.ts";
+import { runLoop } from "../lib/pass/loop.ts";
+import { tendNow } from "../lib/state/clock.ts";
+import { answer } from "../lib/views/serve.ts";
+import { collectStatus } from "../lib/views/status.ts";
+import { parseConfig } from "../lib/config/load.ts";
+import type { ClockSource } from "../lib/os/clock.ts";
+import type { ClockReading } from "../lib/core/clock.ts";
+import { controlledServer, recordingReceiver, run, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+const stops: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of stops.splice(0)) stop();
+  box?.cleanup();
+});
+
+const HOUR_S = 3600;
+const DAY_S = 86_400;
+/** 56 years: the records of 2026 seen from a clock at 1970. */
+const TO_1970_S = 1_767_225_600;
+
+/** `tend ARGS` in a time namespace whose boot-time (and monotonic) clock is ahead by `offsetS`. */
+const tendIn = (offsetS: number, args: string[]) =>
+  run(["unshare", "-fT", "--boottime", String(offsetS), "--monotonic", String(offsetS), TEND, ...args], {
+    env: box.env(),
+    timeoutMs: 120_000,
+  });
+
+const stepLines = (log: string) => log.split("\n").filter((line) => line.includes("the clock stepped"));
+
+function healthyService(url: string, receiver: string, extra = "") {
+  return `
+[watchdog]
+state_dir = "${box.state}"
+interval = "1m"
+[notify]
+url = "${receiver}/topic"
+[[service]]
+name = "web"
+${extra}
+[service.check]
+http = "${url}"
+`;
+}
+
+test("-1 h during backoff: an hour passed by the boot-time clock, so the backoff is over: restarted", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  web.control.status = 503;
+  const receiver = recordingReceiver();
+  stops.push(() => web.server.stop(true), receiver.stop);
+  box.writeConfig(
+    healthyService(
+      web.url,
+      receiver.url,
+      [
+        'failures = 1\ncooldown = "0s"\nbackoff = "10m"\nbackoff_max = "1h"\nrestart_window = "1d"',
+        'verify_timeout = "1s"\n[service.restart]\ncommand = ["true"]',
+      ].join("\n"),
+    ),
+  );
+  const first = await tendIn(0, ["watchdog"]);
+  expect(first.stdout).toMatch(/\[FAILED\] web did not recover within .*; backoff 10m/);
+  // Seconds later by the wall clock, an hour later by the boot-time clock (before the fix: held
+  // in backoff for 10 minutes of wall clock more, and after a real step back, for an hour more).
+  const stepped = await tendIn(HOUR_S, ["watchdog"]);
+  expect(stepped.stdout).toMatch(/\[WARN\] the clock stepped -360\ds: tend's intervals and durations are unaffected/);
+  expect(stepped.stdout).toContain("[RESTART] web: command true");
+  expect(stepped.stdout).toMatch(/\[FAILED\] web did not recover within .*; backoff 20m/);
+  // The hour the boot-time clock counted and the wall clock did not: measured, as no data.
+  expect(stepped.stdout).toMatch(/\[DOWNTIME\] watchdog did not run for 360\ds \(watchdog_not_running/);
+  const state = box.stateOf("web");
+  expect(state.verdict.word).toBe("backoff");
+  expect(state.verdict.until - state.verdict.at).toBeLessThanOrEqual(20 * 60_000);
+  expect(state.restartTimes).toHaveLength(2);
+  expect(state.restartTimes[1] - state.restartTimes[0]).toBeGreaterThan(HOUR_S * 1000); // an hour apart, as they were
+  const status = JSON.parse((await tendIn(HOUR_S, ["watchdog", "status", "--json", "--cached"])).stdout);
+  expect(status.watchdog.stale).toBe(false);
+  expect(status.services[0].state).toBe("backoff");
+  // Said once; and no negative duration anywhere in the log.
+  await tendIn(HOUR_S, ["watchdog"]);
+  expect(stepLines(box.read("watchdog.log"))).toHaveLength(1);
+  const durations = box
+    .read("watchdog.log")
+    .split("\n")
+    .filter((line) => !line.includes("the clock stepped"));
+  expect(durations.join("\n")).not.toMatch(/ -\d+(\.\d+)?s\b/);
+}, 60_000);
+
+test("back to 1970 during grace: grace is over by the boot-time clock, and the failing probe strikes", async () => {
+  box = new Sandbox();
+  // Healthy while the flag file the restart command makes is there. (No PID source here: a process's
+  // start time in /proc reads differently in each time namespace, which no real boot does.)
+  const flag = join(box.dir, "up");
+  const web = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
+  });
+  const receiver = recordingReceiver();
+  stops.push(() => web.stop(true), receiver.stop);
+  box.writeConfig(
+    healthyService(
+      `http://127.0.0.1:${web.port}/`,
+      receiver.url,
+      `grace = "10m"\nfailures = 1\n[service.restart]\ncommand = ["touch", "${flag}"]`,
+    ),
+  );
+  const start = await tendIn(0, ["watchdog"]);
+  expect(start.stdout).toContain("[RECOVERED] web recovered");
+  expect(box.stateOf("web").verdict.word).toBe("healthy");
+  rmSync(flag);
+  // 56 years by the boot-time clock, seconds by the wall clock (a clock reset to 1970). Before the
+  // fix: in grace until the wall clock passes the start plus 10 minutes.
+  const struck = await tendIn(TO_1970_S, ["watchdog"]);
+  expect(struck.stdout).toMatch(/\[WARN\] the clock stepped -\d{10}s/);
+  expect(struck.stdout).toContain("[WARN] web failed health check (HTTP 500 (expected 2xx/3xx), failure 1/1)");
+  expect(struck.stdout).toContain("[RECOVERED] web recovered");
+  const state = box.stateOf("web");
+  const [first, second] = state.history
+    .filter((entry: { what: string }) => entry.what === "restart")
+    .map((entry: { at: number }) => entry.at);
+  expect(new Date(first).getUTCFullYear()).toBe(1970); // the earlier start moved back with the wall clock
+  expect(second - first).toBeGreaterThan(TO_1970_S * 1000); // 56 years apart by the boot-time clock
+  expect(stepLines(box.read("watchdog.log"))).toHaveLength(1);
+}, 60_000);
+
+/** A clock a test steps: the wall clock as set, the boot-time clock real (this boot), one boot id. */
+function steppedClock(bootId = "b0a7c1d2-0000-4000-8000-000000000001") {
+  const clock = { stepMs: 0, bootId };
+  const source: ClockSource = {
+    read: async (): Promise<ClockReading> => ({
+      wallMs: Date.now() + clock.stepMs,
+      bootMs: performance.now(),
+      bootId: clock.bootId,
+    }),
+    monotonic: () => performance.now(),
+  };
+  return { clock, source };
+}
+
+function libConfig(text: string) {
+  box.writeConfig(text);
+  return parseConfig(text, box.config, box.env());
+}
+
+test("a step inside a verification (injected clock): recovered, no false FAILED; the next pass says it", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  web.control.status = 500;
+  stops.push(() => web.server.stop(true));
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+failures = 1
+verify_timeout = "20s"
+[service.check]
+http = "${web.url}"
+[service.restart]
+command = ["true"]
+`);
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const echo = (line: string) => lines.push(line);
+  // Healthy 2 s after the restart; the wall clock steps a day on 1 s into the verification.
+  const sleep = async (ms: number) => {
+    await Bun.sleep(ms);
+    if (lines.some((line) => line.includes("[RESTART]"))) {
+      clock.stepMs = 86_400_000;
+      setTimeout(() => (web.control.status = 200), 1000);
+    }
+  };
+  await runPass({ config, echo, clock: source, sleep });
+  const said = lines.join("\n");
+  expect(said).toMatch(/\[RECOVERED\] web recovered \d+\.\ds after restart/);
+  expect(said).not.toContain("[FAILED]");
+  const seconds = Number(/recovered (\d+\.\d)s after restart/.exec(said)![1]);
+  expect(seconds).toBeLessThan(20);
+  lines.length = 0;
+  await runPass({ config, echo, clock: source, sleep });
+  expect(lines.join("\n")).toMatch(/\[WARN\] the clock stepped \+8640\ds/);
+  expect(lines.join("\n")).not.toContain("DOWNTIME");
+}, 60_000);
+
+test("a phone booting at 1970 (injected clock): tend's time goes on from the last pass, then follows NTP", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+[service.check]
+http = "${web.url}"
+`);
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const echo = (line: string) => lines.push(line);
+  await runPass({ config, echo, clock: source });
+  const healthyBefore = box.stateOf("web").lastHealthyAt;
+  // The reboot: another boot id, the wall clock at 1970 (no RTC, no network yet).
+  clock.bootId = "b0a7c1d2-0000-4000-8000-000000000002";
+  clock.stepMs = Date.parse("1970-01-01T00:00:30Z") - Date.now();
+  await runPass({ config, echo, clock: source });
+  let said = lines.join("\n");
+  expect(said).toMatch(/\[WARN\] the clock reads 1970-01-01 00:00:\d\d UTC, before the last pass/);
+  expect(said).toMatch(/\[DOWNTIME\] host was unavailable for 0s \(unexpected_shutdown_or_reboot/);
+  expect(said).not.toMatch(/-\d+(\.\d+)?s\b/);
+  const atBoot = box.stateOf("web").lastHealthyAt;
+  expect(atBoot).toBeGreaterThanOrEqual(healthyBefore); // not 1970: no time before the last pass
+  // Network time: the wall clock is right again.
+  lines.length = 0;
+  clock.stepMs = 0;
+  await runPass({ config, echo, clock: source });
+  said = lines.join("\n");
+  expect(said).toMatch(/\[WARN\] the clock stepped [+-]\d+s/);
+  expect(Math.abs(box.stateOf("web").lastHealthyAt - Date.now())).toBeLessThan(5000);
+}, 60_000);
+
+test("+1 d (injected clock): said once; no reboot, no 💤, no downtime; the times keep their distances", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  const receiver = recordingReceiver();
+  stops.push(() => web.server.stop(true), receiver.stop);
+  const config = libConfig(healthyService(web.url, receiver.url));
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const echo = (line: string) => lines.push(line);
+  await runPass({ config, echo, clock: source });
+  const before = box.stateOf("web");
+  clock.stepMs = 86_400_000;
+  await runPass({ config, echo, clock: source });
+  let said = lines.join("\n");
+  expect(said.match(/the clock stepped/g)).toHaveLength(1);
+  expect(said).toMatch(/\[WARN\] the clock stepped \+8640\ds: tend's intervals and durations are unaffected/);
+  expect(said).not.toContain("DOWNTIME");
+  expect(box.read("downtime.log")).toBe("");
+  expect(receiver.received).toEqual([]); // no 💤, no 🔌
+  const after = box.stateOf("web");
+  expect(after.gaps).toEqual([]);
+  expect(Math.abs(after.firstSeenAt - before.firstSeenAt - 86_400_000)).toBeLessThan(5); // moved with tend's time
+  const sinceFirstSeen = Date.now() + clock.stepMs - after.firstSeenAt;
+  expect(sinceFirstSeen).toBeGreaterThanOrEqual(0);
+  expect(sinceFirstSeen).toBeLessThan(60_000);
+  lines.length = 0;
+  await runPass({ config, echo, clock: source });
+  expect(lines).toEqual([]); // said once
+}, 60_000);
+
+test("1970 -> now (injected clock: network time after tend ran at 1970): said once, no reboot, dated now", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  const receiver = recordingReceiver();
+  stops.push(() => web.server.stop(true), receiver.stop);
+  const config = libConfig(healthyService(web.url, receiver.url));
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const echo = (line: string) => lines.push(line);
+  clock.stepMs = Date.parse("1970-01-01T00:01:00Z") - Date.now();
+  await runPass({ config, echo, clock: source });
+  expect(new Date(box.stateOf("web").firstSeenAt).getUTCFullYear()).toBe(1970);
+  clock.stepMs = 0;
+  await runPass({ config, echo, clock: source });
+  const said = lines.join("\n");
+  expect(said).toMatch(/\[WARN\] the clock stepped \+17\d{8}s/);
+  expect(said).not.toContain("DOWNTIME");
+  expect(receiver.received).toEqual([]);
+  const state = box.stateOf("web");
+  expect(Math.abs(Date.now() - state.firstSeenAt)).toBeLessThan(60_000);
+  expect(state.lastHealthyAt - state.firstSeenAt).toBeGreaterThanOrEqual(0);
+  expect(state.lastHealthyAt - state.firstSeenAt).toBeLessThan(60_000);
+}, 60_000);
+
+test("back to 1970 during grace (injected clock): grace ends as configured, not when the wall clock does", async () => {
+  box = new Sandbox();
+  const flag = join(box.dir, "up");
+  const web = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
+  });
+  const receiver = recordingReceiver();
+  stops.push(() => web.stop(true), receiver.stop);
+  const config = libConfig(
+    healthyService(
+      `http://127.0.0.1:${web.port}/`,
+      receiver.url,
+      `grace = "3s"\nfailures = 1\n[service.restart]\ncommand = ["touch", "${flag}"]`,
+    ),
+  );
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const echo = (line: string) => lines.push(line);
+  await runPass({ config, echo, clock: source });
+  expect(box.stateOf("web").verdict.word).toBe("healthy");
+  rmSync(flag);
+  clock.stepMs = Date.parse("1970-01-01T00:00:10Z") - Date.now();
+  await runPass({ config, echo, clock: source });
+  expect(lines.join("\n")).toMatch(/\[WARN\] the clock stepped -17\d{8}s/);
+  const inGrace = box.stateOf("web").verdict;
+  expect(inGrace).toMatchObject({ kind: "skip", reason: "grace" });
+  expect(inGrace.until - inGrace.at).toBeLessThanOrEqual(3000);
+  await waitFor(() => performance.now() > 0 && Date.now() + clock.stepMs > inGrace.until + 200, 10_000, "grace to end");
+  await runPass({ config, echo, clock: source });
+  expect(lines.join("\n")).toContain("[WARN] web failed health check (HTTP 500 (expected 2xx/3xx), failure 1/1)");
+  expect(lines.join("\n").match(/the clock stepped/g)).toHaveLength(1);
+}, 60_000);
+
+test("the loop across a step back (injected clock): a full pass every interval still, the step said once", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  const receiver = recordingReceiver();
+  stops.push(() => web.server.stop(true), receiver.stop);
+  const config = libConfig(healthyService(web.url, receiver.url));
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const started = performance.now();
+  // One hour back after the first pass: before the fix the next pass was due at "started + interval"
+  // on the wall clock, an hour and a second away.
+  const stepper = setInterval(() => {
+    if (web.control.hits > 0 && clock.stepMs === 0) clock.stepMs = -3_600_000;
+  }, 50);
+  stops.push(() => clearInterval(stepper));
+  const loop = runLoop({ config, intervalMs: 1000, maxPasses: 4, echo: (line) => lines.push(line), clock: source });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise(
+    (_, reject) => (timer = setTimeout(() => reject(new Error("the loop stopped passing")), 30_000)),
+  );
+  await Promise.race([loop, deadline]).finally(() => clearTimeout(timer));
+  expect(web.control.hits).toBe(4); // four full passes, each probing once
+  expect(performance.now() - started).toBeLessThan(30_000);
+  expect(lines.filter((line) => line.includes("the clock stepped -3600s"))).toHaveLength(1);
+  expect(lines.join("\n")).not.toContain("DOWNTIME");
+}, 60_000);
+
+test("/healthz, status after a step no pass followed (injected clock): the records' frame, not negative", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  const receiver = recordingReceiver();
+  stops.push(() => web.server.stop(true), receiver.stop);
+  const config = libConfig(healthyService(web.url, receiver.url));
+  const { clock, source } = steppedClock();
+  await runPass({ config, clock: source });
+  clock.stepMs = -3_600_000;
+  const now = await tendNow(box.state, source);
+  const healthz = await answer(config, new Request("http://127.0.0.1/healthz"), now());
+  expect(healthz.status).toBe(200);
+  expect((await healthz.text()).trim()).toMatch(/^ok: last pass [0-4]s ago, expected every 60s$/);
+  const report = await collectStatus(config, { cached: true, now });
+  expect(report.watchdog.stale).toBe(false);
+  expect(report.services[0].state).toBe("healthy");
+  expect(report.services[0].error).toBeNull(); // not "decided before the host booted"
+}, 60_000);

@@ -1,0 +1,265 @@
+// tend's time (lib/core/clock.ts): a table of wall-clock steps and boots, what tend's time does,
+// and what the decision then does with the times a state holds.
+import { describe, expect, test } from "bun:test";
+import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
+import type { ServiceConfig } from "../lib/config/types.ts";
+import { applySteps, frameOf, recordOf, type ClockRecord, type ClockReading } from "../lib/core/clock.ts";
+import { decide, recordRestart, type Facts } from "../lib/core/decide.ts";
+import { humanDuration } from "../lib/core/duration.ts";
+import { downtimeMessage } from "../lib/core/events.ts";
+import { freshState, type ServiceState } from "../lib/core/state.ts";
+import type { ProbeResult } from "../lib/checks/index.ts";
+
+const NOW = Date.parse("2026-12-01T12:00:00Z");
+const SEC = 1000;
+const MIN = 60_000;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+const EPOCH_1970 = Date.parse("1970-01-01T00:00:10Z");
+const BOOT = "d4f9d3fe-6e1d-465c-a807-52782f7d0a0f";
+
+/** The record a pass at NOW left, 2 h into its boot (this boot began at NOW - 2 h; the one before ended at floor). */
+const RECORD: ClockRecord = {
+  atMs: NOW,
+  bootMs: 2 * HOUR,
+  bootId: BOOT,
+  offsetMs: 0,
+  startMs: NOW - 2 * HOUR + 20 * SEC,
+  floorMs: NOW - 3 * HOUR,
+  steps: [],
+};
+/** A reading `elapsed` after the record, the wall clock off by `stepMs`. */
+const later = (elapsedMs: number, stepMs = 0, extra: Partial<ClockReading> = {}): ClockReading => ({
+  wallMs: NOW + elapsedMs + stepMs,
+  bootMs: 2 * HOUR + elapsedMs,
+  bootId: BOOT,
+  ...extra,
+});
+
+describe("tend's time across wall-clock steps: one row per step", () => {
+  const rows: {
+    name: string;
+    record?: ClockRecord | null;
+    reading: ClockReading;
+    now: number;
+    stepped?: number | null;
+    moved?: number;
+    newBoot?: boolean;
+    behind?: number | null;
+  }[] = [
+    { name: "no step: the wall clock, a minute on", reading: later(MIN), now: NOW + MIN, stepped: null },
+    // NTP slews at most 500 ppm: 40 s over a day apart is drift, not a step.
+    { name: "slew within 500 ppm over a day is no step", reading: later(DAY, 40 * SEC), now: NOW + DAY + 40 * SEC },
+    {
+      name: "-1 h (an NTP step back)",
+      reading: later(MIN, -HOUR),
+      now: NOW + MIN - HOUR,
+      stepped: -HOUR,
+      moved: -HOUR,
+    },
+    { name: "+1 d (an NTP step on)", reading: later(MIN, DAY), now: NOW + MIN + DAY, stepped: DAY, moved: DAY },
+    {
+      name: "back to 1970 within a boot: times after the last boot's are kept (moved only down to its end)",
+      reading: later(MIN, EPOCH_1970 - NOW - MIN),
+      now: RECORD.floorMs + 2 * HOUR - 20 * SEC + MIN,
+      stepped: EPOCH_1970 - NOW - MIN,
+      moved: RECORD.floorMs - RECORD.startMs,
+    },
+    {
+      name: "a new boot (another boot id), the clock right: the wall clock",
+      reading: { wallMs: NOW + 10 * MIN, bootMs: 40 * SEC, bootId: "another" },
+      now: NOW + 10 * MIN,
+      newBoot: true,
+    },
+    {
+      name: "a new boot told by the boot-time clock going back (no boot id, macOS)",
+      record: { ...RECORD, bootId: null },
+      reading: { wallMs: NOW + 10 * MIN, bootMs: 40 * SEC, bootId: null },
+      now: NOW + 10 * MIN,
+      newBoot: true,
+    },
+    {
+      name: "a phone booting at 1970: tend's time goes on from the last pass",
+      reading: { wallMs: EPOCH_1970, bootMs: 40 * SEC, bootId: "another" },
+      now: NOW,
+      newBoot: true,
+      behind: NOW - EPOCH_1970,
+    },
+    {
+      name: "neither boot id nor boot-time clock: the wall clock, as before",
+      record: { ...RECORD, bootId: null, bootMs: null },
+      reading: { wallMs: NOW + MIN - HOUR, bootMs: null, bootId: null },
+      now: NOW + MIN - HOUR,
+    },
+    { name: "no record (the first pass): the wall clock", record: null, reading: later(0), now: NOW },
+  ];
+  test.each(rows.map((row) => [row.name, row] as const))("%s", (_name, row) => {
+    const frame = frameOf(row.record === undefined ? RECORD : row.record, row.reading);
+    expect(frame.nowMs).toBe(row.now);
+    expect(frame.steppedMs).toBe(row.stepped ?? null);
+    expect(frame.newBoot).toBe(row.newBoot ?? false);
+    expect(frame.behindMs).toBe(row.behind ?? null);
+    if (row.moved !== undefined) {
+      expect(frame.steps.at(-1)).toEqual({ seq: 1, fromMs: RECORD.startMs, byMs: row.moved });
+      expect(frame.startMs).toBe(RECORD.startMs + row.moved);
+    } else expect(frame.steps).toEqual([]);
+  });
+
+  test("a view (no follow) stays in the records' frame until a pass has followed the step", () => {
+    const frame = frameOf(RECORD, later(MIN, DAY), { follow: false });
+    expect(frame.nowMs).toBe(NOW + MIN);
+    expect(frame.steps).toEqual([]);
+  });
+
+  test("1970 at boot, then network time: the step moves this boot's times, never the last boot's", () => {
+    const atBoot = frameOf(RECORD, { wallMs: EPOCH_1970, bootMs: 40 * SEC, bootId: "phone" });
+    const record = recordOf(atBoot, atBoot.nowMs + 5 * MIN, { wallMs: EPOCH_1970, bootMs: 40 * SEC, bootId: "phone" });
+    expect(record).toMatchObject({ atMs: NOW + 5 * MIN, bootMs: 40 * SEC + 5 * MIN, offsetMs: NOW - EPOCH_1970 });
+    // Network time arrives 10 minutes after boot: it is really NOW + 3 h (the phone was off 3 h).
+    const set = frameOf(record, { wallMs: NOW + 3 * HOUR, bootMs: 40 * SEC + 10 * MIN, bootId: "phone" });
+    expect(set.nowMs).toBe(NOW + 3 * HOUR);
+    expect(set.offsetMs).toBe(0);
+    expect(set.steps).toEqual([{ seq: 1, fromMs: NOW, byMs: 3 * HOUR - 10 * MIN }]);
+    const lastBoot = { ...freshState(), lastHealthyAt: NOW - MIN, startedAt: NOW + MIN };
+    const moved = applySteps(lastBoot, set.steps);
+    expect(moved.lastHealthyAt).toBe(NOW - MIN); // the boot before: as it was
+    expect(moved.startedAt).toBe(NOW + 3 * HOUR - 9 * MIN); // this boot's: 9 min before now, as before
+  });
+});
+
+describe("a step moves every time this boot recorded, once", () => {
+  const step = { seq: 1, fromMs: NOW - HOUR, byMs: DAY };
+  const at = NOW - 10 * MIN;
+  // Every time field set to `at`: after the step none of them may still hold it (a new field that
+  // applySteps forgets fails here).
+  const everyTime = (when: number): ServiceState => ({
+    ...freshState(),
+    startedAt: when,
+    restartTimes: [when],
+    lastRestartAt: when,
+    backoffUntil: when,
+    pausedUntil: when,
+    outage: { since: when, reason: "failing" },
+    owedRecovery: { since: when, to: when, noDataMs: 5 },
+    outages: [{ from: when, to: when, reason: "failing" }],
+    gaps: [{ from: when, to: when, reason: "watchdog_not_running" }],
+    lastProbe: { at: when, ok: true, detail: "HTTP 200", latencyMs: 5 },
+    latencyLog: `${when},5,1 ${when},7,0,1`,
+    latencyCount: 2,
+    history: [{ at: when, what: "restart" }],
+    firstSeenAt: when,
+    lastEvent: { at: when, tag: "WARN", message: "x" },
+    busySince: when,
+    busyLoggedAt: when,
+    slowSince: when,
+    slowLoggedAt: when,
+    remindedAt: when,
+    givenUpAt: when,
+    rss: [[when, 1024]],
+    memoryWarnedAt: when,
+    warnedAt: when,
+    lastHealthyAt: when,
+    firstHealthyAt: when,
+    verdict: { kind: "ok", word: "healthy", reason: "healthy", until: when, at: when },
+    degradedSaidAt: { "busy.port": when },
+    certExpiresAt: NOW + 30 * DAY,
+  });
+
+  test("every time field of this boot moves; none is left behind; a certificate's expiry is the world's", () => {
+    const moved = applySteps(everyTime(at), [step]);
+    const text = JSON.stringify(moved);
+    expect(text).not.toContain(String(at));
+    expect(text.split(String(at + DAY)).length - 1).toBeGreaterThanOrEqual(30);
+    expect(moved.certExpiresAt).toBe(NOW + 30 * DAY);
+    expect(moved.clockStep).toBe(1);
+    // Each field of freshState() that can hold a time is in everyTime (so it is covered above).
+    const fields = Object.keys(everyTime(at)).filter((key) =>
+      JSON.stringify(everyTime(at)[key as never]).includes(String(at)),
+    );
+    expect(fields.length).toBe(27);
+  });
+
+  test("taken once: a state that recorded the step is not moved again; times before the step's boot are kept", () => {
+    const once = applySteps(everyTime(at), [step]);
+    expect(applySteps(once, [step])).toEqual(once);
+    const older = applySteps(everyTime(NOW - 2 * HOUR), [step]);
+    expect(older.startedAt).toBe(NOW - 2 * HOUR);
+    expect(older.clockStep).toBe(1);
+  });
+});
+
+// The decision with a state a step left as it was (a write across the step, an older tend): never
+// a grace, backoff or cooldown longer than configured, never a restart counted from the future.
+const SERVICE: ServiceConfig = {
+  ...BUILTIN_TUNABLES,
+  name: "blog",
+  enabled: true,
+  pidfile: null,
+  tmux: null,
+  unit: null,
+  launchd: null,
+  runit: null,
+  check: {
+    kind: "http",
+    url: "http://127.0.0.1:8080/",
+    expect: null,
+    anyResponse: false,
+    failCodes: null,
+    contains: null,
+    headers: {},
+    timeoutMs: 5000,
+  },
+  restart: { kind: "command", argv: ["true"], shell: null },
+  dependsOn: [],
+  requiresDns: null,
+  busy: null,
+  memory: null,
+  trackRestarts: false,
+} as ServiceConfig;
+const FAIL: ProbeResult = { ok: false, detail: "HTTP 502", latencyMs: 40, timedOut: false };
+const OK: ProbeResult = { ok: true, detail: "HTTP 200", latencyMs: 40, timedOut: false };
+const facts = (extra: Partial<Facts> = {}): Facts => ({
+  now: NOW,
+  uptimeMs: DAY,
+  bootDelayMs: 0,
+  process: { running: true, startedAt: NOW - DAY, detail: "pid 42" },
+  waitReason: null,
+  ...extra,
+});
+
+describe("decide with times ahead of now (a state a step did not move)", () => {
+  const service = { ...SERVICE, graceMs: 2 * MIN, failures: 1, backoffMs: 30 * SEC, backoffMaxMs: 5 * MIN };
+  test("grace: a start recorded an hour ahead ends grace_ms from now, not an hour and grace_ms", () => {
+    const state = { ...freshState(), startedAt: NOW + HOUR };
+    const decision = decide(service, state, facts(), FAIL);
+    expect(decision).toMatchObject({ kind: "skip", reason: "grace", until: NOW + 2 * MIN });
+  });
+  test("backoff: never longer than backoff_max from now", () => {
+    const state = { ...freshState(), strikes: 1, backoffUntil: NOW + HOUR, lastRestartAt: NOW - HOUR };
+    const decision = decide(service, state, facts(), FAIL);
+    expect(decision).toMatchObject({ kind: "held", word: "backoff", until: NOW + 5 * MIN });
+  });
+  test("restart_window: restarts recorded ahead of now are no evidence: no false GIVEN-UP", () => {
+    const ahead = [NOW + 10 * MIN, NOW + 20 * MIN, NOW + 30 * MIN];
+    const state = { ...freshState(), strikes: 1, restartTimes: ahead, lastRestartAt: NOW - HOUR };
+    const decision = decide({ ...service, maxRestarts: 3 }, state, facts(), FAIL);
+    expect(decision.kind).toBe("restart");
+  });
+  test("cooldown: a restart recorded ahead holds for cooldown from now at most", () => {
+    const state = { ...freshState(), strikes: 1, lastRestartAt: NOW + HOUR };
+    const decision = decide({ ...service, cooldownMs: MIN }, state, facts(), FAIL);
+    expect(decision).toMatchObject({ kind: "held", until: NOW + MIN });
+  });
+  test("no negative duration: a recovery and an outage measured from a time ahead of now say 0", () => {
+    const state = { ...freshState(), outage: { since: NOW + HOUR, reason: "failing", notified: true } };
+    const healed = decide(service, state, facts(), OK);
+    const said = healed.log.map((line) => line.message).join("\n");
+    expect(said).not.toMatch(/-\d+(\.\d+)?s\b/);
+    expect(said).toContain("from 2026-12-01 12:00:00 UTC to 2026-12-01 12:00:00 UTC"); // never ending before it began
+    expect(humanDuration(-3592_800)).toBe("0.0s");
+    expect(downtimeMessage({ name: "a", reason: "failing", from: NOW, to: NOW - HOUR })).toMatch(/ for 0s /);
+    const outcome = { issued: true, recovered: true, elapsedMs: -HOUR, detail: "HTTP 200", lastProbe: OK };
+    const verified = recordRestart(service, freshState(), outcome, NOW, NOW);
+    expect(verified.log[0].message).toBe("blog recovered 0.0s after restart (HTTP 200)");
+  });
+});

@@ -1,0 +1,89 @@
+// A full state disk, for real: the state dir is a 512 KiB tmpfs mounted here, filled to ENOSPC.
+// A strike that cannot be saved is kept in memory (/dev/shm, across cron's passes), so the frozen
+// service is still restarted; what could not be logged reaches stdout; once there is room the
+// state is written back and said so.
+import { afterEach, expect, test } from "bun:test";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { spillDir } from "../lib/state/spill.ts";
+import { run, Sandbox } from "./helpers.ts";
+
+let box: Sandbox;
+const stops: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of stops.splice(0).reverse()) stop();
+  box?.cleanup();
+});
+
+/** Write zeros to `path` until the file system says ENOSPC. */
+function fill(path: string) {
+  const fd = openSync(path, "w");
+  const chunk = Buffer.alloc(4096);
+  try {
+    while (true) writeSync(fd, chunk);
+  } catch (error) {
+    expect((error as NodeJS.ErrnoException).code).toBe("ENOSPC");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+test("a full state disk: the strike kept in memory, the frozen service restarted, the state written back", async () => {
+  box = new Sandbox();
+  mkdirSync(box.state, { mode: 0o700 });
+  const mounted = await run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", box.state]);
+  expect(mounted.code).toBe(0);
+  stops.push(() => {
+    Bun.spawnSync(["umount", box.state]);
+    const spilled = spillDir(box.state);
+    if (spilled) rmSync(spilled, { recursive: true, force: true });
+  });
+  const flag = join(box.dir, "up");
+  const web = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
+  });
+  stops.push(() => web.stop(true));
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "web"
+failures = 2
+cooldown = "0s"
+verify_timeout = "5s"
+[service.check]
+http = "http://127.0.0.1:${web.port}/"
+[service.restart]
+command = ["touch", "${flag}"]
+`);
+  Bun.spawnSync(["touch", flag]);
+  expect((await box.tend(["watchdog"])).code).toBe(0); // healthy: its state file exists
+  rmSync(flag);
+  fill(join(box.state, "filler"));
+
+  // Before the fix: "cannot write to the state dir", exit 1, the strike lost; at every pass again.
+  const first = await box.tend(["watchdog"]);
+  expect(first.code).toBe(0);
+  expect(first.stdout).toContain("[WARN] web failed health check (HTTP 500 (expected 2xx/3xx), failure 1/2)");
+  expect(first.stdout).toMatch(
+    /\[ERROR\] web: cannot save its state \(no space left on the device\): kept in memory \(\/dev\/shm\/tend-/,
+  );
+  expect(first.stdout).toContain("[ERROR] cannot write the heartbeat");
+  expect(box.stateOf("web").strikes).toBe(0); // the file as it was: the strike is in memory
+
+  const second = await box.tend(["watchdog"]);
+  expect(second.stdout).toContain("failure 2/2");
+  expect(second.stdout).toContain(`[RESTART] web: command touch`);
+  expect(second.stdout).toMatch(/\[RECOVERED\] web recovered [\d.]+s after restart/);
+  expect(second.stdout).not.toContain("cannot save its state"); // said once
+
+  rmSync(join(box.state, "filler"));
+  const third = await box.tend(["watchdog"]);
+  expect(third.stdout).toContain("[WARN] web: its state is saved again (the disk has room again)");
+  const state = box.stateOf("web");
+  expect(state).toMatchObject({ strikes: 0, restartsTotal: 1, recoveriesOk: 1 });
+  expect(existsSync(join(spillDir(box.state)!, "web.json"))).toBe(false);
+  expect(readFileSync(join(box.state, "watchdog.log"), "utf8")).toContain("its state is saved again");
+}, 60_000);
