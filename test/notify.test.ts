@@ -492,7 +492,7 @@ describe("spool and dedup", () => {
       // Pushover's form holds its token and user (--dry-run shows them as …): compared without them.
       const comparable = (body: string) =>
         format === "json"
-          ? { ...JSON.parse(body), time: spooled.time }
+          ? { ...JSON.parse(body), time: spooled.time, key: spooled.key } // the dry run's message has no key
           : format === "pushover"
             ? { ...Object.fromEntries(new URLSearchParams(body)), token: "", user: "" }
             : format === "alertmanager"
@@ -503,7 +503,7 @@ describe("spool and dedup", () => {
       if (format !== "pushover") expect(late.raw).not.toContain(SECRET); // never its URL (pushover: its form)
       if (format === "json") {
         expect(Object.keys(JSON.parse(late.raw)).sort()).toEqual(
-          ["event", "host", "message", "priority", "service", "tags", "time", "title"].sort(),
+          ["event", "host", "key", "message", "priority", "service", "tags", "time", "title"].sort(),
         );
         expect(JSON.parse(late.raw).time).toBe(spooled.time);
       }

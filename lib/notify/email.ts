@@ -15,6 +15,8 @@ export interface Mail {
   to: string[];
   subject: string;
   text: string;
+  /** The message's idempotency key as its Message-ID: a mail store keeps one message per id. */
+  messageId?: string;
 }
 
 /** What nodemailer's SMTP transport takes and says, as far as tend uses it. */

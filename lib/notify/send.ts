@@ -20,6 +20,13 @@ export interface Message {
   time: string;
   /** For alertmanager: the alerts to post as they are (firing, or resolved with endsAt = now). */
   alerts?: AlertPayload[];
+  /**
+   * The idempotency key: one per message, the same in every attempt of it, across runs (it is
+   * spooled with it). A receiver that honours one gets it (ntfy's X-Sequence-ID replaces the
+   * notification in place; Idempotency-Key for webhooks; the email's Message-ID), so a message
+   * delivered just before a power cut, and sent again after it, is not a second notification.
+   */
+  key?: string;
 }
 
 /** One Alertmanager alert (POST /api/v2/alerts). */
@@ -104,8 +111,18 @@ const headerValue = (text: string) =>
  * The message as its receiver gets it: only a Message's own fields, whatever else the value holds
  * (a spooled one carries its id, URL and format: a webhook's secret path must never reach a payload).
  */
-export function liveMessage({ message, title, priority, tags, event, service, time, alerts }: Message): Message {
-  return { message, title, priority, tags, event, service, time, ...(alerts ? { alerts } : {}) };
+export function liveMessage({ message, title, priority, tags, event, service, time, alerts, key }: Message): Message {
+  return {
+    message,
+    title,
+    priority,
+    tags,
+    event,
+    service,
+    time,
+    ...(alerts ? { alerts } : {}),
+    ...(key ? { key } : {}),
+  };
 }
 
 /** What a message delivered late says after its text: when it was first to be sent (its creation). */
@@ -128,14 +145,19 @@ export function buildRequest(full: Message, channel: Channel): HttpRequest {
   switch (channel.format) {
     case "text": {
       const headers: Record<string, string> = { "Content-Type": "text/plain; charset=utf-8" };
+      // ntfy 2.16+: a second publish with the same sequence id replaces the first in place.
+      if (message.key) Object.assign(headers, { "X-Sequence-ID": message.key, "Idempotency-Key": message.key });
       if (message.title) headers.Title = headerValue(message.title);
       if (message.priority) headers.Priority = headerValue(message.priority);
       if (message.tags.length) headers.Tags = headerValue(message.tags.join(","));
       // ntfy: a body over 4096 bytes becomes an attachment (or, without attachments, a 400).
       return { url: channel.url, headers, body: cutBytes(message.message, 4096) };
     }
-    case "json":
-      return json({ ...message, host: hostname() });
+    case "json": {
+      const request = json({ ...message, host: hostname() });
+      if (message.key) request.headers["Idempotency-Key"] = message.key; // draft-ietf-httpapi-idempotency-key-header
+      return request;
+    }
     case "slack": {
       // Slack: & < > are control characters in message text and must be escaped (api.slack.com, formatting).
       const text = message.title
@@ -198,7 +220,14 @@ export function buildRequest(full: Message, channel: Channel): HttpRequest {
         url: channel.url,
         headers: {},
         body: message.message,
-        mail: { from, to, subject, text: message.message },
+        // A mail store keeps one message per Message-ID: the key makes a re-sent email the same one.
+        mail: {
+          from,
+          to,
+          subject,
+          text: message.message,
+          ...(message.key ? { messageId: `<${message.key}@tend>` } : {}),
+        },
       };
     }
     case "termux": {

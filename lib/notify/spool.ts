@@ -121,6 +121,8 @@ const dedupKey = (message: Message) =>
   message.event && !message.alerts ? `${message.service ?? ""}\u0000${message.event}` : null;
 const destination = ({ url, format }: { url: string; format: string }) => `${format} ${url}`;
 const newId = () => Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString("hex");
+/** An idempotency key: 128 random bits, "tend-" and 32 hex digits (ntfy's sequence ids take [-_A-Za-z0-9]{1,64}). */
+const newKey = () => `tend-${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("hex")}`;
 
 export const writeNotifyState = (stateDir: string, state: NotifyState) =>
   writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
@@ -316,7 +318,20 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
       ? { ...original, message: `${original.message} (+${seen.suppressed} similar suppressed)` }
       : original;
     if (key) state.dedup[key] = { lastAt: now(), suppressed: 0 };
-    fresh.push({ message, entry: { ...message, id: newId(), url: channel.url, format: channel.format } });
+    const keyed = { ...message, key: message.key ?? newKey() };
+    fresh.push({ message: keyed, entry: { ...keyed, id: newId(), url: channel.url, format: channel.format } });
+  }
+  // Written ahead, durably, before any is sent: a power cut while sending loses none of them. One
+  // delivered just before the cut is sent again after it, with the same key (receivers that honour
+  // one keep it once).
+  let spooledAhead = false;
+  if (fresh.length) {
+    try {
+      saveLines(spoolFile(stateDir), [...current, ...fresh.map(({ entry }) => entry)]);
+      spooledAhead = true;
+    } catch (error) {
+      report.spoolError = `cannot spool ahead in ${stateDir} (sent all the same): ${inWords(error)}`;
+    }
   }
 
   // Each destination on its own, side by side: its spool oldest first, then its new messages. A
@@ -395,8 +410,13 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
       saveLines(deadFile(stateDir), dead);
     writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
   } catch (error) {
-    // What the receiver accepted stays sent (a retry would send it twice); what was to be spooled is lost, and said.
     report.spoolError = `cannot save the spool in ${stateDir}: ${inWords(error)}`;
+    // Spooled ahead: nothing is lost; what was delivered is sent again next run, with its key.
+    if (spooledAhead) {
+      report.spoolError += "; the messages of this run stay spooled (the delivered ones go again, with their keys)";
+      return report;
+    }
+    // What the receiver accepted stays sent (a retry would send it twice); what was to be spooled is lost, and said.
     for (const outcome of report.outcomes) {
       if (outcome.result === "spooled") {
         Object.assign(outcome, { result: "lost", detail: `${outcome.detail}; ${report.spoolError}` });
