@@ -73,9 +73,12 @@ build/tools/promtool:
 build/tools/prometheus:
 	test/deb-tool.sh prometheus usr/bin/prometheus $@
 
-build/tools/alertmanager:
-	test/deb-tool.sh prometheus-alertmanager usr/bin/prometheus-alertmanager $@ \
+# Debian's Alertmanager reads its templates from /usr/share/prometheus/alertmanager: its wrapper
+# shows it build/tools/share there, in a mount namespace of its own (an overlay on /usr/share).
+build/tools/alertmanager: test/alertmanager-wrapper.sh
+	test/deb-tool.sh prometheus-alertmanager usr/bin/prometheus-alertmanager $@.bin \
 	  usr/share/prometheus/alertmanager/default.tmpl usr/share/prometheus/alertmanager/email.tmpl
+	cp test/alertmanager-wrapper.sh $@
 
 # Benchmarks against peers (bash+curl, monit) and the fault suite; not part of `make test`.
 bench: build/tend

@@ -5,6 +5,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEMO=$ROOT/build/demo
 BIN=$ROOT/build/bin
+# Headings in bold only on a terminal, and never when the caller set NO_COLOR (no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then BOLD=$'\033[1m' PLAIN=$'\033[0m'; else BOLD="" PLAIN=""; fi
 export TEND_CONFIG=$DEMO/tend.toml NO_COLOR=1
 
 pgid() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f3; }   # field 5 of /proc/PID/stat
@@ -19,7 +21,7 @@ cleanup() {
   done
 }
 trap cleanup EXIT
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+step() { printf '\n%s== %s%s\n' "$BOLD" "$*" "$PLAIN"; }
 
 rm -rf "$DEMO" && mkdir -p "$DEMO"
 sed -e "s|@DEMO@|$DEMO|g" -e "s|@BUN@|$ROOT/node_modules/.bin/bun|g" -e "s|@ROOT@|$ROOT|g" \

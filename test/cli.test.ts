@@ -70,3 +70,24 @@ test("usage errors exit 2 and say what is wrong", () => {
   expect(badInterval.stderr).toContain('--interval: "soon" is not a duration');
   expect(run([TEND]).code).toBe(2);
 });
+
+test("make demo's script: bold headings on a terminal only, none piped or under NO_COLOR", async () => {
+  const demo = (command: string[], env: Record<string, string> = {}) =>
+    Bun.spawn(command, { cwd: ROOT, env: { ...process.env, NO_COLOR: "", ...env }, stdout: "pipe", stderr: "pipe" });
+  const bold = "\x1b[1m";
+  const piped = demo(["bash", "examples/demo.sh"]);
+  const pipedOut = await new Response(piped.stdout).text();
+  expect(await piped.exited).toBe(0);
+  expect(pipedOut).toContain("== watchdog validate");
+  expect(pipedOut).not.toContain("\x1b");
+  // script(1) gives it a terminal.
+  const onTerminal = demo(["script", "-qfec", "bash examples/demo.sh", "/dev/null"]);
+  const terminalOut = await new Response(onTerminal.stdout).text();
+  expect(await onTerminal.exited).toBe(0);
+  expect(terminalOut).toContain(`${bold}== watchdog validate`);
+  const noColor = demo(["script", "-qfec", "bash examples/demo.sh", "/dev/null"], { NO_COLOR: "1" });
+  const noColorOut = await new Response(noColor.stdout).text();
+  expect(await noColor.exited).toBe(0);
+  expect(noColorOut).toContain("== watchdog validate");
+  expect(noColorOut).not.toContain(bold);
+}, 120_000);

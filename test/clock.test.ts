@@ -86,6 +86,12 @@ describe("tend's time across wall-clock steps: one row per step", () => {
       behind: NOW - EPOCH_1970,
     },
     {
+      name: "a new boot whose clock is a second behind the last pass (RTC drift): on from the last pass, no WARN",
+      reading: { wallMs: NOW - SEC, bootMs: 40 * SEC, bootId: "another" },
+      now: NOW,
+      newBoot: true,
+    },
+    {
       name: "neither boot id nor boot-time clock: the wall clock, as before",
       record: { ...RECORD, bootId: null, bootMs: null },
       reading: { wallMs: NOW + MIN - HOUR, bootMs: null, bootId: null },

@@ -99,8 +99,10 @@ export function frameOf(record: ClockRecord | null, reading: ClockReading, { fol
   if (!same) {
     // A new boot. A wall clock behind the last pass cannot be trusted (a phone before network
     // time, or a dead RTC): tend's time goes on from the last pass until the clock is set.
-    if (reading.wallMs < record.atMs) return fresh(record.atMs, { behindMs: record.atMs - reading.wallMs });
-    return fresh(reading.wallMs);
+    // (A clock a second or two behind, an RTC's drift over a quick reboot, just goes on from the last pass.)
+    if (reading.wallMs < record.atMs - stepTolerance(0))
+      return fresh(record.atMs, { behindMs: record.atMs - reading.wallMs });
+    return fresh(Math.max(reading.wallMs, record.atMs));
   }
   const expected = record.atMs + (reading.bootMs! - record.bootMs!);
   const candidate = reading.wallMs + record.offsetMs;
