@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-deps typecheck fmt clean bench faults battery render
+.PHONY: all cross cross-check demo test test-deps typecheck fmt docs clean bench faults battery render
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -48,6 +48,10 @@ typecheck: node_modules/.installed
 # prettier (printWidth 120); test/style.test.ts fails on anything it would change or a line over 120.
 fmt: node_modules/.installed
 	node_modules/.bin/prettier --write $$(git ls-files --cached --others --exclude-standard '*.ts')
+
+# docs/configuration.md, rendered from lib/config/reference.ts (test/reference.test.ts keeps both true).
+docs: node_modules/.installed
+	$(BUN) -e 'const { renderReference } = await import("./lib/config/reference.ts"); await Bun.write("docs/configuration.md", renderReference())'
 
 # What the tests run besides node/npm: installed with apt when root, else named in one line.
 TEST_TOOLS := chromium:chromium aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux

@@ -123,6 +123,31 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
   return { path: resolve(path), watchdog, notify, serve, services, defaults };
 }
 
+/** The keys each top-level table takes (docs/configuration.md is checked against them). */
+export const WATCHDOG_KEYS = [
+  "state_dir",
+  "log",
+  "interval",
+  "boot_delay",
+  "metrics_file",
+  "heartbeat_url",
+  "concurrency",
+  "log_max_size",
+  "log_keep",
+];
+export const NOTIFY_KEYS = [
+  "url",
+  "format",
+  "timeout",
+  "retries",
+  "min_interval",
+  "spool_max_age",
+  "spool_max_attempts",
+  "to",
+  "from",
+];
+export const SERVE_KEYS = ["listen", "token", "peers"];
+
 function readServe(table: Reader): ServeConfig {
   const listen = table.string("listen") ?? "127.0.0.1:9841";
   const address = parseListen(listen);
@@ -136,7 +161,7 @@ function readServe(table: Reader): ServeConfig {
       `is required when serve.listen is not loopback (${listen}): anyone on the network could read it`,
     );
   const peers = readPeers(table);
-  table.finish(["listen", "token", "peers"]);
+  table.finish(SERVE_KEYS);
   return { listen, token, peers };
 }
 
@@ -191,17 +216,7 @@ function readWatchdog(table: Reader, env: Env, home: string, path: string): Watc
     rotation: { maxBytes: readLogSize(table), keep: table.integer("log_keep", 0, 100) ?? 3 },
   };
   if (watchdog.intervalMs < 1000 && table.has("interval")) table.fail("interval", `must be at least 1s`);
-  table.finish([
-    "state_dir",
-    "log",
-    "interval",
-    "boot_delay",
-    "metrics_file",
-    "heartbeat_url",
-    "concurrency",
-    "log_max_size",
-    "log_keep",
-  ]);
+  table.finish(WATCHDOG_KEYS);
   return watchdog;
 }
 
@@ -233,17 +248,7 @@ function readNotify(table: Reader, env: Env): NotifyConfig {
   }
   if (format !== "email")
     for (const key of ["to", "from"]) if (table.has(key)) table.fail(key, 'is for format = "email"');
-  table.finish([
-    "url",
-    "format",
-    "timeout",
-    "retries",
-    "min_interval",
-    "spool_max_age",
-    "spool_max_attempts",
-    "to",
-    "from",
-  ]);
+  table.finish(NOTIFY_KEYS);
   return notify;
 }
 

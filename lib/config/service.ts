@@ -47,7 +47,7 @@ export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "durati
 };
 
 const PID_SOURCES = ["pidfile", "tmux", "unit", "launchd"];
-const SERVICE_KEYS = [
+export const SERVICE_KEYS = [
   "name",
   "enabled",
   ...PID_SOURCES,
@@ -60,6 +60,9 @@ const SERVICE_KEYS = [
   "track_restarts",
   ...Object.keys(TUNABLE_KEYS),
 ];
+
+export const BUSY_KEYS = ["port", "log", "fresh", "max"];
+export const MEMORY_KEYS = ["limit", "warn_within", "restart_above"];
 
 export function readTunables(table: Reader, into: Tunables) {
   for (const [key, { field, kind }] of Object.entries(TUNABLE_KEYS)) {
@@ -216,7 +219,7 @@ function readBusy(service: Reader, inState: (path: string) => string): BusyConfi
   if (!table.has("port") && !table.has("log")) {
     service.fail("busy", "needs port, log, or both (what shows the service is working)");
   }
-  table.finish(["port", "log", "fresh", "max"]);
+  table.finish(BUSY_KEYS);
   return busy;
 }
 
@@ -235,6 +238,6 @@ function readMemory(service: Reader, hasPidSource: boolean): MemoryConfig | null
       "needs a PID source on the service (pidfile, tmux, unit or launchd): RSS is read from its process tree",
     );
   }
-  table.finish(["limit", "warn_within", "restart_above"]);
+  table.finish(MEMORY_KEYS);
   return memory;
 }
