@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-deps typecheck fmt docs clean bench faults battery render
+.PHONY: all cross cross-check demo test test-deps typecheck fmt docs clean bench faults battery render powercut
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -101,6 +101,11 @@ battery: build/tend
 # The page of 100 services x 1000 outages in the loop's process: how late a timer due meanwhile fires (bench/render.ts).
 render: node_modules/.installed
 	$(BUN) bench/render.ts $(RENDER_ARGS)
+
+# Power cuts replayed block by block on ext4, ext4 noauto_da_alloc and f2fs, in a QEMU VM with
+# Debian's kernel (bench/powercut.ts; about an hour under TCG). POWERCUT_ARGS="--before OLD-BINARY".
+powercut: build/tend
+	$(BUN) bench/powercut.ts $(POWERCUT_ARGS)
 
 demo: build/tend
 	bash examples/demo.sh

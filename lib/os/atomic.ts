@@ -1,12 +1,64 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statfsSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { readRegularFile } from "./files.ts";
+
+const EXT4 = 0xef53;
+const BTRFS = 0x9123683e;
+const TMPFS = 0x01021994;
+const RAMFS = 0x858458f6;
+const ordered = new Map<string, boolean>();
+
+/** The super-block options of the mount holding `dir` (/proc/self/mountinfo), or null. */
+function mountOptions(dir: string): string[] | null {
+  let real: string;
+  let info: string;
+  try {
+    real = realpathSync(dir);
+    info = readRegularFile("/proc/self/mountinfo", 1024 * 1024);
+  } catch {
+    return null;
+  }
+  let best: { point: string; options: string[] } | null = null;
+  for (const line of info.split("\n")) {
+    const [left, right] = line.split(" - ");
+    if (!right) continue;
+    const point = left.split(" ")[4]?.replace(/\\040/g, " ");
+    if (!point || !(real === point || real.startsWith(point === "/" ? "/" : `${point}/`))) continue;
+    if (best && best.point.length > point.length) continue;
+    const [, , superOptions = ""] = right.split(" ");
+    best = { point, options: [...left.split(" ")[5].split(","), ...superOptions.split(",")] };
+  }
+  return best?.options ?? null;
+}
+
+/**
+ * Does a rename over a file on this directory's file system write the new data first, so that a
+ * power cut leaves the old file or the new one even without an fsync? ext4's auto_da_alloc does
+ * (not when mounted noauto_da_alloc, as Android mounts /data), btrfs does; f2fs, xfs, FAT and the
+ * rest do not: a rename there can outlive its data (an empty file after the cut). tmpfs keeps nothing.
+ */
+export function renameOrdersData(dir: string): boolean {
+  const known = ordered.get(dir);
+  if (known !== undefined) return known;
+  let answer = false;
+  try {
+    const type = Number(statfsSync(dir).type);
+    if (type === TMPFS || type === RAMFS || type === BTRFS) answer = true;
+    else if (type === EXT4) answer = !(mountOptions(dir) ?? ["noauto_da_alloc"]).includes("noauto_da_alloc");
+  } catch {}
+  ordered.set(dir, answer);
+  return answer;
+}
 
 /**
  * Write a file so readers see the old content or the new, never a torn one: temp file beside
  * it, fsync, rename. A symlink at `path` is replaced, never written through. `durable: false`
- * skips the fsync (the caller accepts that a power cut may lose this write: see writeState).
+ * skips the fsync where the file system writes a renamed file's data before the rename (ext4's
+ * default, btrfs: a cut loses at most this write, never the file); elsewhere (f2fs, ext4
+ * noauto_da_alloc: a phone's /data) it is fsynced all the same, or a cut leaves it empty.
  */
 export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600, { durable = true } = {}): void {
+  if (!durable && !renameOrdersData(dirname(path))) durable = true;
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
   let fd: number | undefined;
   try {

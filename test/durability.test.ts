@@ -1,0 +1,61 @@
+// Which file systems write a renamed file's data before the rename (a cut leaves the old file or
+// the new one without an fsync) — decided on real mounts made here: ext4 as the host formats it,
+// ext4 mounted noauto_da_alloc (stock Android /data), tmpfs. Where it does not, a write tend
+// calls not durable (an observation, the heartbeat) is fsynced all the same.
+import { afterEach, expect, test } from "bun:test";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { renameOrdersData } from "../lib/os/atomic.ts";
+import { run, Sandbox } from "./helpers.ts";
+
+let box: Sandbox;
+const mounts: string[] = [];
+afterEach(() => {
+  for (const point of mounts.splice(0).reverse()) Bun.spawnSync(["umount", point]);
+  box?.cleanup();
+});
+
+async function mountExt4(name: string, options: string) {
+  const image = join(box.dir, `${name}.img`);
+  const point = join(box.dir, name);
+  mkdirSync(point);
+  expect((await run(["truncate", "-s", "16M", image])).code).toBe(0);
+  expect((await run(["mkfs.ext4", "-q", "-F", image])).code).toBe(0);
+  const mounted = await run(["mount", "-o", `loop,${options}`, image, point]);
+  expect(mounted.stderr).toBe("");
+  mounts.push(point);
+  return point;
+}
+
+test("ext4 orders a rename after its data, ext4 noauto_da_alloc does not (so a write there is fsynced)", async () => {
+  box = new Sandbox();
+  const ordered = await mountExt4("ext4", "rw");
+  const android = await mountExt4("data", "rw,noauto_da_alloc");
+  const ram = join(box.dir, "ram");
+  mkdirSync(ram);
+  expect((await run(["mount", "-t", "tmpfs", "tmpfs", ram])).code).toBe(0);
+  mounts.push(ram);
+  expect(renameOrdersData(ordered)).toBe(true);
+  expect(renameOrdersData(android)).toBe(false);
+  expect(renameOrdersData(ram)).toBe(true);
+  // A subdirectory is on its mount's file system.
+  mkdirSync(join(android, "state"));
+  expect(renameOrdersData(join(android, "state"))).toBe(false);
+  // Not durable asked, durable done: the write is fsynced where the rename could outlive the data.
+  const traced = await run([
+    "strace",
+    "-f",
+    "-e",
+    "trace=fsync",
+    "-o",
+    join(box.dir, "trace"),
+    process.execPath,
+    "-e",
+    `const { writeFileAtomic } = await import(${JSON.stringify(join(import.meta.dir, "..", "lib", "os", "atomic.ts"))});
+     writeFileAtomic(${JSON.stringify(join(android, "state", "a.json"))}, "{}", 0o600, { durable: false });
+     writeFileAtomic(${JSON.stringify(join(ordered, "b.json"))}, "{}", 0o600, { durable: false });`,
+  ]);
+  expect(traced.code).toBe(0);
+  const fsyncs = (await Bun.file(join(box.dir, "trace")).text()).split("\n").filter((line) => line.includes("fsync("));
+  expect(fsyncs.length).toBe(2); // a.json's file and its directory; b.json none
+}, 60_000);
