@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig } from "../lib/config/load.ts";
 import { freshState, EVENT_HISTORY, OUTAGE_HISTORY } from "../lib/core/state.ts";
-import { stateReader, writeState } from "../lib/state/service.ts";
+import { stateReader, writeState } from "../lib/state/service-state.ts";
 import { ensureStateDir } from "../lib/state/dir.ts";
 import { startServer } from "../lib/views/serve.ts";
 import { buildReport } from "../lib/views/report.ts";

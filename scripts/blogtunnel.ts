@@ -8,7 +8,7 @@ import { Logger } from "../lib/state/logger.ts";
 import { TMUX_SOCKET_NAME, TMUX_TARGET } from "../lib/os/tmux.ts";
 import { checkTunnel, tunnelDependencies, watchTunnel } from "../lib/tools/tunnel.ts";
 import { findConfig, loadConfig } from "../lib/config/load.ts";
-import { SERVICE_NAME } from "../lib/config/service.ts";
+import { SERVICE_NAME } from "../lib/config/service-table.ts";
 import type { Config } from "../lib/config/types.ts";
 import { statePaths } from "../lib/state/dir.ts";
 

@@ -3,7 +3,7 @@ import { loadConfigOrDefaults } from "../lib/config/load.ts";
 import { NOTIFY_FORMATS, type NotifyFormat } from "../lib/config/types.ts";
 import { usageError } from "../lib/core/errors.ts";
 import { redactUrl } from "../lib/core/redact.ts";
-import { channelFor, flush, listLetters, sendMessage, type Said } from "../lib/notify/command.ts";
+import { channelFor, flush, listLetters, sendMessage, type Said } from "../lib/notify/by-hand.ts";
 import { buildRequest, describeRequest, type Message } from "../lib/notify/send.ts";
 import { dropLetters, reviveDead, sendDirect } from "../lib/notify/spool.ts";
 

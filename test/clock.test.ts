@@ -1,7 +1,7 @@
 // tend's time (lib/core/clock.ts): a table of wall-clock steps and boots, what tend's time does,
 // and what the decision then does with the times a state holds.
 import { describe, expect, test } from "bun:test";
-import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
+import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import { applySteps, frameOf, recordOf, type ClockRecord, type ClockReading } from "../lib/core/clock.ts";
 import { decide, recordRestart, type Facts } from "../lib/core/decide.ts";

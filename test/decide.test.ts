@@ -1,12 +1,12 @@
 // The decision for one service is a pure function: a table, one row per rule and per origin incident.
 import { describe, expect, test } from "bun:test";
-import { BUILTIN_TUNABLES } from "../lib/config/service.ts";
+import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import { decide, explain, recordRestart, recordStart, type Facts } from "../lib/core/decide.ts";
 import { asleepBetween, classifyGap, isStale } from "../lib/core/health.ts";
 import { uptimeClock } from "../lib/os/proc.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
-import { readState } from "../lib/state/service.ts";
+import { readState } from "../lib/state/service-state.ts";
 import { freshState, onlyObservations, type ServiceState } from "../lib/core/state.ts";
 import { isCalm, isUp, notJudged, viewOf, type StateWord } from "../lib/core/verdict.ts";
 import { appendSample, parseSamples } from "../lib/core/latency.ts";

@@ -7,7 +7,7 @@ import { CHECKS } from "../lib/checks/index.ts";
 import { RESTARTS } from "../lib/restarts/index.ts";
 import { NOTIFY_KEYS, parseConfig, SERVE_KEYS, WATCHDOG_KEYS } from "../lib/config/load.ts";
 import { REFERENCE, referenceKinds, renderReference } from "../lib/config/reference.ts";
-import { BUSY_KEYS, MEMORY_KEYS, SERVICE_KEYS, TUNABLE_KEYS } from "../lib/config/service.ts";
+import { BUSY_KEYS, MEMORY_KEYS, SERVICE_KEYS, TUNABLE_KEYS } from "../lib/config/service-table.ts";
 import { parseDuration } from "../lib/core/duration.ts";
 import { parseSize } from "../lib/core/size.ts";
 import { ROOT } from "./helpers.ts";

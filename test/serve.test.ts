@@ -396,7 +396,7 @@ test("a big host's page is built in slices: timers due meanwhile (run --serve's 
   box.writeConfig(lines.join("\n"));
   const { parseConfig } = await import("../lib/config/load.ts");
   const { freshState, OUTAGE_HISTORY } = await import("../lib/core/state.ts");
-  const { writeState } = await import("../lib/state/service.ts");
+  const { writeState } = await import("../lib/state/service-state.ts");
   const { ensureStateDir } = await import("../lib/state/dir.ts");
   const { answer } = await import("../lib/views/serve.ts");
   const config = parseConfig(readFileSync(box.config, "utf8"), box.config);

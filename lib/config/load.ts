@@ -8,7 +8,7 @@ import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
 import { checkServiceGraph } from "./graph.ts";
 import { isTable, Reader, show, type Table } from "./reader.ts";
-import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service.ts";
+import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service-table.ts";
 import {
   NOTIFY_FORMATS,
   TELEGRAM_NEEDS_CHAT,

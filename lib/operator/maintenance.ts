@@ -4,7 +4,7 @@ import { TendError, usageError } from "../core/errors.ts";
 import { waitLock } from "../os/lock.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, writeState } from "../state/service.ts";
+import { readState, writeState } from "../state/service-state.ts";
 import type { ServiceState } from "../core/state.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";

@@ -8,7 +8,7 @@ import { mainProcess } from "../os/pidsource.ts";
 import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { readState, writeState } from "../state/service.ts";
+import { readState, writeState } from "../state/service-state.ts";
 import { restartAndVerify } from "../pass/verify.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";

@@ -12,7 +12,7 @@ import type { Message } from "../notify/send.ts";
 import { describeRestart, restartKind, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
-import { readState, writeState } from "../state/service.ts";
+import { readState, writeState } from "../state/service-state.ts";
 import { onlyObservations, type ServiceState } from "../core/state.ts";
 import { restartAndVerify } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";

@@ -6,7 +6,7 @@ import { lockHolder, SharedPassLock, tryLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
 import { runPass } from "./pass.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
-import { stateReader } from "../state/service.ts";
+import { stateReader } from "../state/service-state.ts";
 import { systemClock, type ClockSource } from "../os/clock.ts";
 import { tendClock, type TendClock } from "../state/clock.ts";
 

@@ -23,7 +23,7 @@ import { rotateInPlace } from "../os/rotate.ts";
 import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { stateReader, writeState } from "../state/service.ts";
+import { stateReader, writeState } from "../state/service-state.ts";
 import { findGap, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";

@@ -5,7 +5,7 @@ import type { Config } from "../config/types.ts";
 import { refused, TendError, usageError } from "../core/errors.ts";
 import { fromPidfile, fromTmux, fromUnit, mainProcess, readPidfile, type MainProcess } from "../os/pidsource.ts";
 import type { ProcInfo } from "../os/proc.ts";
-import { stateReader } from "../state/service.ts";
+import { stateReader } from "../state/service-state.ts";
 import { isUnitName } from "../os/systemd.ts";
 import { TMUX_TARGET } from "../os/tmux.ts";
 

@@ -6,7 +6,7 @@ import { lockHolder, waitLock } from "../os/lock.ts";
 import { failingNow } from "../pass/wait.ts";
 
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, stateReader, writeState } from "../state/service.ts";
+import { readState, stateReader, writeState } from "../state/service-state.ts";
 import { type TunnelRecord } from "../core/state.ts";
 import { tunnelService } from "../config/tunnel.ts";
 import { judgeService } from "../pass/judge.ts";

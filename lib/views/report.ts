@@ -3,7 +3,7 @@ import { coveredBy, mergeSpans, overlap, type Span } from "../core/spans.ts";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { localStamp } from "../core/time.ts";
-import { stateReader, type StateReader } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service-state.ts";
 import type { ServiceState } from "../core/state.ts";
 import type { Paint } from "./status.ts";
 

@@ -13,7 +13,7 @@ import { viewOf } from "../core/verdict.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { formatLine, type Tag } from "../core/time.ts";
-import { stateReader } from "../state/service.ts";
+import { stateReader } from "../state/service-state.ts";
 import { watchedServices } from "./watched.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { renderMetrics } from "../core/metrics.ts";

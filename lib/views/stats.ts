@@ -4,7 +4,7 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { counted, humanDuration, latencyLabel } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { parseSamples } from "../core/latency.ts";
-import { stateReader, type StateReader } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service-state.ts";
 import { type LatencySample, type OutageRecord, type ServiceState } from "../core/state.ts";
 import type { Paint } from "./status.ts";
 

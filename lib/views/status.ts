@@ -12,7 +12,7 @@ import { readHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { mainProcess, probeContext } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
-import { stateReader, type StateReader } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service-state.ts";
 import { type ServiceState } from "../core/state.ts";
 import { deadCount, readNotifyState, spoolCount } from "../notify/spool.ts";
 

@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { statePaths } from "../state/dir.ts";
-import { stateReader, type StateReader } from "../state/service.ts";
+import { stateReader, type StateReader } from "../state/service-state.ts";
 import { tunnelService } from "../config/tunnel.ts";
 
 /**
