@@ -1,8 +1,8 @@
 // docs/configuration.md against the code: rendered from lib/config/reference.ts, whose tables
 // must hold exactly the keys the readers accept and the defaults an empty configuration parses to.
 import { expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { CHECKS } from "../lib/checks/index.ts";
 import { RESTARTS } from "../lib/restarts/index.ts";
 import { NOTIFY_KEYS, parseConfig, SERVE_KEYS, WATCHDOG_KEYS } from "../lib/config/load.ts";
@@ -86,4 +86,29 @@ test("the reference's defaults are what an empty configuration parses to", () =>
     failDays: Number(defaultOf("service.check", "fail_days", "tls")),
     insecure: defaultOf("service.check", "insecure", "tls") === "true",
   });
+});
+
+test("the README is a front page: at most 200 lines, and its quickstart configuration is valid", () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  expect(readme.split("\n").length).toBeLessThanOrEqual(200);
+  const quickstart = /```toml\n([\s\S]*?)```/.exec(readme)![1];
+  const config = parseConfig(quickstart, "/c/tend.toml", { HOME: "/h" });
+  expect(config.services.map((service) => service.name)).toEqual(["blog", "api"]);
+});
+
+test("every link in the README, CONTRIBUTING.md and docs/ stays in the repository (but SPEC.md's) and exists", () => {
+  const files = ["README.md", "CONTRIBUTING.md", ...readdirSync(join(ROOT, "docs")).map((name) => `docs/${name}`)];
+  const broken: string[] = [];
+  for (const file of files.filter((name) => name.endsWith(".md"))) {
+    const text = readFileSync(join(ROOT, file), "utf8").replace(/```[\s\S]*?```/g, "");
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      const path = target.split("#")[0];
+      if (!path) continue; // an anchor in the same file
+      const resolved = resolve(ROOT, dirname(file), path);
+      if (/^[a-z]+:/i.test(path)) broken.push(`${file}: ${target} leaves the repository`);
+      else if (resolved === resolve(ROOT, "..", "shared", "SPEC.md")) continue;
+      else if (!resolved.startsWith(`${ROOT}/`) || !existsSync(resolved)) broken.push(`${file}: ${target}`);
+    }
+  }
+  expect(broken).toEqual([]);
 });
