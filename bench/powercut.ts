@@ -164,6 +164,8 @@ interface Point {
   spool: string[];
   marks: string[];
   unmountable: boolean;
+  /** The first pass after the cut left the service running (null: no state dir yet). */
+  up: boolean | null;
 }
 
 function parseCheck(out: string): Point[] {
@@ -181,6 +183,7 @@ function parseCheck(out: string): Point[] {
         spool: [],
         marks: [],
         unmountable: false,
+        up: null,
       };
     } else if (!current) continue;
     else if (line.startsWith("PIDFILE ")) current.pidfile = line.slice(8);
@@ -189,6 +192,7 @@ function parseCheck(out: string): Point[] {
     else if (line.startsWith("SPOOL ")) current.spool.push(line.slice(6));
     else if (line.startsWith("MARK ")) current.marks.push(line.slice(5));
     else if (line === "UNMOUNTABLE") current.unmountable = true;
+    else if (line.startsWith("UP ")) current.up = line === "UP yes";
     else if (line.startsWith("END ")) {
       points.push(current);
       current = null;
@@ -201,6 +205,7 @@ interface Tally {
   points: number;
   emptyPidfile: number;
   noPidAfterPass: number;
+  downAfterCut: number;
   emptyState: number;
   lost: number;
   resentAfterFlush: number;
@@ -214,6 +219,7 @@ function judge(points: Point[]): Tally {
     points: points.length,
     emptyPidfile: 0,
     noPidAfterPass: 0,
+    downAfterCut: 0,
     emptyState: 0,
     lost: 0,
     resentAfterFlush: 0,
@@ -229,6 +235,7 @@ function judge(points: Point[]): Tally {
     const [digits] = point.pidfile.split(" ");
     if (point.pidfile !== "missing" && (digits === "" || digits === undefined)) tally.emptyPidfile++;
     if (passes.length && (point.pidfile === "missing" || !digits)) tally.noPidAfterPass++;
+    if (passes.length && point.up === false) tally.downAfterCut++;
     if (point.state !== "missing" && (point.state === "0" || !point.stateHead.startsWith("{"))) tally.emptyState++;
     const spooled = point.marks.flatMap((mark) => /^\d+ spooled (m\d+)$/.exec(mark)?.[1] ?? []);
     const flushed = new Set(point.marks.flatMap((mark) => /^\d+ flushed (\d+)$/.exec(mark)?.[1] ?? []));
@@ -331,7 +338,8 @@ await Promise.all(
       const result = await measure(boot, tools.get(name)!, fsName);
       const row =
         `| ${fsName} | ${name} | ${result.points} of ${result.entries} writes | ${result.emptyPidfile} | ` +
-        `${result.noPidAfterPass} | ${result.emptyState} | ${result.lost} | ${result.resentAfterFlush} | ` +
+        `${result.noPidAfterPass} | ${result.downAfterCut} | ${result.emptyState} | ${result.lost} | ` +
+        `${result.resentAfterFlush} | ` +
         `${result.resentInFlight} | ${result.unmountable} |`;
       rows.set(`${fsName} ${name}`, row);
       console.log(row, `(${result.seconds}s)`);
@@ -341,9 +349,9 @@ await Promise.all(
 console.log(
   [
     "",
-    "| file system | tend | crash points | empty pidfile | no PID after a pass | empty or torn state | " +
-      "lost messages | re-sent after a completed flush | re-sent in flight (same key) | unmountable |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| file system | tend | crash points | empty pidfile | no PID after a pass | down after the next pass | " +
+      "empty or torn state | lost messages | re-sent after a completed flush | re-sent in flight | unmountable |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ...runs.map(({ name, fsName }) => rows.get(`${fsName} ${name}`)!),
   ].join("\n"),
 );

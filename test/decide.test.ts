@@ -535,6 +535,22 @@ const ROWS: Row[] = [
     tags: [], // no ⚠️ of its own: the pass sends one 🔌
     next: { outage: null, restartsTotal: 0 },
   },
+  {
+    name: "incident: a power cut left the pidfile empty: after the reboot it names nothing, so a boot start",
+    state: { startedAt: NOW - DAY, lastHealthyAt: NOW - 6 * MIN },
+    facts: {
+      process: { running: false, startedAt: null, detail: 'pidfile holds "", not a PID', unreadable: true },
+      gap: { name: "host", reason: "unexpected_shutdown_or_reboot", from: NOW - 6 * MIN, to: NOW },
+    },
+    kind: "restart",
+    reason: "boot",
+  },
+  {
+    name: "an empty pidfile within a boot (a write in progress) starts nothing beside what may run",
+    state: { startedAt: NOW - DAY, lastHealthyAt: NOW - 6 * MIN },
+    facts: { process: { running: false, startedAt: null, detail: 'pidfile holds "", not a PID', unreadable: true } },
+    kind: "strike",
+  },
   // slow_above: slow is not failing.
   {
     name: "slow_above: a healthy answer slower than D is slow: no strike, WARN + 🐢 when it becomes slow",

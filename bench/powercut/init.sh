@@ -23,10 +23,7 @@ mark() {
   printf 'MARK %s %s\n' "$seq" "$*" | dd of=/dev/vda bs=512 seek=$((MARKS + seq)) count=1 conv=sync,notrunc,fsync 2>/dev/null
 }
 
-if [ "$mode" = work ]; then
-  mount -t "$fs" -o "$opts" /dev/vda /mnt || { echo "MOUNT FAILED"; poweroff -f; }
-  mkdir -p /mnt/state
-  cat > /tmp/tend.toml <<TOML
+cat > /tmp/tend.toml <<TOML
 [watchdog]
 state_dir = "/mnt/state"
 [notify]
@@ -44,7 +41,11 @@ process = true
 [service.restart]
 spawn = ["sleep", "100000"]
 TOML
-  export TEND_CONFIG=/tmp/tend.toml HOME=/tmp
+export TEND_CONFIG=/tmp/tend.toml HOME=/tmp
+
+if [ "$mode" = work ]; then
+  mount -t "$fs" -o "$opts" /dev/vda /mnt || { echo "MOUNT FAILED"; poweroff -f; }
+  mkdir -p /mnt/state
   i=0
   while [ $i -lt "$rounds" ]; do
     i=$((i + 1))
@@ -83,6 +84,18 @@ if [ "$mode" = check ]; then
       printf 'STATE %s\n' "$( [ -e $s/services/svc.json ] && wc -c < $s/services/svc.json || echo missing)"
       head -c 200 $s/services/svc.json 2>/dev/null | tr -d '\n' | sed 's/^/STATEHEAD /'; echo
       if [ -e $s/notify-spool.jsonl ]; then sed 's/^/SPOOL /' $s/notify-spool.jsonl; fi
+      # Power back: the first pass after the cut (a new boot). Is the service running after it?
+      if [ -d $s ]; then
+        timeout 90 /t/tend watchdog > /tmp/pass.out 2>&1
+        pid=$(tr -cd '0-9' < $s/svc.pid 2>/dev/null)
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+          echo "UP yes"
+          kill -9 "$pid"
+        else
+          echo "UP no"
+          sed 's/^/PASSOUT /' /tmp/pass.out | head -n 6
+        fi
+      fi
       umount /mnt
     else
       echo "UNMOUNTABLE"

@@ -318,7 +318,11 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
   if (facts.unit?.activeState === "inactive" || facts.stopped) return skip("stopped");
 
   const { process } = facts;
-  if (process && !process.running && !process.supervised && !process.unreadable && service.restart) {
+  // A pid source that cannot be read may name a process that still runs: nothing is started beside
+  // it. After a reboot none of the last boot's processes runs: a pidfile a power cut left empty
+  // (the shell's write, cut before it reached the disk) names nothing, and the service is started.
+  const unreadable = process?.unreadable === true && facts.gap?.name !== "host";
+  if (process && !process.running && !process.supervised && !unreadable && service.restart) {
     // Never started by tend nor seen healthy: new, not crashed. Its first start opens no outage and is not counted.
     if (state.startedAt === null && state.lastHealthyAt === null)
       return { kind: "restart", reason: "start", next: state, log: [] };
