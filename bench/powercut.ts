@@ -7,7 +7,8 @@
 // replayed, f2fs's roll-forward run), and read as tend's next pass would. What the workload was
 // promised when (a pass done, a message spooled, a flush done; the receiver's deliveries) is
 // marked in the disk's last MiBs, flushed, so each crash image says what it must still hold.
-//   bun bench/powercut.ts [--rounds N] [--points N] [--before PATH] [--fs ext4,ext4-noauto_da_alloc,f2fs]
+//   bun bench/powercut.ts [--rounds N] [--points N] [--before PATH [--before-fs LIST]]
+//                         [--fs ext4,ext4-noauto_da_alloc,f2fs]
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -20,6 +21,8 @@ const { values: args } = parseArgs({
     points: { type: "string", default: "250" },
     before: { type: "string" },
     fs: { type: "string", default: "ext4,ext4-noauto_da_alloc,f2fs" },
+    /** The file systems to run --before on (default: all of --fs). */
+    "before-fs": { type: "string" },
   },
 });
 
@@ -327,7 +330,13 @@ const boot = prepare();
 const binaries: [string, string][] = [["after", join(ROOT, "build", "tend")]];
 if (args.before) binaries.unshift(["before", args.before]);
 const tools = new Map(binaries.map(([name, binary]) => [name, toolsImage(binary, name)]));
-const runs = binaries.flatMap(([name]) => args.fs!.split(",").map((fsName) => ({ name, fsName })));
+const beforeFs = (args["before-fs"] ?? args.fs!).split(",");
+const runs = binaries.flatMap(([name]) =>
+  args
+    .fs!.split(",")
+    .filter((fsName) => name !== "before" || beforeFs.includes(fsName))
+    .map((fsName) => ({ name, fsName })),
+);
 const rows = new Map<string, string>();
 // Two VMs at a time (TCG: a core each).
 let next = 0;

@@ -3,10 +3,11 @@
 // ext4 mounted noauto_da_alloc (stock Android /data), tmpfs. Where it does not, a write tend
 // calls not durable (an observation, the heartbeat) is fsynced all the same.
 import { afterEach, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { uptime } from "node:os";
 import { join } from "node:path";
 import { renameOrdersData } from "../lib/os/atomic.ts";
-import { run, Sandbox } from "./helpers.ts";
+import { alive, run, Sandbox } from "./helpers.ts";
 
 let box: Sandbox;
 const mounts: string[] = [];
@@ -59,3 +60,32 @@ test("ext4 orders a rename after its data, ext4 noauto_da_alloc does not (so a w
   const fsyncs = (await Bun.file(join(box.dir, "trace")).text()).split("\n").filter((line) => line.includes("fsync("));
   expect(fsyncs.length).toBe(2); // a.json's file and its directory; b.json none
 }, 60_000);
+
+test("a pidfile written before the host booted names the last boot's PID: not the service, whoever holds it", async () => {
+  box = new Sandbox();
+  // A live process that holds the PID the pidfile names, as a process of this boot might after a reboot.
+  const holder = Bun.spawn(["sleep", "600"], { stdout: "ignore", stderr: "ignore" });
+  box.track(holder.pid);
+  mkdirSync(box.state, { recursive: true, mode: 0o700 });
+  const pidfile = join(box.state, "svc.pid");
+  writeFileSync(pidfile, `${holder.pid}\n`);
+  const bootedAt = Date.now() - uptime() * 1000;
+  utimesSync(pidfile, new Date(bootedAt - 60_000), new Date(bootedAt - 60_000));
+  box.writeConfig(`
+[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "svc"
+pidfile = "svc.pid"
+[service.check]
+process = true
+[service.restart]
+spawn = ["sleep", "600"]
+`);
+  const pass = await box.tend(["watchdog"]);
+  expect(pass.stdout).toMatch(/\[START\] svc: started pid (\d+)/);
+  const started = Number(readFileSync(pidfile, "utf8"));
+  box.track(started);
+  expect(started).not.toBe(holder.pid);
+  expect(alive(holder.pid)).toBe(true); // never signalled: it is not tend's
+}, 30_000);

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { oneLine } from "../core/sanitize.ts";
 import { inWords, readRegularFile } from "./files.ts";
 import type { ServiceConfig } from "../config/types.ts";
-import { isRunning, readProc, signalProbe, startedAtMs, type ProcInfo } from "./proc.ts";
+import { bootTimeMs, isRunning, readProc, signalProbe, startedAtMs, type ProcInfo } from "./proc.ts";
 import { findPane } from "./tmux.ts";
 import { launchdPid } from "./launchd.ts";
 import { showUnit } from "./systemd.ts";
@@ -79,6 +79,9 @@ export function fromPidfile(
   if ("problem" in read) return { ...gone(read.problem), unreadable: true };
   const { pid, writtenAt } = read;
   if (pid <= 0) return { ...gone(`${path} holds pid ${pid}, not a process`), unreadable: true };
+  // Written before the host booted: its PID is the last boot's, whoever holds that number now (a
+  // phone boots the same way every time: the same PID, even the same start tick, is no proof).
+  if (writtenAt < bootTimeMs() - 2 * PIDFILE_SLACK_MS) return gone(`pid ${pid} is from before the host booted`);
   const info = readProc(pid);
   if (!info) {
     if (signalProbe(pid) === "gone") return gone(`pid ${pid} is gone`);
