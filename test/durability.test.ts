@@ -61,7 +61,7 @@ test("ext4 orders a rename after its data, ext4 noauto_da_alloc does not (so a w
   expect(fsyncs.length).toBe(2); // a.json's file and its directory; b.json none
 }, 60_000);
 
-test("a pidfile written before the host booted names the last boot's PID: not the service, whoever holds it", async () => {
+test("a pidfile written before the host booted holds the last boot's PID: not the service now", async () => {
   box = new Sandbox();
   // A live process that holds the PID the pidfile names, as a process of this boot might after a reboot.
   const holder = Bun.spawn(["sleep", "600"], { stdout: "ignore", stderr: "ignore" });
