@@ -36,6 +36,8 @@ name = "svc"
 pidfile = "svc.pid"
 grace = "0s"
 cooldown = "0s"
+# Killed every round on purpose: never given up (a given-up service stays down after a reboot, by design).
+max_restarts = 1000
 [service.check]
 process = true
 [service.restart]
