@@ -1,7 +1,6 @@
 // tend's time (lib/core/clock.ts): a table of wall-clock steps and boots, what tend's time does,
 // and what the decision then does with the times a state holds.
 import { describe, expect, test } from "bun:test";
-import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import { applySteps, frameOf, recordOf, type ClockRecord, type ClockReading } from "../lib/core/clock.ts";
 import { decide, recordRestart, type Facts } from "../lib/core/decide.ts";
@@ -9,6 +8,7 @@ import { humanDuration } from "../lib/core/duration.ts";
 import { downtimeMessage } from "../lib/core/events.ts";
 import { freshState, type ServiceState } from "../lib/core/state.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
+import { SERVICE_FIXTURE } from "./helpers.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00Z");
 const SEC = 1000;
@@ -196,32 +196,7 @@ describe("a step moves every time this boot recorded, once", () => {
 
 // The decision with a state a step left as it was (a write across the step, an older tend): never
 // a grace, backoff or cooldown longer than configured, never a restart counted from the future.
-const SERVICE: ServiceConfig = {
-  ...BUILTIN_TUNABLES,
-  name: "blog",
-  enabled: true,
-  pidfile: null,
-  tmux: null,
-  unit: null,
-  launchd: null,
-  runit: null,
-  check: {
-    kind: "http",
-    url: "http://127.0.0.1:8080/",
-    expect: null,
-    anyResponse: false,
-    failCodes: null,
-    contains: null,
-    headers: {},
-    timeoutMs: 5000,
-  },
-  restart: { kind: "command", argv: ["true"], shell: null },
-  dependsOn: [],
-  requiresDns: null,
-  busy: null,
-  memory: null,
-  trackRestarts: false,
-} as ServiceConfig;
+const SERVICE: ServiceConfig = SERVICE_FIXTURE;
 const FAIL: ProbeResult = { ok: false, detail: "HTTP 502", latencyMs: 40, timedOut: false };
 const OK: ProbeResult = { ok: true, detail: "HTTP 200", latencyMs: 40, timedOut: false };
 const facts = (extra: Partial<Facts> = {}): Facts => ({

@@ -12,38 +12,13 @@ import { isCalm, isUp, notJudged, viewOf, type StateWord } from "../lib/core/ver
 import { appendSample, parseSamples } from "../lib/core/latency.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Sandbox } from "./helpers.ts";
+import { Sandbox, SERVICE_FIXTURE } from "./helpers.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 const MIN = 60_000;
 const DAY = 86_400_000;
 
-const SERVICE: ServiceConfig = {
-  ...BUILTIN_TUNABLES,
-  name: "blog",
-  enabled: true,
-  pidfile: null,
-  tmux: null,
-  unit: null,
-  launchd: null,
-  runit: null,
-  check: {
-    kind: "http",
-    url: "http://127.0.0.1:8080/",
-    expect: null,
-    anyResponse: false,
-    failCodes: null,
-    contains: null,
-    headers: {},
-    timeoutMs: 5000,
-  },
-  restart: { kind: "tmux", target: "main:blog", run: "python3 -m http.server 8080" },
-  dependsOn: [],
-  requiresDns: null,
-  busy: null,
-  memory: null,
-  trackRestarts: false,
-};
+const SERVICE: ServiceConfig = SERVICE_FIXTURE;
 
 const OK: ProbeResult = { ok: true, detail: "HTTP 200", latencyMs: 40, timedOut: false };
 const TIMEOUT: ProbeResult = { ok: false, detail: "no answer within 5.0s", latencyMs: 5000, timedOut: true };

@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync, readFileSync, existsSync, utimesSyn
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
+import type { ServiceConfig } from "../lib/config/types.ts";
 
 export const ROOT = resolve(import.meta.dir, "..");
 /** The compiled binary under test (make test sets it); tests run what users run. */
@@ -212,3 +214,31 @@ export function ageHeartbeat(stateDir: string, at: number, { otherBoot = false }
   writeFileSync(path, aged);
   utimesSync(path, new Date(at), new Date(at));
 }
+
+/** A configured service for the pure decision's tests (decide.test.ts, clock.test.ts): http check, tmux restart. */
+export const SERVICE_FIXTURE: ServiceConfig = {
+  ...BUILTIN_TUNABLES,
+  name: "blog",
+  enabled: true,
+  pidfile: null,
+  tmux: null,
+  unit: null,
+  launchd: null,
+  runit: null,
+  check: {
+    kind: "http",
+    url: "http://127.0.0.1:8080/",
+    expect: null,
+    anyResponse: false,
+    failCodes: null,
+    contains: null,
+    headers: {},
+    timeoutMs: 5000,
+  },
+  restart: { kind: "tmux", target: "main:blog", run: "python3 -m http.server 8080" },
+  dependsOn: [],
+  requiresDns: null,
+  busy: null,
+  memory: null,
+  trackRestarts: false,
+};
