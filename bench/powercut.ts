@@ -8,7 +8,7 @@
 // promised when (a pass done, a message spooled, a flush done; the receiver's deliveries) is
 // marked in the disk's last MiBs, flushed, so each crash image says what it must still hold.
 //   bun bench/powercut.ts [--rounds N] [--points N] [--before PATH [--before-fs LIST]]
-//                         [--fs ext4,ext4-noauto_da_alloc,f2fs]
+//                         [--fs ext4,ext4-noauto_da_alloc,f2fs] [--only before|after]
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -23,6 +23,8 @@ const { values: args } = parseArgs({
     fs: { type: "string", default: "ext4,ext4-noauto_da_alloc,f2fs" },
     /** The file systems to run --before on (default: all of --fs). */
     "before-fs": { type: "string" },
+    /** Run only one of the two binaries: "before" or "after" (the tables can be measured in two sittings). */
+    only: { type: "string" },
   },
 });
 
@@ -327,8 +329,11 @@ async function measure(boot: { kernel: string; initrd: string }, tools: string, 
 }
 
 const boot = prepare();
+if (args.only && !["before", "after"].includes(args.only)) throw new Error(`--only ${args.only}: before or after`);
+if (args.only === "before" && !args.before) throw new Error("--only before needs --before PATH");
 const binaries: [string, string][] = [["after", join(ROOT, "build", "tend")]];
 if (args.before) binaries.unshift(["before", args.before]);
+if (args.only) binaries.splice(0, binaries.length, ...binaries.filter(([name]) => name === args.only));
 const tools = new Map(binaries.map(([name, binary]) => [name, toolsImage(binary, name)]));
 const beforeFs = (args["before-fs"] ?? args.fs!).split(",");
 const runs = binaries.flatMap(([name]) =>

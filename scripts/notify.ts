@@ -6,6 +6,7 @@ import { redactUrl } from "../lib/core/redact.ts";
 import { channelFor, flush, listLetters, sendMessage, type Said } from "../lib/notify/by-hand.ts";
 import { buildRequest, describeRequest, type Message } from "../lib/notify/send.ts";
 import { dropLetters, reviveDead, sendDirect } from "../lib/notify/spool.ts";
+import { tendNow } from "../lib/state/clock.ts";
 
 const USAGE = `usage: notify [--title T] [--priority P] [--tag T]... [--event E] [--service S]
               [--url U] [--format F] [--dry-run] [--no-spool] MESSAGE...   (MESSAGE - reads stdin)
@@ -37,13 +38,14 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
     const url: string | null = args.url ?? config.notify.url;
     const words = args._.map(String);
     const stateDir = config.watchdog.stateDir;
+    const now = await tendNow(stateDir); // tend's time: a clock step neither ages the spool nor stretches min_interval
     if (args.drop !== undefined) return (io.out(`dropped ${await dropLetters({ stateDir }, args.drop)} message(s)`), 0);
     if (args["retry-dead"]) io.out(`${await reviveDead({ stateDir })} dead letter(s) back in the spool`);
     if (args.flush || args["retry-dead"]) {
       const channel = url ? channelFor(config, url, format) : null;
-      return say(await flush(config, channel, { refusedFails: args["retry-dead"] }));
+      return say(await flush(config, channel, now, { refusedFails: args["retry-dead"] }));
     }
-    if (argv.includes("--spool") && !words.length) return (io.out(listLetters(stateDir).join("\n")), 0);
+    if (argv.includes("--spool") && !words.length) return (io.out(listLetters(stateDir, now()).join("\n")), 0);
     if (!words.length) throw usageError(`no MESSAGE\n\n${USAGE}`);
     const channel = channelFor(config, url, format);
     const text = words.length === 1 && words[0] === "-" ? (await stdin()).replace(/\n$/, "") : words.join(" ");
@@ -59,10 +61,10 @@ export function main(argv: string[], io: Io, stdin: () => Promise<string> = () =
       tags,
       event: args.event ?? null,
       service: args.service ?? null,
-      time: new Date().toISOString(),
+      time: new Date(now()).toISOString(),
     };
     if (args["dry-run"]) return (io.out(describeRequest(buildRequest(message, channel))), 0);
-    if (args.spool) return say(await sendMessage(config, channel, message));
+    if (args.spool) return say(await sendMessage(config, channel, message, now));
     const result = await sendDirect(message, channel);
     const to = `notify: delivery to ${redactUrl(channel.url)}`;
     if (!result.ok) io.err(`${to} failed after ${result.attempts} attempt(s): ${result.detail} (dropped: --no-spool)`);

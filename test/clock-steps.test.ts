@@ -7,7 +7,7 @@
 // nor a new boot: those are below with an injected clock (the wall clock as the test sets it, the
 // boot-time clock real).
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runPass } from "../lib/pass/pass.ts";
 import { runLoop } from "../lib/pass/loop.ts";
@@ -15,6 +15,7 @@ import { tendNow } from "../lib/state/clock.ts";
 import { answer } from "../lib/views/serve.ts";
 import { collectStatus } from "../lib/views/status.ts";
 import { parseConfig } from "../lib/config/load.ts";
+import { readDead, readNotifyState, readSpool, writeNotifyState } from "../lib/notify/spool.ts";
 import type { ClockSource } from "../lib/os/clock.ts";
 import type { ClockReading } from "../lib/core/clock.ts";
 import { controlledServer, recordingReceiver, run, Sandbox, TEND, waitFor } from "./helpers.ts";
@@ -135,6 +136,91 @@ test("back to 1970 during grace: grace is over by the boot-time clock, and the f
   expect(new Date(first).getUTCFullYear()).toBe(1970); // the earlier start moved back with the wall clock
   expect(second - first).toBeGreaterThan(TO_1970_S * 1000); // 56 years apart by the boot-time clock
   expect(stepLines(box.read("watchdog.log"))).toHaveLength(1);
+}, 60_000);
+
+/** The notify durations, each across a step back of 2 h (2 h passed by the boot-time clock, seconds by the wall). */
+function notifying(receiver: string, notifyExtra: string, watchdogExtra = "") {
+  return `
+[watchdog]
+state_dir = "${box.state}"
+interval = "1m"
+${watchdogExtra}
+[notify]
+url = "${receiver}/topic"
+retries = 0
+${notifyExtra}
+`;
+}
+
+test("-2 h with a message spooled: spool_max_age counts its real age, by hand and after a pass followed", async () => {
+  box = new Sandbox();
+  const receiver = recordingReceiver();
+  stops.push(receiver.stop);
+  box.writeConfig(notifying(receiver.url, 'spool_max_age = "1h"'));
+  expect((await tendIn(0, ["watchdog"])).code).toBe(0); // the heartbeat: tend's time from here
+  receiver.control.status = 503;
+  for (const text of ["first", "second"]) {
+    const spooled = await tendIn(0, ["notify", "--event", "failed", "--service", text, text]);
+    expect(spooled.stderr).toContain("spooled (");
+  }
+  receiver.control.status = 200;
+  // Before any pass followed the step (the records' frame): 2 h old, past spool_max_age.
+  await tendIn(2 * HOUR_S, ["notify", "--flush"]);
+  expect(receiver.received).toEqual([]);
+  const dead = box.read("notify-dead.jsonl");
+  expect(dead).toContain('"first"');
+  expect(dead).toMatch(/expired: spooled 2h\d*m?\d*s? ago \(spool_max_age 1h\)/);
+  expect(box.read("watchdog.log")).toMatch(/2 spooled notification\(s\) older than 1h .*moved to notify-dead.jsonl/);
+  // Again with a pass that follows the step first (the entries' times moved by it): expired too.
+  receiver.control.status = 503;
+  await tendIn(2 * HOUR_S, ["notify", "--event", "failed", "--service", "third", "third"]);
+  receiver.control.status = 200;
+  const stepped = await tendIn(4 * HOUR_S, ["watchdog"]);
+  expect(stepped.stdout).toMatch(/\[WARN\] the clock stepped -(72|144)\d\ds/);
+  expect(receiver.received.join("\n")).not.toContain("third");
+  expect(box.read("notify-dead.jsonl")).toContain('"third"');
+}, 60_000);
+
+test("-2 h: min_interval counts real time, so a repeat 2 h later is sent, not suppressed for 2 h more", async () => {
+  box = new Sandbox();
+  const receiver = recordingReceiver();
+  stops.push(receiver.stop);
+  box.writeConfig(notifying(receiver.url, 'min_interval = "1h"'));
+  expect((await tendIn(0, ["watchdog"])).code).toBe(0);
+  const notify = (offsetS: number, text: string) =>
+    tendIn(offsetS, ["notify", "--event", "restart", "--service", "web", text]);
+  expect((await notify(0, "one")).code).toBe(0);
+  expect((await notify(0, "two")).stdout).toContain("suppressed"); // within min_interval: a repeat
+  // By hand before any pass followed the step, then after one did: both 2 h after "one".
+  expect((await notify(2 * HOUR_S, "three")).stdout).not.toContain("suppressed");
+  expect(receiver.received.join("\n")).toContain("three (+1 similar suppressed)");
+  await tendIn(4 * HOUR_S, ["watchdog"]);
+  expect(stepLines(box.read("watchdog.log"))).toHaveLength(1);
+  expect((await notify(4 * HOUR_S, "four")).stdout).not.toContain("suppressed");
+  expect(receiver.received.join("\n")).toContain("four");
+}, 60_000);
+
+test("-25 h: a heartbeat URL refused for good is tried again after a real day, not a wall-clock one", async () => {
+  box = new Sandbox();
+  let pings = 0;
+  // Uptime Kuma's answer for a deleted push monitor (its words, from its source), from a local server.
+  const kuma = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => (pings++, Response.json({ ok: false, msg: "Monitor not found or not active." }, { status: 404 })),
+  });
+  const receiver = recordingReceiver();
+  stops.push(() => kuma.stop(true), receiver.stop);
+  const push = `http://127.0.0.1:${kuma.port}/api/push/token?status={status}&msg={msg}`;
+  box.writeConfig(notifying(receiver.url, "", `heartbeat_url = "${push}"`));
+  expect((await tendIn(0, ["watchdog"])).stdout).toContain("refused for good");
+  await tendIn(0, ["watchdog"]);
+  expect(pings).toBe(1); // left a day
+  await tendIn(12 * HOUR_S, ["watchdog"]); // a step back of 12 h: half a day passed
+  expect(pings).toBe(1);
+  const later = await tendIn(25 * HOUR_S, ["watchdog"]); // 25 h after the first: tried, and said, again
+  expect(pings).toBe(2);
+  expect(later.stdout).toContain("refused for good");
 }, 60_000);
 
 /** A clock a test steps: the wall clock as set, the boot-time clock real (this boot), one boot id. */
@@ -348,6 +434,51 @@ test("the loop across a step back (injected clock): a full pass every interval s
   expect(performance.now() - started).toBeLessThan(30_000);
   expect(lines.filter((line) => line.includes("the clock stepped -3600s"))).toHaveLength(1);
   expect(lines.join("\n")).not.toContain("DOWNTIME");
+}, 60_000);
+
+test("a step moves every time notify keeps, once (injected clock): dedup, alerts, spool, dead letters", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  const receiver = recordingReceiver();
+  stops.push(() => web.server.stop(true), receiver.stop);
+  const config = libConfig(healthyService(web.url, receiver.url));
+  const { clock, source } = steppedClock();
+  await runPass({ config, echo: () => {}, clock: source });
+  const at = (await tendNow(box.state, source))();
+  const iso = new Date(at).toISOString();
+  writeNotifyState(box.state, {
+    dropped: 0,
+    dedup: { "web\u0000restart": { lastAt: at, suppressed: 1 } },
+    lastError: { at: iso, detail: "HTTP 503" },
+    firing: { "TendServiceDown web": { labels: {}, annotations: {}, startsAt: iso } },
+    unanswered: { web: at },
+    waitingSaid: { count: 1, at },
+  });
+  const entry = { message: "m", title: null, priority: null, tags: [], event: null, service: null, time: iso };
+  writeFileSync(
+    join(box.state, "notify-spool.jsonl"),
+    JSON.stringify({ ...entry, id: "a", url: "u", format: "text" }) + "\n",
+  );
+  const letter = { ...entry, id: "b", url: "u", format: "text", status: 400, answer: "no", deadAt: iso };
+  writeFileSync(join(box.state, "notify-dead.jsonl"), JSON.stringify(letter) + "\n");
+  clock.stepMs = -3_600_000;
+  await runPass({ config, echo: () => {}, clock: source });
+  const hourBack = (value: string | number) => (typeof value === "string" ? Date.parse(value) : value) - at;
+  const state = readNotifyState(box.state);
+  for (const value of [
+    state.dedup["web\u0000restart"].lastAt,
+    state.lastError!.at,
+    state.firing["TendServiceDown web"].startsAt,
+    state.unanswered.web,
+    state.waitingSaid!.at,
+    readSpool(box.state).messages[0].time,
+    readDead(box.state)[0].time,
+    readDead(box.state)[0].deadAt,
+  ])
+    expect(Math.abs(hourBack(value) + 3_600_000)).toBeLessThan(1000); // moved by the step as measured
+  expect(state.clockStep).toBe(1);
+  writeNotifyState(box.state, state); // saved as read: moved once, not again
+  expect(readNotifyState(box.state).dedup["web\u0000restart"].lastAt).toBe(state.dedup["web\u0000restart"].lastAt);
 }, 60_000);
 
 test("/healthz, status after a step no pass followed (injected clock): the records' frame, not negative", async () => {

@@ -102,17 +102,26 @@ export function killAll(pids: number[]) {
 }
 
 /** A local receiver on port 0 that answers 200 and keeps every body it got. */
+/** A receiver that keeps what it accepted; `control.status` other than 2xx refuses (and keeps nothing). */
 export function recordingReceiver() {
   const received: string[] = [];
+  const control = { status: 200 };
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     async fetch(request) {
-      received.push(await request.text());
-      return new Response("ok");
+      const body = await request.text();
+      if (control.status >= 200 && control.status < 300) received.push(body);
+      return new Response("ok", { status: control.status });
     },
   });
-  return { received, url: `http://127.0.0.1:${server.port}`, port: server.port, stop: () => server.stop(true) };
+  return {
+    received,
+    control,
+    url: `http://127.0.0.1:${server.port}`,
+    port: server.port,
+    stop: () => server.stop(true),
+  };
 }
 
 /** Run argv to its end without blocking this process (its servers keep answering); killed after timeoutMs. */

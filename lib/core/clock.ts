@@ -141,6 +141,21 @@ const moved = (at: number, step: ClockStep) => (at >= step.fromMs ? at + step.by
 const movedOrNull = (at: number | null | undefined, step: ClockStep) =>
   at === null || at === undefined ? at : moved(at, step);
 
+/** The last step recorded (0: none): a record written now has taken every step up to it. */
+export const lastStep = (steps: ClockStep[]) => steps.at(-1)?.seq ?? 0;
+
+/** A time this boot recorded, moved by the steps its record has not taken (those after `taken`). */
+export const stepped = (at: number, steps: ClockStep[], taken = 0) =>
+  steps.reduce((value, step) => (step.seq > taken ? moved(value, step) : value), at);
+
+/** The same for a time written as ISO text (a message's date); one that does not parse is kept. */
+export function steppedIso(iso: string, steps: ClockStep[], taken = 0): string {
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return iso;
+  const moved = stepped(at, steps, taken);
+  return moved === at ? iso : new Date(moved).toISOString();
+}
+
 /**
  * A service's state with the steps it has not taken applied: every time it holds that this boot
  * recorded, moved as tend's time moved. A certificate's expiry is the world's time, not tend's: kept.

@@ -12,6 +12,8 @@ import { deliver, deliveryOptions, readSpool } from "./spool.ts";
 import { logDelivery } from "./log.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
+import { lastStep, stepped } from "../core/clock.ts";
+import { clockSteps, tendNow } from "../state/clock.ts";
 import { statePaths } from "../state/dir.ts";
 
 /** A watchdog log line worth a notification, as a message that starts with its emoji and names the service. */
@@ -33,13 +35,15 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
  * Send the spool, then this pass's events; a message that fails for a passing reason is logged
  * (NOTIFY) and stays spooled, one refused for good is logged and kept in the dead letters.
  */
-export async function sendEvents(config: Config, events: Message[], logger: Logger): Promise<void> {
+export async function sendEvents(config: Config, events: Message[], logger: Logger, now?: () => number): Promise<void> {
   const { url, format, timeoutMs, retries } = config.notify;
-  if ((!events.length || !url) && readSpool(config.watchdog.stateDir).messages.length === 0) return;
+  const stateDir = config.watchdog.stateDir;
+  if ((!events.length || !url) && readSpool(stateDir).messages.length === 0) return;
   const channel = url ? { url, format, timeoutMs, retries } : null;
   try {
-    const report = await deliver(channel ? events : [], deliveryOptions(config, channel));
-    logDelivery(config, report, logger, url, events.length > 0);
+    const tendTime = now ?? (await tendNow(stateDir));
+    const report = await deliver(channel ? events : [], deliveryOptions(config, channel, tendTime));
+    logDelivery(config, report, logger, url, events.length > 0, tendTime());
   } catch (error) {
     logger.write(
       "NOTIFY",
@@ -74,6 +78,8 @@ const DAY_MS = 86_400_000;
 interface PingState {
   /** The URL (hashed: it holds the push token) that was refused for good, and when it was said. */
   refused: { url: string; at: number } | null;
+  /** The last clock step `refused.at` has taken ("once a day" is a real day). */
+  clockStep?: number;
 }
 
 const pingStateFile = (stateDir: string) => statePaths(stateDir).heartbeatPing;
@@ -83,7 +89,9 @@ function readPingState(stateDir: string): PingState {
   try {
     const saved = JSON.parse(readRegularFile(pingStateFile(stateDir), 4096, { noFollow: true }));
     const refused = saved?.refused;
-    return typeof refused?.url === "string" && typeof refused?.at === "number" ? { refused } : { refused: null };
+    if (typeof refused?.url !== "string" || typeof refused?.at !== "number") return { refused: null };
+    const taken = typeof saved.clockStep === "number" ? saved.clockStep : 0;
+    return { refused: { url: refused.url, at: stepped(refused.at, clockSteps(stateDir), taken) } };
   } catch {
     return { refused: null };
   }
@@ -112,7 +120,8 @@ export async function pingHeartbeat(
   const push = PLACEHOLDERS.test(base);
   const save = (next: PingState) => {
     try {
-      writeFileAtomic(pingStateFile(stateDir), `${JSON.stringify(next)}\n`);
+      const clockStep = lastStep(clockSteps(stateDir));
+      writeFileAtomic(pingStateFile(stateDir), `${JSON.stringify({ ...next, clockStep })}\n`);
     } catch {}
   };
   try {

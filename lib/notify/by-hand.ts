@@ -52,27 +52,32 @@ function emailChannelUrl(config: Config, given: string): string {
 }
 
 /** With a configuration found, `notify` by hand says in the watchdog log what a pass would (NOTIFY). */
-function logByHand(config: Config, report: DeliverReport, url: string | null, sentNew: boolean): void {
+function logByHand(config: Config, report: DeliverReport, url: string | null, sentNew: boolean, now: () => number) {
   if (config.path === BUILT_IN) return;
   try {
     logDelivery(
       config,
       report,
-      new Logger(config.watchdog.log, () => {}, Date.now, config.watchdog.rotation),
+      new Logger(config.watchdog.log, () => {}, now, config.watchdog.rotation),
       url,
       sentNew,
+      now(),
     );
   } catch {} // the log is a courtesy here: notify says it all on stderr
 }
 
-/** `notify --flush`: the spool, each message to its own destination (no configured URL needed). */
+/**
+ * `notify --flush`: the spool, each message to its own destination (no configured URL needed).
+ * `now`: tend's time (state/clock.ts), as for every notify by hand.
+ */
 export async function flush(
   config: Config,
   channel: Channel | null,
+  now: () => number,
   { refusedFails = false }: { refusedFails?: boolean } = {},
 ): Promise<Said> {
-  const report = await deliver([], deliveryOptions(config, channel));
-  logByHand(config, report, channel?.url ?? null, false);
+  const report = await deliver([], deliveryOptions(config, channel, now));
+  logByHand(config, report, channel?.url ?? null, false, now);
   // --retry-dead: a dead letter refused again is that operation failing (exit 1), not a flush that went well.
   const said: Said = { out: [], err: [], code: report.waiting || (refusedFails && report.buried) ? 1 : 0 };
   if (report.flushed) said.out.push(`flushed ${report.flushed} spooled message(s)`);
@@ -82,7 +87,7 @@ export async function flush(
 }
 
 /** `notify --spool`: what waits in the spool and what lies in the dead letters, one line each. */
-export function listLetters(stateDir: string, now = Date.now()): string[] {
+export function listLetters(stateDir: string, now: number): string[] {
   type Letter = { id: string; time: string; url: string; format: string; message: string; attempts?: number };
   const line = (kind: string, entry: Letter, why: string) =>
     // Spooled text is outside text: escaped (an ESC in a message must not recolour the terminal).
@@ -101,9 +106,14 @@ export function listLetters(stateDir: string, now = Date.now()): string[] {
 }
 
 /** Deliver one new message through the spool and say how it went. */
-export async function sendMessage(config: Config, channel: Channel, message: Message): Promise<Said> {
-  const report: DeliverReport = await deliver([message], deliveryOptions(config, channel));
-  logByHand(config, report, channel.url, true);
+export async function sendMessage(
+  config: Config,
+  channel: Channel,
+  message: Message,
+  now: () => number,
+): Promise<Said> {
+  const report: DeliverReport = await deliver([message], deliveryOptions(config, channel, now));
+  logByHand(config, report, channel.url, true, now);
   const outcome = report.outcomes[0];
   const to = `notify: delivery to ${redactUrl(channel.url)}`;
   switch (outcome.result) {

@@ -18,7 +18,8 @@ export function logDelivery(
   logger: Logger,
   url: string | null,
   sentNew: boolean,
-  now = Date.now(),
+  /** tend's time (the hourly line counts real time across clock steps). */
+  now: number,
 ): void {
   if (report.flushed) logger.write("NOTIFY", `delivered ${report.flushed} spooled notification(s)`);
   if (report.buried) {

@@ -1,10 +1,12 @@
 import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
 import type { Config, NotifyFormat } from "../config/types.ts";
+import { lastStep, stepped, steppedIso, type ClockStep } from "../core/clock.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords, readRegularFile, readTail } from "../os/files.ts";
 import { waitLock } from "../os/lock.ts";
+import { clockSteps, tendNow } from "../state/clock.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { buildRequest, lateNote, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
 
@@ -26,10 +28,13 @@ export interface Spooled extends Message {
   /** Failed deliveries so far, and the last one's reason (spool_max_attempts; `notify --spool`). */
   attempts?: number;
   lastError?: string;
+  /** The last clock step its times have taken (`time` is tend's time: spool_max_age is a real age). */
+  clockStep?: number;
 }
 
 /** How a configuration delivers: its spool, its destination for new messages, its policy. */
-export const deliveryOptions = (config: Config, channel: Channel | null): DeliverOptions => ({
+export const deliveryOptions = (config: Config, channel: Channel | null, now?: () => number): DeliverOptions => ({
+  now,
   stateDir: config.watchdog.stateDir,
   channel,
   timeoutMs: config.notify.timeoutMs,
@@ -63,6 +68,8 @@ export interface NotifyState {
   unanswered: Record<string, number>;
   /** The last "N spooled notification(s) still not delivered" line: said again on change or hourly. */
   waitingSaid?: { count: number; at: number } | null;
+  /** The last clock step its times have taken (min_interval and the hourly line count real time). */
+  clockStep?: number;
 }
 
 /** The events a ✅ answers. */
@@ -87,6 +94,7 @@ export interface DeliverOptions extends SendOptions {
   spoolMaxAttempts?: number;
   /** The spool's time in this run (SPOOL_BUDGET_MS). */
   spoolBudgetMs?: number;
+  /** tend's time (default: read from the state dir's heartbeat and the host's clocks). */
   now?: () => number;
   /** How long to wait for another notify (or pass) that holds the spool. */
   lockWaitMs?: number;
@@ -128,14 +136,43 @@ export const writeNotifyState = (stateDir: string, state: NotifyState) =>
   writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
 
 export function readNotifyState(stateDir: string): NotifyState {
+  const steps = clockSteps(stateDir);
   const empty: NotifyState = { dropped: 0, dedup: {}, lastError: null, firing: {}, unanswered: {} };
   try {
     const saved = JSON.parse(readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true }));
     const unanswered = typeof saved?.unanswered === "object" && saved.unanswered !== null ? saved.unanswered : {};
-    return { ...empty, ...saved, unanswered };
+    return stepNotifyState({ ...empty, ...saved, unanswered }, steps);
   } catch {
-    return empty;
+    return { ...empty, clockStep: lastStep(steps) };
   }
+}
+
+/** The notify state with the clock steps it has not taken applied (as a service's state is). */
+function stepNotifyState(state: NotifyState, steps: ClockStep[]): NotifyState {
+  const taken = state.clockStep ?? 0;
+  const clockStep = lastStep(steps);
+  if (taken >= clockStep) return state;
+  const at = (value: unknown) => (typeof value === "number" ? stepped(value, steps, taken) : value);
+  const each = <T>(record: Record<string, T>, move: (value: T) => T) =>
+    Object.fromEntries(Object.entries(record).map(([key, value]) => [key, move(value)]));
+  return {
+    ...state,
+    clockStep,
+    dedup: each(state.dedup, (entry) => ({ ...entry, lastAt: at(entry?.lastAt) as number })),
+    unanswered: each(state.unanswered, (since) => at(since) as number),
+    firing: each(state.firing, (alert) => ({ ...alert, startsAt: steppedIso(String(alert?.startsAt), steps, taken) })),
+    waitingSaid: state.waitingSaid && { ...state.waitingSaid, at: at(state.waitingSaid.at) as number },
+    lastError: state.lastError && { ...state.lastError, at: steppedIso(String(state.lastError.at), steps, taken) },
+  };
+}
+
+/** A spooled message or dead letter with the clock steps it has not taken applied. */
+function stepEntry<T extends Spooled & { deadAt?: string }>(entry: T, steps: ClockStep[]): T {
+  const taken = entry.clockStep ?? 0;
+  const clockStep = lastStep(steps);
+  if (taken >= clockStep) return entry;
+  const time = steppedIso(entry.time, steps, taken);
+  return { ...entry, clockStep, time, ...(entry.deadAt ? { deadAt: steppedIso(entry.deadAt, steps, taken) } : {}) };
 }
 
 /** JSON lines; a torn or edited line is counted as unreadable, never fatal. */
@@ -159,10 +196,14 @@ function readLines<T>(path: string): { entries: T[]; unreadable: number } {
 
 export function readSpool(stateDir: string): { messages: Spooled[]; unreadable: number } {
   const { entries, unreadable } = readLines<Spooled>(spoolFile(stateDir));
-  return { messages: entries, unreadable };
+  const steps = clockSteps(stateDir);
+  return { messages: entries.map((entry) => stepEntry(entry, steps)), unreadable };
 }
 
-export const readDead = (stateDir: string): DeadLetter[] => readLines<DeadLetter>(deadFile(stateDir)).entries;
+export function readDead(stateDir: string): DeadLetter[] {
+  const steps = clockSteps(stateDir);
+  return readLines<DeadLetter>(deadFile(stateDir)).entries.map((entry) => stepEntry(entry, steps));
+}
 
 /**
  * How many messages a spool file holds, counted without parsing it (status and /api/status ask on
@@ -244,7 +285,10 @@ const emptyReport = (spoolError: string | null): DeliverReport => ({
 });
 
 async function deliverLocked(messages: Message[], options: DeliverOptions): Promise<DeliverReport> {
-  const { stateDir, channel, minIntervalMs, now = Date.now } = options;
+  const { stateDir, channel, minIntervalMs } = options;
+  // tend's time, not the wall clock: a step must neither age the spool nor stretch min_interval.
+  const now = options.now ?? (await tendNow(stateDir));
+  const clockStep = lastStep(clockSteps(stateDir));
   const maxAgeMs = options.spoolMaxAgeMs ?? 86_400_000;
   const maxAttempts = options.spoolMaxAttempts ?? 100;
   const state = readNotifyState(stateDir);
@@ -319,7 +363,10 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
       : original;
     if (key) state.dedup[key] = { lastAt: now(), suppressed: 0 };
     const keyed = { ...message, key: message.key ?? newKey() };
-    fresh.push({ message: keyed, entry: { ...keyed, id: newId(), url: channel.url, format: channel.format } });
+    fresh.push({
+      message: keyed,
+      entry: { ...keyed, id: newId(), url: channel.url, format: channel.format, clockStep },
+    });
   }
   // Written ahead, durably, before any is sent: a power cut while sending loses none of them. One
   // delivered just before the cut is sent again after it, with the same key (receivers that honour

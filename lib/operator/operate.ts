@@ -104,7 +104,7 @@ export async function operate(
       code = verified.recovered ? 0 : 1;
     }
     writeState(stateDir, name, state);
-    await sendEvents(config, events, logger);
+    await sendEvents(config, events, logger, now);
     return code;
   } finally {
     lock.release();

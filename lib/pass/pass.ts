@@ -129,7 +129,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   try {
     const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
     if (!dryRun && !partial) {
-      clock = await tendClock(stateDir, source, { follow: true });
+      clock = clock.follow();
       sayClock(clock.frame, logger);
     }
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
@@ -150,14 +150,14 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     if (!dryRun) {
       if (config.notify.format === "alertmanager" && !partial) {
         // One alert per service and condition, re-sent while it holds, resolved when it ends.
-        await sendEvents(config, [], logger); // what an earlier format left in the spool
+        await sendEvents(config, [], logger, now); // what an earlier format left in the spool
         const states = services.map(({ name, decision }) => ({
           service: serviceNamed(config, name),
           state: decision.next,
         }));
         await syncAlerts(config, states, gap, logger, now(), intervalMs);
       } else {
-        await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger);
+        await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger, now);
       }
       if (partial) return { ran: true, services };
       // Every pass keeps the output files tend made under log_max_size (copy, then truncate in place).

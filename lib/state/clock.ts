@@ -11,6 +11,11 @@ export interface TendClock {
   reading: ClockReading;
   /** tend's time now: the frame's, advanced by the monotonic clock (a wall-clock step inside a run is no jump). */
   now: () => number;
+  /**
+   * The same reading (advanced by the monotonic clock), now followed: a full pass, once it holds the
+   * lock. The heartbeat is read again (another pass may have followed the step meanwhile); the clocks are not.
+   */
+  follow: () => TendClock;
 }
 
 /**
@@ -20,8 +25,16 @@ export interface TendClock {
  * frame is kept until a pass has followed the step.
  */
 export async function tendClock(stateDir: string, source: ClockSource, { follow = false } = {}): Promise<TendClock> {
-  const reading = await source.read();
-  const monotonicAt = source.monotonic();
+  return clockFrom(stateDir, source, await source.read(), source.monotonic(), follow);
+}
+
+function clockFrom(
+  stateDir: string,
+  source: ClockSource,
+  reading: ClockReading,
+  monotonicAt: number,
+  follow: boolean,
+): TendClock {
   const heartbeat = readHeartbeat(stateDir);
   const frame = frameOf(heartbeat?.clock ?? null, reading, { follow });
   if (follow && frame.steppedMs !== null && heartbeat?.clock) {
@@ -36,7 +49,21 @@ export async function tendClock(stateDir: string, source: ClockSource, { follow 
       if (!isFullDisk(error)) throw error;
     }
   }
-  return { frame, reading, now: () => frame.nowMs + (source.monotonic() - monotonicAt) };
+  return {
+    frame,
+    reading,
+    now: () => frame.nowMs + (source.monotonic() - monotonicAt),
+    follow: () => {
+      const monotonic = source.monotonic();
+      const elapsed = monotonic - monotonicAt;
+      const advanced = {
+        ...reading,
+        wallMs: reading.wallMs + elapsed,
+        bootMs: reading.bootMs === null ? null : reading.bootMs + elapsed,
+      };
+      return clockFrom(stateDir, source, advanced, monotonic, true);
+    },
+  };
 }
 
 const movedBy = (at: number, step: ClockStep) => (at >= step.fromMs ? at + step.byMs : at);

@@ -21,10 +21,22 @@ const held = new Map<string, string>();
 
 const SHM = "/dev/shm";
 
+const spillNames = new Map<string, string>();
+/** The spill dir's name: hashed once per state dir (every readState asks). */
+function spillName(stateDir: string, uid: number): string {
+  const key = `${uid}:${stateDir}`;
+  let name = spillNames.get(key);
+  if (!name) {
+    name = join(SHM, `tend-${uid}-${createHash("sha256").update(stateDir).digest("hex").slice(0, 16)}`);
+    spillNames.set(key, name);
+  }
+  return name;
+}
+
 /** This user's spill directory for a state dir, made 0700 (another user's or a symlink: none). */
 export function spillDir(stateDir: string, { create = false } = {}): string | null {
   const uid = process.getuid?.() ?? 0;
-  const dir = join(SHM, `tend-${uid}-${createHash("sha256").update(stateDir).digest("hex").slice(0, 16)}`);
+  const dir = spillName(stateDir, uid);
   try {
     if (create) mkdirSync(dir, { mode: 0o700 });
   } catch (error) {

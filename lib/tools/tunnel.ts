@@ -163,7 +163,7 @@ export async function watchTunnel(
     writeCounter(counter, outcome.decision.next.strikes);
     lock?.release(); // notifications have their own lock (notify.lock): a pass need not wait for them
     lock = null;
-    await sendEvents(config, outcome.events, logger);
+    await sendEvents(config, outcome.events, logger, now);
     // Skipped (grace, paused) is not failing: cron's exit status stays 0 unless it struck or restarted.
     return { healthy: ["ok", "skip", "busy"].includes(outcome.decision.kind) };
   } finally {
