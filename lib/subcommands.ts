@@ -110,18 +110,18 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     flags: ["json", "cached", "nagios"],
     async run({ args, names, config, io }) {
       const { allHealthy, collectStatus, renderNagios, renderStatus } = await import("./views/status.ts");
+      // Said "ago" in tend's time, as the report judged staleness (a wall-clock step no pass followed yet).
+      const now = await (await import("./state/clock.ts")).tendNow(config.watchdog.stateDir);
       if (args.nagios) {
         // A script check: one line and the plugin's exit code; a status that cannot run is UNKNOWN (3).
         const report = await collectStatus(config, { names, cached: args.cached }).catch((error: Error) => error);
         if (report instanceof Error) return (io.out(`TEND UNKNOWN - ${oneLine(report.message)}`), 3);
-        const { line, code } = renderNagios(report);
+        const { line, code } = renderNagios(report, now());
         return (io.out(line), code);
       }
       const report = await collectStatus(config, { names, cached: args.cached });
       const columns = io.tty ? process.stdout.columns : Infinity;
-      io.out(
-        args.json ? JSON.stringify(report, null, 2) : renderStatus(report, await paintFor(io), Date.now(), columns),
-      );
+      io.out(args.json ? JSON.stringify(report, null, 2) : renderStatus(report, await paintFor(io), now(), columns));
       return allHealthy(report) ? 0 : 1;
     },
   },

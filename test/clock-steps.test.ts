@@ -74,6 +74,12 @@ test("-1 h during backoff: an hour passed by the boot-time clock, so the backoff
   );
   const first = await tendIn(0, ["watchdog"]);
   expect(first.stdout).toMatch(/\[FAILED\] web did not recover within .*; backoff 10m/);
+  // An hour on by the boot-time clock, before a pass followed: stale, in the JSON and the text alike.
+  const staleJson = JSON.parse((await tendIn(HOUR_S, ["watchdog", "status", "--json", "--cached"])).stdout);
+  expect(staleJson.watchdog.stale).toBe(true);
+  const staleText = (await tendIn(HOUR_S, ["watchdog", "status", "--cached"])).stdout;
+  expect(staleText).toMatch(/\b1h( \d+s)? ago/);
+  expect(staleText).not.toMatch(/\b\d+(\.\d)?s ago/);
   // Seconds later by the wall clock, an hour later by the boot-time clock (before the fix: held
   // in backoff for 10 minutes of wall clock more, and after a real step back, for an hour more).
   const stepped = await tendIn(HOUR_S, ["watchdog"]);
