@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-deps typecheck fmt docs clean bench faults battery render powercut
+.PHONY: all cross cross-check demo test test-deps typecheck fmt docs clean bench faults battery render powercut screenshots
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -106,6 +106,13 @@ render: node_modules/.installed
 # Debian's kernel (bench/powercut.ts; about an hour under TCG). POWERCUT_ARGS="--before OLD-BINARY".
 powercut: build/tend
 	$(BUN) bench/powercut.ts $(POWERCUT_ARGS)
+
+# The page at 360 and 1280 px, shot by headless chromium: docs/page-360.png, docs/page-1280.png.
+screenshots: build/tend
+	@command -v chromium >/dev/null && [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    chromium fonts-noto-color-emoji >/dev/null)
+	$(BUN) test/screenshots.ts docs
 
 demo: build/tend
 	bash examples/demo.sh

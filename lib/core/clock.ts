@@ -197,6 +197,7 @@ function shiftState(state: ServiceState, step: ClockStep): ServiceState {
     history: state.history.map((entry) => ({ ...entry, at: at(entry.at) })),
     firstSeenAt: maybe(state.firstSeenAt),
     lastEvent: state.lastEvent && { ...state.lastEvent, at: at(state.lastEvent.at) },
+    events: state.events?.map((event) => ({ ...event, at: at(event.at) })),
     busySince: maybe(state.busySince),
     busyLoggedAt: maybe(state.busyLoggedAt),
     slowSince: maybe(state.slowSince),

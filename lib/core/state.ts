@@ -13,6 +13,8 @@ export interface EventRecord {
   at: number;
   tag: string;
   message: string;
+  /** The notification event it was (its icon on the page), when it was one. */
+  event?: string;
 }
 
 /** Everything tend remembers about one service between passes. */
@@ -59,6 +61,8 @@ export interface ServiceState {
   /** When tend first watched this service (report: no data before). */
   firstSeenAt: number | null;
   lastEvent: EventRecord | null;
+  /** The service's own recent events, newest last (RECENT_EVENTS): the page lists them as the pass wrote them. */
+  events?: EventRecord[];
   /** First busy verdict of the current busy spell, and when BUSY was last logged. */
   busySince: number | null;
   /** Slow since (slow_above), and when that was last logged. */
@@ -136,6 +140,15 @@ export interface HistoryEntry {
   what: "restart" | "recovered" | "failed" | "auto-restart";
   count?: number;
 }
+
+export const RECENT_EVENTS = 20;
+
+/** An event the pass wrote for the service: its last, and one of its recent ones. */
+export const withEvent = (state: ServiceState, event: EventRecord): ServiceState => ({
+  ...state,
+  lastEvent: event,
+  events: [...(state.events ?? []), event].slice(-RECENT_EVENTS),
+});
 
 /** Append to a bounded history. */
 export function remember(state: ServiceState, entry: HistoryEntry): ServiceState {

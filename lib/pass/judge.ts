@@ -13,7 +13,7 @@ import { describeRestart, restartKind, serviceUnit } from "../restarts/index.ts"
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service-state.ts";
-import { onlyObservations, type ServiceState } from "../core/state.ts";
+import { onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
 import { restartAndVerify } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
@@ -180,7 +180,8 @@ function emit(
     logger.write(line.tag, line.message, { downtime: line.downtime ? downtimeLog : undefined, full: line.full });
     const at = logger.entries.at(-1)!.at;
     // RECOVERED says more than its DOWNTIME line
-    if (!line.downtime) next = { ...next, lastEvent: { at: at.getTime(), tag: line.tag, message: line.message } };
+    if (!line.downtime)
+      next = withEvent(next, { at: at.getTime(), tag: line.tag, message: line.message, event: line.event });
     const message = eventMessage(name, line, at);
     if (message) events.push(message);
   }

@@ -4,7 +4,7 @@ import { recordRestart, recordStart, type RestartReason, type Verified } from ".
 import { mainProcess, probeContext, watchOf, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
-import type { ServiceState } from "../core/state.ts";
+import { withEvent, type ServiceState } from "../core/state.ts";
 
 /** How long after its start a process tend started must still run to count as recovered. */
 const SETTLE_MS = 1000;
@@ -56,7 +56,12 @@ export async function restartAndVerify(
     full: restart.full && `${service.name}: ${said(restart.full)}`,
   });
   const written = logger.entries.at(-1)!;
-  next = { ...next, lastEvent: { at: written.at.getTime(), tag, message: written.message } };
+  next = withEvent(next, {
+    at: written.at.getTime(),
+    tag,
+    message: written.message,
+    event: first ? undefined : "restart",
+  });
 
   const deadline = startedAt + service.verifyTimeoutMs;
   let last: ProbeResult | null = null;

@@ -1,8 +1,11 @@
 import { counted, humanDuration, latencyLabel } from "../core/duration.ts";
+import { EVENTS } from "../core/events.ts";
+import type { EventRecord, LatencySample } from "../core/state.ts";
+import { localStamp } from "../core/time.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import { STATE_WORDS as KNOWN_WORDS } from "../core/verdict.ts";
 import { rowIsCalm } from "./status.ts";
-import type { Cell, Report } from "./report.ts";
+import type { Cell, Report, ServiceReport } from "./report.ts";
 import type { ServiceStats } from "./stats.ts";
 import type { StatusReport, StatusRow } from "./status.ts";
 
@@ -11,14 +14,22 @@ export interface PageData {
   host: string;
   now: number;
   status: StatusReport;
-  /** The last 24 hours. */
+  /** The last 24 hours (48 cells), and the last 30 days (a cell a day). */
   report: Report;
+  month: Report;
   stats: ServiceStats[];
-  events: string[];
+  /** Per service: its recent events as the pass recorded them, and its probes' latencies. */
+  views: Record<string, ServiceView>;
+  /** downtime.log's last lines. */
   downtime: string[];
   /** Seconds between the page's own reloads. */
   refreshS: number;
   peers: PeerView[];
+}
+
+export interface ServiceView {
+  events: EventRecord[];
+  latency: LatencySample[];
 }
 
 /** Another host's `watchdog serve`, as its /api/status answered (or why it did not). */
@@ -49,28 +60,92 @@ const ago = (iso: string | null, now: number) => {
 };
 const ms = latencyLabel;
 
-// Shape as well as colour: up is a low bar, degraded a middle one, down the full height, no data an outline.
+// The same symbols as `report` (█ up, ▒ degraded, ░ down, · no data), as shape and colour: up is
+// the full bar, degraded two thirds, down a stub, no data a dot — readable without colour.
 const CELL: Record<Cell, { height: number; word: string }> = {
-  up: { height: 6, word: "up" },
-  degraded: { height: 11, word: "degraded" },
-  down: { height: 16, word: "down" },
-  none: { height: 16, word: "no data" },
+  up: { height: 16, word: "up" },
+  degraded: { height: 10, word: "degraded" },
+  down: { height: 4, word: "down" },
+  none: { height: 2, word: "no data" },
 };
 
-function timeline(cells: Cell[], report: Report): string {
+function bars(cells: Cell[], startMs: number, cellS: number, label: string, stamp: (at: Date) => string): string {
   const width = 10;
-  const start = Date.parse(report.since);
   const rects = cells.map((cell, index) => {
     const { height, word } = CELL[cell];
-    const at = new Date(start + index * report.cell_s * 1000).toISOString().slice(11, 16);
+    const at = stamp(new Date(startMs + index * cellS * 1000));
     return (
-      `<rect class="c-${cell}" x="${index * width}" y="${16 - height}" width="${width - 1}" height="${height}">` +
-      `<title>${at} UTC: ${word}</title></rect>`
+      `<rect class="c-${cell}" x="${index * width}" y="${16 - height}" width="${width - 2}" height="${height}">` +
+      `<title>${at}: ${word}</title></rect>`
     );
   });
   return (
-    `<svg class="timeline" viewBox="0 0 ${cells.length * width} 16" preserveAspectRatio="none" role="img" ` +
-    `aria-label="the last 24 hours">${rects.join("")}</svg>`
+    `<svg class="bars" viewBox="0 0 ${cells.length * width} 16" preserveAspectRatio="none" role="img" ` +
+    `aria-label="${label}">${rects.join("")}</svg>`
+  );
+}
+
+/** Per service: availability over the time observed in the window, and the no-data share. */
+function availabilityWords(report: ServiceReport, window: Report, span: string): string {
+  const windowS = Math.max(1, (Date.parse(window.until) - Date.parse(window.since)) / 1000);
+  const available = report.availability == null ? "no data" : `${(report.availability * 100).toFixed(2)}% available`;
+  const share = report.no_data_s / windowS;
+  // Never "100%" for a window with something observed, nor "0%" for one with a gap.
+  const noData = share > 0 && share < 0.01 ? "<1" : share < 1 && share > 0.99 ? ">99" : String(Math.round(share * 100));
+  return (
+    `${span}: ${available} of the ${humanDuration(report.observed_s * 1000)} observed (no data ${noData}%), ` +
+    `${counted(report.outages, "outage")}, downtime ${humanDuration(report.downtime_s * 1000)}`
+  );
+}
+
+function history(data: PageData, name: string): string {
+  const day = data.report.services.find((service) => service.name === name);
+  const month = data.month.services.find((service) => service.name === name);
+  if (!day || !month) return "";
+  const hour = (at: Date) => `${localStamp(at).slice(11, 16)}`;
+  const date = (at: Date) => localStamp(at).slice(0, 10);
+  return (
+    `<div class="windows"><figure><figcaption>24 h</figcaption>` +
+    `${bars(day.timeline, Date.parse(data.report.since), data.report.cell_s, "the last 24 hours", hour)}</figure>` +
+    `<figure><figcaption>30 days</figcaption>` +
+    bars(month.timeline, Date.parse(data.month.since), data.month.cell_s, "the last 30 days", date) +
+    `</figure></div>` +
+    `<p class="muted">${availabilityWords(day, data.report, "24 h")}<br>` +
+    `${availabilityWords(month, data.month, "30 days")}</p>`
+  );
+}
+
+/** Probe latency over the last 24 hours, failures red, the timeout a dashed line: axes labelled. */
+function latencyOverTime(samples: LatencySample[], timeoutMs: number, data: PageData): string {
+  const since = Date.parse(data.report.since);
+  const spanMs = Math.max(1, data.now - since);
+  const shown = samples.filter(([at]) => at >= since && at <= data.now);
+  if (!shown.length) return "";
+  const top = Math.max(timeoutMs * 1.15, ...shown.map(([, latency]) => latency));
+  const [left, right, bottom] = [34, 296, 56];
+  const x = (at: number) => left + ((at - since) / spanMs) * (right - left);
+  const y = (latency: number) => bottom - (latency / top) * (bottom - 4);
+  // One point per pixel column and outcome (the slowest): a day of 10 s probes stays a few hundred shapes.
+  const columns = new Map<string, LatencySample>();
+  for (const sample of shown) {
+    const key = `${Math.round(x(sample[0]))}:${sample[2]}`;
+    const seen = columns.get(key);
+    if (!seen || seen[1] < sample[1]) columns.set(key, sample);
+  }
+  const points = [...columns.values()].map(
+    ([at, latency, ok]) =>
+      `<circle class="${ok ? "p-ok" : "p-bad"}" cx="${x(at).toFixed(1)}" cy="${y(latency).toFixed(1)}" r="1.6"/>`,
+  );
+  const limit = y(timeoutMs).toFixed(1);
+  return (
+    `<svg class="chart" viewBox="0 0 300 72" role="img" aria-label="probe latency over 24 hours, timeout marked">` +
+    `<line class="axis" x1="${left}" x2="${left}" y1="2" y2="${bottom}"/>` +
+    `<line class="axis" x1="${left}" x2="${right}" y1="${bottom}" y2="${bottom}"/>` +
+    `<text x="${left - 3}" y="${bottom}" text-anchor="end">0</text>` +
+    `<text x="${left - 3}" y="${Number(limit) + 4}" text-anchor="end">${ms(timeoutMs)}</text>` +
+    `<line class="timeout" x1="${left}" x2="${right}" y1="${limit}" y2="${limit}"/>${points.join("")}` +
+    `<text x="${left}" y="68">24 h ago</text><text x="${right}" y="68" text-anchor="end">now</text>` +
+    `<text x="${(left + right) / 2}" y="68" text-anchor="middle">latency (dashed: timeout)</text></svg>`
   );
 }
 
@@ -78,54 +153,92 @@ function histogram(stats: ServiceStats): string {
   if (!stats.samples || !stats.histogram.length) return `<p class="muted">no probes yet</p>`;
   const top = Math.max(...stats.histogram.map(([upper]) => upper), stats.timeout_ms * 1.1);
   const most = Math.max(...stats.histogram.map(([, count]) => count), 1);
-  const x = (value: number) => (value / top) * 300;
+  const [left, right, bottom] = [34, 296, 56];
+  const x = (value: number) => left + (value / top) * (right - left);
   const bucket = stats.histogram[0][0];
-  const bars = stats.histogram
+  const rects = stats.histogram
     .filter(([, count]) => count > 0)
     .map(([upper, count]) => {
-      const height = Math.max(2, (count / most) * 60);
+      const height = Math.max(2, (count / most) * (bottom - 6));
       return (
-        `<rect class="bar" x="${x(upper - bucket).toFixed(1)}" y="${(60 - height).toFixed(1)}" ` +
-        `width="${Math.max(1, x(bucket) - 1).toFixed(1)}" height="${height.toFixed(1)}">` +
+        `<rect class="bar" x="${x(upper - bucket).toFixed(1)}" y="${(bottom - height).toFixed(1)}" ` +
+        `width="${Math.max(1, x(bucket) - left - 1).toFixed(1)}" height="${height.toFixed(1)}">` +
         `<title>${ms(upper - bucket)}–${ms(upper)}: ${count}</title></rect>`
       );
     });
   const line = x(stats.timeout_ms).toFixed(1);
   return (
-    `<svg class="histogram" viewBox="0 0 300 76" role="img" aria-label="probe latency, timeout marked">` +
-    `${bars.join("")}<line class="timeout" x1="${line}" x2="${line}" y1="0" y2="62"/>` +
-    `<text x="${Math.min(Number(line), 200)}" y="74">timeout ${ms(stats.timeout_ms)}</text></svg>` +
+    `<svg class="chart" viewBox="0 0 300 72" role="img" aria-label="probe latency histogram, timeout marked">` +
+    `<line class="axis" x1="${left}" x2="${left}" y1="2" y2="${bottom}"/>` +
+    `<line class="axis" x1="${left}" x2="${right}" y1="${bottom}" y2="${bottom}"/>` +
+    `<text x="${left - 3}" y="${bottom}" text-anchor="end">0</text>` +
+    `<text x="${left - 3}" y="10" text-anchor="end">${most}</text>` +
+    `${rects.join("")}<line class="timeout" x1="${line}" x2="${line}" y1="2" y2="${bottom}"/>` +
+    `<text x="${left}" y="68">0 ms</text><text x="${right}" y="68" text-anchor="end">${ms(top)}</text>` +
+    `<text x="${(left + right) / 2}" y="68" text-anchor="middle">probes by latency (dashed: timeout)</text></svg>` +
     `<p class="muted">p50 ${stats.p50_ms === null ? "-" : ms(stats.p50_ms)} · p99 ` +
-    `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · ` +
+    `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · timeout ${ms(stats.timeout_ms)} · ` +
     `${counted(stats.samples, "probe")}, ${counted(stats.timeouts, "timeout")}</p>` +
     (stats.warning ? `<p class="warn">⚠ ${html(stats.warning)}</p>` : "")
   );
 }
 
+const TAG_ICONS: Record<string, string> = {
+  START: "▶️",
+  WARN: "⚠️",
+  BUSY: "⏳",
+  WAIT: "⏸️",
+  HUNG: "⏱️",
+  RESTART: "⚠️",
+  RECOVERED: "✅",
+  FAILED: "🚨",
+  "GIVEN-UP": "⛔",
+  "AUTO-RESTART": "🔁",
+  MEMORY: "📈",
+  ERROR: "❗",
+};
+const iconOf = (event: EventRecord) => EVENTS[event.event as keyof typeof EVENTS]?.emoji ?? TAG_ICONS[event.tag] ?? "•";
+
+/** Rows that wrap: time (month-day hour:minute), icon, words; never a line that needs a sideways scroll. */
+function eventRows(list: { at: number | null; icon: string; words: string }[], none: string): string {
+  if (!list.length) return `<p class="muted">${none}</p>`;
+  const row = ({ at, icon, words }: (typeof list)[0]) =>
+    `<li><time${at === null ? "" : ` datetime="${new Date(at).toISOString()}"`}>` +
+    `${at === null ? "" : localStamp(new Date(at)).slice(5, 16)}</time>` +
+    `<span class="icon" aria-hidden="true">${icon}</span><span class="words">${html(words)}</span></li>`;
+  return `<ol class="rows">${list.map(row).join("")}</ol>`;
+}
+
+/** downtime.log's lines as rows: `[local time] [DOWNTIME] words`. */
+function downtimeRows(lines: string[]): string {
+  const list = [...lines].reverse().map((line) => {
+    const match = /^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] \[DOWNTIME\] (.*)$/.exec(line);
+    const at = match ? new Date(match[1].replace(" ", "T")).getTime() : NaN;
+    return { at: Number.isNaN(at) ? null : at, icon: "⏱️", words: match ? match[2] : line };
+  });
+  return eventRows(list, "none recorded");
+}
+
 function card(row: StatusRow, data: PageData): string {
-  const report = data.report.services.find((service) => service.name === row.name);
   const stats = data.stats.find((service) => service.name === row.name);
+  const view = data.views[row.name];
   const calm = calmRow(row);
   const probe = row.probe
     ? `${html(row.probe.detail)} · ${ms(row.probe.latency_ms)} · ${ago(row.probe.at, data.now)}`
     : "not probed yet";
-  const availability =
-    report?.availability == null ? "no data" : `${(report.availability * 100).toFixed(2)}% available`;
-  // Over the time observed, said with how much of the 24 h window that was (the rest is no data).
-  const windowS = Math.max(1, (Date.parse(data.report.until) - Date.parse(data.report.since)) / 1000);
-  const observed = report ? Math.round((report.observed_s / windowS) * 100) : 0;
-  const day = report
-    ? `24 h: ${availability} of the ${humanDuration(report.observed_s * 1000)} observed (${observed}%; ` +
-      `no data ${humanDuration(report.no_data_s * 1000)}), ${report.outages} outage(s), downtime ${report.downtime_s}s`
-    : "";
   const recoveries = `(✓${row.recoveries_ok} ✗${row.recoveries_failed})`;
+  // The service's own events, newest first.
+  const events = [...(view?.events ?? [])]
+    .reverse()
+    .map((event) => ({ at: event.at, icon: iconOf(event), words: event.message }));
   return `<section class="card ${calm ? "calm" : "alarm"}">
 <h2>${html(row.name)} <span class="state s-${calm ? "calm" : "alarm"}">${calm ? "" : "⚠ "}${html(row.state)}</span></h2>
 <p>${probe}</p>
 <p>strikes ${row.strikes}/${row.failures} · restarts ${row.restarts} ${recoveries}</p>
-${report ? `${timeline(report.timeline, data.report)}<p class="muted">${day}</p>` : ""}
+${history(data, row.name)}
+${stats && view ? latencyOverTime(view.latency, stats.timeout_ms, data) : ""}
 ${stats ? histogram(stats) : ""}
-${row.last_event ? `<p class="muted">last: ${html(row.last_event.tag)} ${html(row.last_event.message)}</p>` : ""}
+<h3>Recent events</h3>${eventRows(events, "none yet")}
 </section>`;
 }
 
@@ -153,9 +266,11 @@ function peer(view: PeerView, now: number): string {
 /** One self-contained page: inline CSS (allowed by its nonce), inline SVG, no script, no outside fetch. */
 export function renderPage(data: PageData, nonce: string): string {
   const { status } = data;
+  const since = status.last_pass ? ` since ${localStamp(new Date(status.last_pass))}` : "";
   const fresh = status.watchdog.stale
-    ? `<p class="banner">⚠ STALE: the watchdog is not running — last pass ${ago(status.last_pass, data.now)}, ` +
-      `expected every ${status.watchdog.expected_every_s}s</p>`
+    ? `<p class="banner">⚠ STALE: the watchdog is not running${since} — ` +
+      `last pass ${ago(status.last_pass, data.now)}, ` +
+      `expected every ${status.watchdog.expected_every_s}s; what follows is as it last saw it</p>`
     : `<p>last pass ${ago(status.last_pass, data.now)} · expected every ${status.watchdog.expected_every_s}s</p>`;
   const notify = status.notify;
   const spool =
@@ -166,17 +281,16 @@ export function renderPage(data: PageData, nonce: string): string {
   const peers = data.peers.length
     ? `<h2 class="hosts">Other hosts</h2>${data.peers.map((view) => peer(view, data.now)).join("\n")}`
     : "";
-  const lines = (list: string[], none: string) =>
-    list.length ? `<pre>${list.map(html).join("\n")}</pre>` : `<p class="muted">${none}</p>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="refresh" content="${data.refreshS}">
 <title>tend · ${html(data.host)}</title>
 <style nonce="${nonce}">
-body{font:15px/1.4 system-ui,sans-serif;margin:0;padding:12px;background:#f6f6f4;color:#1d1d1b}
+body{font:15px/1.4 system-ui,sans-serif;margin:0;padding:12px;background:#f6f6f4;color:#1d1d1b;overflow-wrap:anywhere}
 header h1{font-size:20px;margin:0 0 4px}
-main{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px;margin:12px 0}
+main{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,320px),1fr));gap:12px;margin:12px 0}
+main.stale .card{filter:grayscale(1);opacity:.6}
 .card{background:#fff;border:1px solid #d6d6d0;border-left-width:6px;border-radius:6px;padding:10px 12px;min-width:0}
 .card.calm{border-left-color:#2e7d32}.card.alarm{border-left-color:#c62828}
 .card h2{font-size:17px;margin:0 0 6px;overflow-wrap:anywhere}.card p{margin:4px 0;overflow-wrap:anywhere}
@@ -184,22 +298,27 @@ main{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:
 .s-calm{background:#e3f1e4;color:#1b5e20}.s-alarm{background:#fde3e3;color:#8e1212}
 .muted{color:#5f5f5a;font-size:13px}.warn{color:#8a5300;font-size:13px}
 .banner{background:#c62828;color:#fff;padding:8px;border-radius:6px;font-weight:600}
-svg{display:block;width:100%}.timeline{height:18px;margin-top:6px}.histogram{height:80px}
-.c-up{fill:#2e7d32}.c-degraded{fill:#ef9a00}.c-down{fill:#c62828}.c-none{fill:none;stroke:#9e9e98;stroke-dasharray:2 2}
-.bar{fill:#3f6fb5}.timeout{stroke:#c62828;stroke-width:2;stroke-dasharray:4 3}text{font-size:11px;fill:#5f5f5a}
-pre{background:#fff;border:1px solid #d6d6d0;border-radius:6px;padding:8px;overflow-x:auto;font-size:12px}
+svg{display:block;width:100%}.bars{height:18px}.chart{height:auto;margin-top:8px}
+.windows{display:grid;grid-template-columns:3fr 2fr;gap:10px;margin-top:6px}
+figure{margin:0;min-width:0}figcaption{font-size:12px;color:#5f5f5a}
+.c-up{fill:#2e7d32}.c-degraded{fill:#ef9a00}.c-down{fill:#c62828}.c-none{fill:#9e9e98}
+.bar{fill:#3f6fb5}.timeout{stroke:#c62828;stroke-width:1.5;stroke-dasharray:4 3}.axis{stroke:#9e9e98;stroke-width:1}
+.p-ok{fill:#3f6fb5}.p-bad{fill:#c62828}text{font-size:9px;fill:#5f5f5a}
+.rows{list-style:none;margin:4px 0;padding:0;font-size:13px}
+.rows li{display:flex;gap:6px;padding:2px 0;border-top:1px solid #ecece8}
+.rows time{flex:none;color:#5f5f5a;font-variant-numeric:tabular-nums}.rows .icon{flex:none}.rows .words{min-width:0}
 h3{font-size:16px;margin:16px 0 6px;overflow-wrap:anywhere}.state{white-space:nowrap}
-.peer{background:#fff;border:1px solid #d6d6d0;border-radius:6px;padding:4px 12px 8px;margin:8px 0;overflow-x:auto}
-table{border-collapse:collapse;font-size:14px}td,th{text-align:left;padding:3px 10px 3px 0;vertical-align:top}
+.peer{background:#fff;border:1px solid #d6d6d0;border-radius:6px;padding:4px 12px 8px;margin:8px 0}
+table{border-collapse:collapse;font-size:14px;width:100%;table-layout:fixed}
+td,th{text-align:left;padding:3px 10px 3px 0;vertical-align:top}
 .hosts{font-size:18px;margin:16px 0 6px}
 </style></head>
 <body><header><h1>tend · ${html(data.host)}</h1>${fresh}<p class="muted">${spool}</p></header>
-<main>
+<main${status.watchdog.stale ? ` class="stale"` : ""}>
 ${status.services.map((row) => card(row, data)).join("\n") || `<p>no services configured</p>`}
 </main>
 ${peers}
-<h3>Recent events</h3>${lines(data.events, "none yet")}
-<h3>Downtime</h3>${lines(data.downtime, "none recorded")}
+<h3>Downtime</h3>${downtimeRows(data.downtime)}
 <p class="muted">read-only · reloads every ${data.refreshS}s · ${new Date(data.now).toISOString()}</p>
 </body></html>
 `;

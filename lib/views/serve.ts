@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { hostname } from "node:os";
 import { tailLines } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
-import { renderPage, type PageData, type PeerView } from "./page.ts";
+import { renderPage, type PageData, type PeerView, type ServiceView } from "./page.ts";
 import { readBounded } from "../os/net.ts";
 import { shownUrl } from "../core/redact.ts";
 import type { StatusReport } from "./status.ts";
@@ -12,8 +12,8 @@ import { TendError, usageError } from "../core/errors.ts";
 import { viewOf } from "../core/verdict.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { formatLine, type Tag } from "../core/time.ts";
-import { stateReader } from "../state/service-state.ts";
+import { parseSamples } from "../core/latency.ts";
+import { stateReader, type StateReader } from "../state/service-state.ts";
 import { watchedServices } from "./watched.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { renderMetrics } from "../core/metrics.ts";
@@ -132,19 +132,6 @@ async function askPeer(peer: Config["serve"]["peers"][number]): Promise<PeerView
   }
 }
 
-/**
- * The page's recent events: each service's last event as the pass recorded it (the stdout form: a
- * command as its program and argument count), newest first — never the raw log, whose lines carry
- * whole argvs.
- */
-export function recentEvents(status: StatusReport, count = 20): string[] {
-  return status.services
-    .flatMap((row) => (row.last_event ? [row.last_event] : []))
-    .sort((a, b) => Date.parse(b.at) - Date.parse(a.at))
-    .slice(0, count)
-    .map((event) => formatLine(event.tag as Tag, event.message, new Date(event.at)));
-}
-
 // A big host's views are built a service at a time in slices of a few ms: this process may also run
 // the loop, whose crash watch must not wait for a page (bench/render.ts).
 async function slicedReport(
@@ -152,12 +139,25 @@ async function slicedReport(
   sinceMs: number,
   now: number,
   read = stateReader(config.watchdog.stateDir),
+  cells = 48,
 ) {
   const rows = await mapInSlices(watchedServices(config, read), (service) =>
-    serviceReport(service.name, read(service.name), sinceMs, now),
+    serviceReport(service.name, read(service.name), sinceMs, now, cells),
   );
-  return reportOf(rows, sinceMs, now);
+  return reportOf(rows, sinceMs, now, cells);
 }
+
+/** Per service, what the page draws besides the report and stats: its own events, its latencies of the last day. */
+async function serviceViews(config: Config, now: number, read: StateReader): Promise<Record<string, ServiceView>> {
+  const views = await mapInSlices(watchedServices(config, read), (service) => {
+    const state = read(service.name);
+    const events = state.events ?? (state.lastEvent ? [state.lastEvent] : []);
+    const latency = parseSamples(state.latencyLog).filter(([at]) => at >= now - DAY_MS);
+    return [service.name, { events, latency }] as const;
+  });
+  return Object.fromEntries(views);
+}
+const DAY_MS = 86_400_000;
 const slicedStats = (config: Config, read = stateReader(config.watchdog.stateDir)) =>
   mapInSlices(watchedServices(config, read), (service) => statsOf(service, read(service.name)));
 
@@ -172,9 +172,10 @@ const ROUTES: Record<string, Route> = {
       host: hostname(),
       now,
       status,
-      report: await slicedReport(config, 86_400_000, now, read),
+      report: await slicedReport(config, DAY_MS, now, read),
+      month: await slicedReport(config, 30 * DAY_MS, now, read, 30),
       stats: await slicedStats(config, read),
-      events: recentEvents(status),
+      views: await serviceViews(config, now, read),
       downtime: tailLines(statePaths(config.watchdog.stateDir).downtime, 10),
       refreshS: Math.min(60, Math.max(10, Math.round(config.watchdog.intervalMs / 1000))),
       peers: await Promise.all(config.serve.peers.map(askPeer)),
