@@ -49,19 +49,11 @@ async function active() {
 test("TendServiceDown fires, stays firing past resolve_timeout while it holds; the recovery resolves it", async () => {
   const web = controlledServer();
   web.control.status = 500;
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-interval = "1m"
-[notify]
-url = "http://127.0.0.1:${port}"
-format = "alertmanager"
-[[service]]
-name = "web"
-failures = 1
-[service.check]
-http = "${web.url}"
-`);
+  box.configure({
+    watchdog: { interval: "1m" },
+    notify: { url: `http://127.0.0.1:${port}`, format: "alertmanager" },
+    services: [{ name: "web", failures: 1, check: { http: web.url } }],
+  });
   await box.tend(["watchdog"]);
   const firing = await active();
   expect(firing).toHaveLength(1);
@@ -97,23 +89,14 @@ test("one alert per service and condition: a certificate near its end is TendCer
   const certs = makeCa(join(box.dir, "ca"));
   const tls = tlsServer(certs.leaf(-1, 10));
   const dead = await freePort();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-interval = "1m"
-[notify]
-url = "http://127.0.0.1:${port}"
-format = "alertmanager"
-[[service]]
-name = "site"
-[service.check]
-tls = "localhost:${tls.port}"
-[[service]]
-name = "api"
-failures = 1
-[service.check]
-tcp = "127.0.0.1:${dead}"
-`);
+  box.configure({
+    watchdog: { interval: "1m" },
+    notify: { url: `http://127.0.0.1:${port}`, format: "alertmanager" },
+    services: [
+      { name: "site", check: { tls: `localhost:${tls.port}` } },
+      { name: "api", failures: 1, check: { tcp: `127.0.0.1:${dead}` } },
+    ],
+  });
   await box.tend(["watchdog"], { env: { NODE_EXTRA_CA_CERTS: certs.ca } });
   const alerts = await active();
   const names = alerts.map((alert) => `${alert.labels.alertname} ${alert.labels.service} ${alert.labels.severity}`);

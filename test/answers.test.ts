@@ -215,7 +215,7 @@ test("answers: blogtunnel judges an endless stream as an answer, with and withou
     { env: { TEND_CONFIG: join(bare.dir, "none.toml") } },
   );
   const configured = new Sandbox();
-  configured.writeConfig(`[watchdog]\nstate_dir = "${configured.state}"\n`);
+  configured.configure();
   const watched = await configured.tend([
     "blogtunnel",
     "--url",

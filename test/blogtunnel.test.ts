@@ -218,14 +218,7 @@ test("--depends-on NAME: WAIT while that configured service is failing (no strik
   const blog = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog", origin) });
   server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("bad gateway", { status: 530 }) });
   try {
-    box.writeConfig(`[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "blog"
-[service.check]
-http = "http://127.0.0.1:${blog.port}/"
-timeout = "1s"
-`);
+    box.configure({ services: [{ name: "blog", check: { http: `http://127.0.0.1:${blog.port}/`, timeout: "1s" } }] });
     const counter = join(box.dir, "count");
     const run = (...extra: string[]) =>
       box.tend(["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter, ...extra]);

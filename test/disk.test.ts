@@ -15,30 +15,14 @@ beforeAll(() => {
   if (mounted.exitCode !== 0) {
     throw new Error(`the disk tests need root to mount a tmpfs: ${mounted.stderr.toString().trim()}`);
   }
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "space"
-[service.check]
-disk = "${mount}"
-min_free = "1MiB"
-[[service]]
-name = "share"
-[service.check]
-disk = "${mount}/"
-min_free = "50%"
-[[service]]
-name = "inodes"
-[service.check]
-disk = "${mount}"
-min_free_inodes = 40
-[[service]]
-name = "gone"
-[service.check]
-disk = "${mount}/missing"
-min_free = "1%"
-`);
+  box.configure({
+    services: [
+      { name: "space", check: { disk: `${mount}`, min_free: "1MiB" } },
+      { name: "share", check: { disk: `${mount}/`, min_free: "50%" } },
+      { name: "inodes", check: { disk: `${mount}`, min_free_inodes: 40 } },
+      { name: "gone", check: { disk: `${mount}/missing`, min_free: "1%" } },
+    ],
+  });
 });
 
 afterAll(() => {
@@ -90,20 +74,12 @@ test("disk: a pass strikes a disk below its floor; plan shows the floors", async
 
 test("disk: configuration errors name the key and what is allowed", async () => {
   const bad = new Sandbox();
-  bad.writeConfig(`
-[watchdog]
-state_dir = "${bad.state}"
-[[service]]
-name = "a"
-[service.check]
-disk = "/"
-[[service]]
-name = "b"
-[service.check]
-disk = "/"
-min_free = "5x"
-min_free_inodes = "150%"
-`);
+  bad.configure({
+    services: [
+      { name: "a", check: { disk: "/" } },
+      { name: "b", check: { disk: "/", min_free: "5x", min_free_inodes: "150%" } },
+    ],
+  });
   const run = await bad.tend(["watchdog", "validate"]);
   bad.cleanup();
   expect(run.code).toBe(2);

@@ -22,19 +22,10 @@ test("doctor: one row per capability; --send-test delivers; exit 0 when what the
       return new Response("ok");
     },
   });
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[notify]
-url = "http://127.0.0.1:${hook.port}/topic"
-[[service]]
-name = "blog"
-[service.check]
-tcp = "127.0.0.1:1"
-[service.restart]
-tmux = "main:blog"
-run = "true"
-`);
+  box.configure({
+    notify: { url: `http://127.0.0.1:${hook.port}/topic` },
+    services: [{ name: "blog", check: { tcp: "127.0.0.1:1" }, restart: { tmux: "main:blog", run: "true" } }],
+  });
   const run = await box.tend(["doctor", "--json"]);
   expect(run.code).toBe(0);
   const rows = rowsOf(run.stdout);
@@ -78,15 +69,7 @@ test("doctor: exit 1 when something the config uses is missing (state dir others
   box = new Sandbox();
   mkdirSync(box.state);
   chmodSync(box.state, 0o777);
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "agent"
-launchd = "org.example.agent"
-[service.check]
-process = true
-`);
+  box.configure({ services: [{ name: "agent", launchd: "org.example.agent", check: { process: true } }] });
   const run = await box.tend(["doctor"]);
   expect(run.code).toBe(1);
   expect(run.stdout).toMatch(/state dir\s+missing\s+.* mode 0777: chmod go-w /);
@@ -176,17 +159,11 @@ spawn = ["blog-server", "--port", "8080"]
 test("doctor names the tmux server the panes live on when it is not the one cron's tend talks to", async () => {
   box = new Sandbox();
   const session = `doctor${process.pid}`;
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "blog"
-[service.check]
-tcp = "127.0.0.1:1"
-[service.restart]
-tmux = "${session}:blog"
-run = "sleep 1000"
-`);
+  box.configure({
+    services: [
+      { name: "blog", check: { tcp: "127.0.0.1:1" }, restart: { tmux: `${session}:blog`, run: "sleep 1000" } },
+    ],
+  });
   // The person's panes: a server under the sandbox's TMUX_TMPDIR (cron's tend would use /tmp's).
   const started = Bun.spawnSync(["tmux", "new-session", "-d", "-s", session, "sleep 1000"], { env: box.env() });
   expect(started.exitCode).toBe(0);

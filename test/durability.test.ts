@@ -71,17 +71,9 @@ test("a pidfile written before the host booted holds the last boot's PID: not th
   writeFileSync(pidfile, `${holder.pid}\n`);
   const bootedAt = Date.now() - uptime() * 1000;
   utimesSync(pidfile, new Date(bootedAt - 60_000), new Date(bootedAt - 60_000));
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "svc"
-pidfile = "svc.pid"
-[service.check]
-process = true
-[service.restart]
-spawn = ["sleep", "600"]
-`);
+  box.configure({
+    services: [{ name: "svc", pidfile: "svc.pid", check: { process: true }, restart: { spawn: ["sleep", "600"] } }],
+  });
   const pass = await box.tend(["watchdog"]);
   expect(pass.stdout).toMatch(/\[START\] svc: started pid (\d+)/);
   const started = Number(readFileSync(pidfile, "utf8"));

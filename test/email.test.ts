@@ -168,7 +168,7 @@ test("email configuration: smtp(s) URL, to and from required, checked addresses;
     expect({ keys, code: result.code }).toEqual({ keys, code: 2 });
     expect(result.stderr).toContain(said);
   }
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nformat = "text"\nto = "a@b.c"\n`);
+  box.configure({ notify: { format: "text", to: "a@b.c" } });
   expect((await box.tend(["watchdog", "validate"])).stderr).toContain('notify.to: is for format = "email"');
 });
 

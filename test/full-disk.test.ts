@@ -45,19 +45,18 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
     fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
   });
   stops.push(() => web.stop(true));
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "web"
-failures = 2
-cooldown = "0s"
-verify_timeout = "5s"
-[service.check]
-http = "http://127.0.0.1:${web.port}/"
-[service.restart]
-command = ["touch", "${flag}"]
-`);
+  box.configure({
+    services: [
+      {
+        name: "web",
+        failures: 2,
+        cooldown: "0s",
+        verify_timeout: "5s",
+        check: { http: `http://127.0.0.1:${web.port}/` },
+        restart: { command: ["touch", `${flag}`] },
+      },
+    ],
+  });
   Bun.spawnSync(["touch", flag]);
   expect((await box.tend(["watchdog"])).code).toBe(0); // healthy: its state file exists
   rmSync(flag);

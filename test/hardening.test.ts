@@ -60,20 +60,18 @@ test("planted symlinks in the state dir are never written through (log, lock, sp
   mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
   chmodSync(box.state, 0o700);
   const port = await freePort();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "web"
-pidfile = "web.pid"
-grace = "0s"
-verify_timeout = "2s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "500ms"
-[service.restart]
-spawn = ["${BUN}", "${SERVER}", "${port}"]
-`);
+  box.configure({
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        grace: "0s",
+        verify_timeout: "2s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "500ms" },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+    ],
+  });
   for (const name of ["watchdog.log", "watchdog.lock"]) {
     Bun.spawnSync(["rm", "-f", join(box.state, "watchdog.log"), join(box.state, "watchdog.lock")]);
     symlinkSync(precious, join(box.state, name));
@@ -104,7 +102,7 @@ test("a FIFO or a device is an error, never a hang or an endless read (config, p
   const config = await box.tend(["watchdog", "validate", "--config", fifo], { timeoutMs: 10_000 });
   expect(config.code).toBe(2);
   expect(config.stderr).toContain(`cannot read configuration ${fifo}: is a FIFO, not a regular file`);
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  box.configure();
   const zero = await box.tend(["safe-kill", "pidfile:/dev/zero"], { timeoutMs: 10_000 });
   expect(zero.code).toBe(1);
   expect(zero.stderr).toContain("/dev/zero: is a device, not a regular file");
@@ -119,7 +117,7 @@ test("a FIFO or a device is an error, never a hang or an endless read (config, p
 
 test("a pidfile is one line of decimal digits: 0x1d1f, +N, N.0, 'N garbage' are not PIDs", async () => {
   box = new Sandbox();
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  box.configure();
   const target = Bun.spawn(["sleep", "300"], { detached: true });
   box.track(target.pid);
   await waitFor(() => alive(target.pid), 5000, "target");
@@ -137,18 +135,17 @@ test("a pidfile is one line of decimal digits: 0x1d1f, +N, N.0, 'N garbage' are 
 test("safe-kill pidfile:PATH of a configured service: its recorded start time, however PATH is written", async () => {
   box = new Sandbox();
   const port = await freePort();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "tour"
-pidfile = "tour.pid"
-grace = "0s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-[service.restart]
-spawn = ["${BUN}", "${SERVER}", "${port}"]
-`);
+  box.configure({
+    services: [
+      {
+        name: "tour",
+        pidfile: "tour.pid",
+        grace: "0s",
+        check: { http: `http://127.0.0.1:${port}/` },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+    ],
+  });
   await box.tend(["watchdog"]);
   const pidfile = join(box.state, "tour.pid");
   const started = Number(readFileSync(pidfile, "utf8"));
@@ -172,16 +169,10 @@ spawn = ["${BUN}", "${SERVER}", "${port}"]
 
 test("durations up to 365d work as written; longer ones and out-of-range flags are exit 2", async () => {
   box = new Sandbox();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-interval = "30d"
-[[service]]
-name = "slowcheck"
-[service.check]
-command = ["sleep", "1"]
-timeout = "25d"
-`);
+  box.configure({
+    watchdog: { interval: "30d" },
+    services: [{ name: "slowcheck", check: { command: ["sleep", "1"], timeout: "25d" } }],
+  });
   // A 25-day timeout does not fire after a few ms (32-bit timer overflow): the 1 s check passes.
   const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
   expect(status.services[0].probe).toMatchObject({ ok: true, detail: "exit 0" });
@@ -196,11 +187,11 @@ timeout = "25d"
   expect(await loop.exited).toBe(0);
   expect(await new Response(loop.stderr).text()).not.toContain("TimeoutOverflowWarning");
 
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\ninterval = "400d"\n`);
+  box.configure({ watchdog: { interval: "400d" } });
   const long = await box.tend(["watchdog", "validate"]);
   expect(long.code).toBe(2);
   expect(long.stderr).toContain('watchdog.interval: "400d" is longer than 365d, the longest duration allowed');
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  box.configure();
   const since = await box.tend(["watchdog", "report", "--since", "100000d"]);
   expect(since.code).toBe(2);
   expect(since.stderr).toContain('--since: "100000d" is longer than 365d');
@@ -274,16 +265,11 @@ test("bodies are read up to a bound: an endless probe answer or notify answer en
         { status: new URL(request.url).pathname === "/hook" ? 500 : 200 },
       ),
   });
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "endless"
-[service.check]
-http = "http://127.0.0.1:${endless.port}/"
-contains = "needle"
-timeout = "20s"
-`);
+  box.configure({
+    services: [
+      { name: "endless", check: { http: `http://127.0.0.1:${endless.port}/`, contains: "needle", timeout: "20s" } },
+    ],
+  });
   const started = Date.now();
   const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
   expect(status.services[0].probe).toMatchObject({
@@ -337,20 +323,12 @@ command = ["sh", "-c", "exit 7", "--password=hunter2", "https://user:pw@example.
 test("SIGTERM kills the pass's check commands; a check is judged by its exit, not by its output", async () => {
   box = new Sandbox();
   const marker = join(box.dir, "check.pid");
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "hangs"
-[service.check]
-command = ["sh", "-c", "echo $$ > ${marker}; exec sleep 300"]
-timeout = "5m"
-[[service]]
-name = "forks"
-[service.check]
-command = ["sh", "-c", "sleep 300 & echo started; exit 0"]
-timeout = "5m"
-`);
+  box.configure({
+    services: [
+      { name: "hangs", check: { command: ["sh", "-c", `echo $$ > ${marker}; exec sleep 300`], timeout: "5m" } },
+      { name: "forks", check: { command: ["sh", "-c", "sleep 300 & echo started; exit 0"], timeout: "5m" } },
+    ],
+  });
   const pass = Bun.spawn([TEND, "watchdog"], { env: box.env(), stdout: "pipe" });
   box.track(pass.pid);
   await waitFor(() => existsSync(marker) && readFileSync(marker, "utf8").trim() !== "", 10_000, "the check to start");
@@ -404,18 +382,12 @@ test("notify: an accepted message is not failed by a full disk; an unusable stat
 
 test("a service named notify-state (or heartbeat) keeps its state in services/, apart from tend's files", async () => {
   box = new Sandbox();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "notify-state"
-[service.check]
-tcp = "127.0.0.1:1"
-[[service]]
-name = "heartbeat"
-[service.check]
-tcp = "127.0.0.1:1"
-`);
+  box.configure({
+    services: [
+      { name: "notify-state", check: { tcp: "127.0.0.1:1" } },
+      { name: "heartbeat", check: { tcp: "127.0.0.1:1" } },
+    ],
+  });
   await box.tend(["watchdog"]);
   expect(box.stateOf("notify-state").strikes).toBe(1);
   expect(box.stateOf("heartbeat").strikes).toBe(1);
@@ -425,7 +397,7 @@ tcp = "127.0.0.1:1"
 
 test("an answer that echoes a short token or the Basic-auth value of the URL is scrubbed", async () => {
   box = new Sandbox();
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  box.configure();
   const hook = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
@@ -564,7 +536,7 @@ test("a FIFO at watchdog.log, watchdog.lock, notify.lock or an .out is an error,
 
 test("notify --dry-run and --spool print outside text escaped (an ESC in a message recolours nothing)", async () => {
   const box = new Sandbox();
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  box.configure();
   const hostile = "disk \u001b[31mfull\u001b[0m \u202Eevil";
   const dry = await box.tend(["notify", "--url", "http://127.0.0.1:1/t", "--dry-run", hostile]);
   expect(dry.stdout).not.toContain("\u001b");

@@ -40,6 +40,16 @@ export class Sandbox {
     writeFileSync(this.config, text);
   }
 
+  /**
+   * Write a configuration built from `spec` (tomlConfig), its state_dir this sandbox's unless given;
+   * returns the text. Raw TOML (writeConfig) stays for what a test feeds the parser on purpose.
+   */
+  configure(spec: ConfigSpec = {}): string {
+    const text = tomlConfig({ ...spec, watchdog: { state_dir: this.state, ...spec.watchdog } });
+    this.writeConfig(text);
+    return text;
+  }
+
   /** Run `tend COMMAND ...` (argv0 dispatch is tested separately). */
   async tend(
     args: string[],
@@ -251,3 +261,57 @@ export const SERVICE_FIXTURE: ServiceConfig = {
   memory: null,
   trackRestarts: false,
 };
+
+/** A TOML value: strings quoted as JSON quotes them (TOML's basic strings take the same escapes). */
+export type TomlValue = string | number | boolean | TomlValue[] | { [key: string]: TomlValue };
+type TomlTable = Record<string, TomlValue | undefined>;
+
+/** One [[service]]: its keys, and its check and restart tables (or their inline forms as keys). */
+export interface ServiceSpec {
+  name: string;
+  check?: TomlTable;
+  restart?: TomlTable;
+  [key: string]: TomlValue | TomlTable | undefined;
+}
+
+export interface ConfigSpec {
+  watchdog?: TomlTable;
+  notify?: TomlTable;
+  serve?: TomlTable;
+  services?: ServiceSpec[];
+}
+
+const tomlValue = (value: TomlValue): string =>
+  Array.isArray(value)
+    ? `[${value.map(tomlValue).join(", ")}]`
+    : typeof value === "object"
+      ? `{ ${Object.entries(value)
+          .map(([key, inner]) => `${key} = ${tomlValue(inner)}`)
+          .join(", ")} }`
+      : typeof value === "string"
+        ? JSON.stringify(value)
+        : String(value);
+
+const tomlKeys = (table: TomlTable) =>
+  Object.entries(table).flatMap(([key, value]) => (value === undefined ? [] : [`${key} = ${tomlValue(value)}`]));
+
+/**
+ * A tend.toml from plain objects: `{ services: [{ name: "web", grace: "0s", check: { http: url },
+ * restart: { spawn: [BUN, SERVER, "8080"] } }] }`. Keys are written as given (config names, not
+ * camelCase); undefined ones are left out.
+ */
+export function tomlConfig({ watchdog, notify, serve, services = [] }: ConfigSpec): string {
+  const lines: string[] = [];
+  for (const [name, table] of [
+    ["watchdog", watchdog],
+    ["notify", notify],
+    ["serve", serve],
+  ] as const)
+    if (table) lines.push(`[${name}]`, ...tomlKeys(table));
+  for (const { check, restart, ...keys } of services) {
+    lines.push("[[service]]", ...tomlKeys(keys as TomlTable));
+    if (check) lines.push("[service.check]", ...tomlKeys(check));
+    if (restart) lines.push("[service.restart]", ...tomlKeys(restart));
+  }
+  return lines.join("\n") + "\n";
+}

@@ -43,18 +43,10 @@ function webhook(answer: () => Response) {
 test("a webhook's 500 body cannot forge a log line: NOTIFY is one escaped line, in the log and on stdout", async () => {
   box = new Sandbox();
   const hook = webhook(() => new Response(FORGED, { status: 500 }));
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[notify]
-url = "${hook.url}"
-retries = 0
-[[service]]
-name = "web"
-failures = 1
-[service.check]
-tcp = "127.0.0.1:1"
-`);
+  box.configure({
+    notify: { url: hook.url, retries: 0 },
+    services: [{ name: "web", failures: 1, check: { tcp: "127.0.0.1:1" } }],
+  });
   const pass = await box.tend(["watchdog"]);
   hook.server.stop(true);
   expect(pass.stdout).toContain("[NOTIFY] could not send");
@@ -68,7 +60,7 @@ tcp = "127.0.0.1:1"
 test("notify's stderr quotes the webhook's answer as one escaped line", async () => {
   box = new Sandbox();
   const hook = webhook(() => new Response(FORGED, { status: 400 }));
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  box.configure();
   const run = await box.tend(["notify", "--url", hook.url, "--no-spool", "hello"]);
   hook.server.stop(true);
   expect(run.code).toBe(1);
@@ -82,17 +74,10 @@ test("a command check's output (ESC, OSC, BEL, CR) reaches log, stdout, status a
   const hook = webhook(() => new Response("ok"));
   const forged = join(box.dir, "forged.txt");
   writeFileSync(forged, FORGED);
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[notify]
-url = "${hook.url}"
-[[service]]
-name = "db"
-failures = 1
-[service.check]
-command = ["sh", "-c", "cat ${forged}; exit 3"]
-`);
+  box.configure({
+    notify: { url: hook.url },
+    services: [{ name: "db", failures: 1, check: { command: ["sh", "-c", `cat ${forged}; exit 3`] } }],
+  });
   const pass = await box.tend(["watchdog"]);
   expect(pass.stdout).toContain("[WARN] db failed health check (exit 3: \\x1b]0;pwned\\x07");
   expectCleanLog(pass.stdout);
@@ -108,14 +93,7 @@ command = ["sh", "-c", "cat ${forged}; exit 3"]
 
 test("a corrupt state file's NUL and escape bytes are logged escaped: grep still reads the log as text", async () => {
   box = new Sandbox();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "api"
-[service.check]
-tcp = "127.0.0.1:1"
-`);
+  box.configure({ services: [{ name: "api", check: { tcp: "127.0.0.1:1" } }] });
   await box.tend(["watchdog"]);
   writeFileSync(join(box.state, "services", "api.json"), `\u0000\u001b[2J${FORGED}`);
   const pass = await box.tend(["watchdog"]);
@@ -148,11 +126,7 @@ test("a process whose argv holds escapes and a newline cannot forge safe-kill's 
 test("a heartbeat endpoint's answer is logged as one escaped line", async () => {
   box = new Sandbox();
   const hook = webhook(() => new Response(FORGED, { status: 503 }));
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-heartbeat_url = "${hook.url}"
-`);
+  box.configure({ watchdog: { heartbeat_url: hook.url } });
   const pass = await box.tend(["watchdog"]);
   hook.server.stop(true);
   expect(pass.stdout).toContain("[NOTIFY] heartbeat ping to");
@@ -166,15 +140,7 @@ test("another program's error (STAND-IN systemctl: no systemd as PID 1 here) is 
   Bun.spawnSync(["mkdir", bin]);
   writeFileSync(join(box.dir, "forged.txt"), FORGED);
   writeFileSync(join(bin, "systemctl"), `#!/bin/sh\ncat ${join(box.dir, "forged.txt")} >&2\nexit 1\n`, { mode: 0o755 });
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "blog"
-unit = "blog.service"
-[service.check]
-tcp = "127.0.0.1:1"
-`);
+  box.configure({ services: [{ name: "blog", unit: "blog.service", check: { tcp: "127.0.0.1:1" } }] });
   const pass = await box.tend(["watchdog"], { env: { PATH: `${bin}:${process.env.PATH}` } });
   expect(pass.stdout).toContain(
     "[ERROR] blog: cannot read blog.service from systemd: systemctl show blog.service: \\x1b]0;pwned",
@@ -188,18 +154,17 @@ test("a pidfile or counter holding escapes is quoted escaped; nothing is started
   Bun.spawnSync(["mkdir", "-p", box.state]);
   Bun.spawnSync(["chmod", "700", box.state]);
   writeFileSync(pidfile, "12\u001b[2J\n[X]");
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "web"
-pidfile = "web.pid"
-grace = "0s"
-[service.check]
-tcp = "127.0.0.1:1"
-[service.restart]
-spawn = ["sleep", "300"]
-`);
+  box.configure({
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        grace: "0s",
+        check: { tcp: "127.0.0.1:1" },
+        restart: { spawn: ["sleep", "300"] },
+      },
+    ],
+  });
   const pass = await box.tend(["watchdog"]);
   expect(pass.stdout).toContain(`[ERROR] web: ${pidfile} holds "12\\x1b[2J\\n[X]", not a PID (one line of digits)`);
   expect(pass.stdout).not.toContain("[RESTART]");

@@ -19,9 +19,13 @@ const tests = files("test", ".ts")
   .join("\n");
 const docs = ["README.md", ...files("docs", ".md")].map(read).join("\n");
 
-/** A configuration in a test that uses the kind: `[service.check]` (or restart) then `KIND =` before the next table. */
+/**
+ * A configuration in a test that uses the kind: `[service.check]` (or restart) then `KIND =` before
+ * the next table, or the helpers' builder: `check: { KIND: …` (test/helpers.ts tomlConfig).
+ */
 const usedInTests = (table: "check" | "restart", kind: string) =>
-  new RegExp(`\\[service\\.${table}\\][^\\[]*?\\n\\s*${kind}\\s*=`).test(tests);
+  new RegExp(`\\[service\\.${table}\\][^\\[]*?\\n\\s*${kind}\\s*=`).test(tests) ||
+  new RegExp(`\\b${table}: \\{\\s*(?:[\\w.]+: [^,{}]+(?:\\{[^}]*\\})?,\\s*)*"?${kind}"?:`).test(tests);
 
 /** A call that runs an argv, then its first word: runCommand(["tmux", ...]), managerRestart(k, f, (u) => ["sv"]). */
 const CALLS = String.raw`(?:runCommand|Bun\.spawn|spawnSync|runAction|managerRestart\([^,]+,[^,]+,)`;

@@ -98,7 +98,7 @@ describe("blogtunnel and a long pass (the trial: exit 1, nothing recorded, when 
   test("blogtunnel waits for a pass that holds the lock over 30 s, then checks; the counter is tend's", async () => {
     const box = new Sandbox();
     const edge = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
-    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    box.configure();
     const counter = join(box.dir, "count");
     try {
       mkdirSync(box.state, { recursive: true, mode: 0o700 });
@@ -127,7 +127,7 @@ describe("blogtunnel and a long pass (the trial: exit 1, nothing recorded, when 
 
   test("a run lost all the same (the lock held past the wait) is said in the log, the counter kept", async () => {
     const box = new Sandbox();
-    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    box.configure();
     const counter = join(box.dir, "count");
     writeFileSync(counter, "2\n");
     const { loadConfig } = await import("../lib/config/load.ts");

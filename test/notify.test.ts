@@ -331,7 +331,7 @@ describe("failures: curl -f semantics, retries, nothing lost", () => {
     setup("retries = 0");
     hook.modes = ["500"];
     await notify("kept");
-    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`); // the URL is gone from the config
+    box.configure(); // the URL is gone from the config
     hook.modes = ["ok"];
     const flushed = await notify("--flush");
     expect(flushed.code).toBe(0);
@@ -474,7 +474,7 @@ describe("spool and dedup", () => {
       ["alertmanager", `${base}/am/${SECRET}`],
     ];
     for (const [format, url] of formats) {
-      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\n`);
+      box.configure({ notify: { retries: 0 } });
       // A service per format: the same service+event again would be suppressed (min_interval).
       const args = ["--format", format, "--url", url, "--title", "⚠️ restarted web", "--service", `web-${format}`];
       hook.modes = ["500"];
@@ -520,7 +520,7 @@ describe("spool and dedup", () => {
     hung.reload({ fetch: () => (asked.push(Date.now()), new Promise<Response>(() => {})) });
     try {
       // A message spooled to the old receiver, which now hangs.
-      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\ntimeout = "6s"\n`);
+      box.configure({ notify: { retries: 0, timeout: "6s" } });
       const old = `http://127.0.0.1:${hung.port}/old-topic`;
       expect((await notify("--url", `http://127.0.0.1:1/`, "for the old receiver")).code).toBe(1);
       const [entry] = spool();
@@ -545,7 +545,7 @@ describe("spool and dedup", () => {
 
   test("the spool's budget: 15 s in all, one attempt per spooled message, however many receivers hang", async () => {
     setup("retries = 3");
-    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 3\ntimeout = "60s"\n`);
+    box.configure({ notify: { retries: 3, timeout: "60s" } });
     const hung = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) });
     let asked = 0;
     hung.reload({ fetch: () => (asked++, new Promise<Response>(() => {})) });
@@ -650,7 +650,7 @@ describe("spool and dedup", () => {
 
   test("a spooled message with no destination of its own, and none configured, is kept untried", async () => {
     box = new Sandbox();
-    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    box.configure();
     mkdirSync(box.state, { recursive: true, mode: 0o700 });
     const entry = { message: "from an older spool", title: null, priority: null, tags: [], event: null, service: null };
     const line = { ...entry, time: new Date().toISOString(), id: "old1", url: "", format: "text" };
@@ -662,7 +662,7 @@ describe("spool and dedup", () => {
 
   test("no URL anywhere: exit 2, nothing spooled", async () => {
     box = new Sandbox();
-    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    box.configure();
     const result = await box.tend(["notify", "hello"]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("no notification URL");
@@ -764,7 +764,7 @@ describe("each receiver's rules, checked in the body the receiver gets", () => {
     expect(run.stderr).toContain("notify.url: format telegram needs chat_id in the URL");
     expect(run.stderr).not.toContain(SECRET);
     expect(hook.seen).toEqual([]);
-    box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+    box.configure();
     const cli = await notify("--url", `${base}/bot1:x/sendMessage`, "--format", "telegram", "hi");
     expect(cli.code).toBe(2);
     expect(cli.stderr).toContain("format telegram needs chat_id in the URL");
@@ -798,26 +798,21 @@ describe("each receiver's rules, checked in the body the receiver gets", () => {
   test("ntfy: priority per event: 🚨 urgent, ⚠️ high, ✅ default, with the event as a tag", async () => {
     const port = await freePort();
     box = new Sandbox();
-    box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[notify]
-url = "${base}/topic/${SECRET}"
-retries = 0
-min_interval = "0s"
-[[service]]
-name = "web"
-failures = 1
-grace = "0s"
-cooldown = "0s"
-backoff = "0s"
-verify_timeout = "1s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "300ms"
-[service.restart]
-command = ["true"]
-`);
+    box.configure({
+      notify: { url: `${base}/topic/${SECRET}`, retries: 0, min_interval: "0s" },
+      services: [
+        {
+          name: "web",
+          failures: 1,
+          grace: "0s",
+          cooldown: "0s",
+          backoff: "0s",
+          verify_timeout: "1s",
+          check: { http: `http://127.0.0.1:${port}/`, timeout: "300ms" },
+          restart: { command: ["true"] },
+        },
+      ],
+    });
     await box.tend(["watchdog"]); // restart (⚠️) that does not recover (🚨)
     const server = await box.server(port);
     await box.tend(["watchdog"]); // ✅
@@ -832,15 +827,10 @@ command = ["true"]
 describe("heartbeat: Uptime Kuma and healthchecks.io", () => {
   function heartbeat(url: string, servicePort: number) {
     box = new Sandbox();
-    box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-heartbeat_url = "${url}"
-[[service]]
-name = "web"
-[service.check]
-tcp = "127.0.0.1:${servicePort}"
-`);
+    box.configure({
+      watchdog: { heartbeat_url: `${url}` },
+      services: [{ name: "web", check: { tcp: `127.0.0.1:${servicePort}` } }],
+    });
   }
   const pings = () => hook.seen.filter((request) => !request.path.startsWith("/topic"));
 
@@ -933,7 +923,7 @@ describe("gotify and pushover (STAND-INS that follow their documented APIs: no s
     });
     try {
       box = new Sandbox();
-      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\nformat = "gotify"\n`);
+      box.configure({ notify: { retries: 0, format: "gotify" } });
       const url = `http://127.0.0.1:${gotify.port}/message?token=AppToken.1`;
       const sent = await notify(
         "--url",
@@ -984,7 +974,7 @@ describe("gotify and pushover (STAND-INS that follow their documented APIs: no s
     });
     try {
       box = new Sandbox();
-      box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nretries = 0\nformat = "pushover"\n`);
+      box.configure({ notify: { retries: 0, format: "pushover" } });
       const at = (token: string, user: string) =>
         `http://127.0.0.1:${pushover.port}/1/messages.json?token=${token}&user=${user}`;
       const good = at("azGDORePK8gMaC0QOYAMyEEuzJnyUi", "uQiRzpo4DXghDmr9QzzfQu27cmVRsG");

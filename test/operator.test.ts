@@ -25,20 +25,18 @@ test("restart: verified, notified, ignores given-up and backoff, not counted tow
   box = new Sandbox();
   const port = await freePort();
   const hook = webhook();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[notify]
-url = "http://127.0.0.1:${hook.server.port}/topic"
-[[service]]
-name = "web"
-pidfile = "web.pid"
-max_restarts = 1
-[service.check]
-http = "http://127.0.0.1:${port}/"
-[service.restart]
-spawn = ["${BUN}", "${SERVER}", "${port}"]
-`);
+  box.configure({
+    notify: { url: `http://127.0.0.1:${hook.server.port}/topic` },
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        max_restarts: 1,
+        check: { http: `http://127.0.0.1:${port}/` },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+    ],
+  });
   await box.tend(["watchdog"]); // its first start
   const first = Number(box.read("web.pid"));
   // given up and in backoff: a pass would not restart it; an operator's restart does.
@@ -68,18 +66,11 @@ test("stop: the group stopped, the service paused; start: resumed and started; l
     `#!/bin/sh\nprintf 'one\\ntwo\\n\\033[31mred\\n'\ni=0\nwhile :; do echo "tick $i"; i=$((i+1)); sleep 0.2; done\n`,
     { mode: 0o755 },
   );
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "web"
-pidfile = "web.pid"
-grace = "0s"
-[service.check]
-process = true
-[service.restart]
-spawn = ["${script}"]
-`);
+  box.configure({
+    services: [
+      { name: "web", pidfile: "web.pid", grace: "0s", check: { process: true }, restart: { spawn: [`${script}`] } },
+    ],
+  });
   await box.tend(["watchdog"]);
   const pid = Number(box.read("web.pid"));
   expect(alive(pid)).toBe(true);
@@ -117,20 +108,17 @@ spawn = ["${script}"]
 test("tmux: restart, stop and start the pane's process; logs is the pane's scrollback", async () => {
   box = new Sandbox();
   const port = await freePort();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "blog"
-grace = "0s"
-verify_timeout = "20s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "1s"
-[service.restart]
-tmux = "work:blog"
-run = "echo booting blog; exec '${BUN}' '${SERVER}' ${port}"
-`);
+  box.configure({
+    services: [
+      {
+        name: "blog",
+        grace: "0s",
+        verify_timeout: "20s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+        restart: { tmux: "work:blog", run: `echo booting blog; exec '${BUN}' '${SERVER}' ${port}` },
+      },
+    ],
+  });
   const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
   const panePid = () =>
     Number(tmux("display-message", "-p", "-t", "=work:=blog", "#{pane_pid}").stdout.toString().trim());
@@ -161,20 +149,12 @@ test("restart waits for a running pass (the lock), then goes ahead; a watch-only
     hostname: "127.0.0.1",
     fetch: async () => (await Bun.sleep(1500), new Response("ok")),
   });
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "api"
-[service.check]
-http = "http://127.0.0.1:${slow.port}/"
-[service.restart]
-command = ["true"]
-[[service]]
-name = "watched"
-[service.check]
-tcp = "127.0.0.1:1"
-`);
+  box.configure({
+    services: [
+      { name: "api", check: { http: `http://127.0.0.1:${slow.port}/` }, restart: { command: ["true"] } },
+      { name: "watched", check: { tcp: "127.0.0.1:1" } },
+    ],
+  });
   const pass = box.tend(["watchdog"]);
   await waitFor(
     () => Bun.file(join(box.state, "watchdog.lock")).size >= 0 && box.read("watchdog.log") !== "",
@@ -195,17 +175,16 @@ tcp = "127.0.0.1:1"
 test("loop: a crashed process is started again within seconds, not at the next pass", async () => {
   box = new Sandbox();
   const port = await freePort();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "web"
-pidfile = "web.pid"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-[service.restart]
-spawn = ["${BUN}", "${SERVER}", "${port}"]
-`);
+  box.configure({
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        check: { http: `http://127.0.0.1:${port}/` },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+    ],
+  });
   const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
   box.track(loop.pid);
   await waitFor(() => box.read("watchdog.log").includes("[START] web: started pid"), 15_000, "the first start");
@@ -276,16 +255,9 @@ test("loop: retry_interval probes a failing service again before the next pass; 
   let hits = 0;
   let status = 200;
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => (hits++, new Response("x", { status })) });
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "api"
-failures = 3
-retry_interval = "1s"
-[service.check]
-http = "http://127.0.0.1:${server.port}/"
-`);
+  box.configure({
+    services: [{ name: "api", failures: 3, retry_interval: "1s", check: { http: `http://127.0.0.1:${server.port}/` } }],
+  });
   status = 503;
   const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
   box.track(loop.pid);

@@ -259,15 +259,7 @@ describe("log freshness check", () => {
     try {
       const log = join(sandbox.dir, "recorder.log");
       writeFileSync(log, "recording\n");
-      sandbox.writeConfig(`
-[watchdog]
-state_dir = "${sandbox.state}"
-[[service]]
-name = "recorder"
-[service.check]
-log = "${log}"
-fresh = "1m"
-`);
+      sandbox.configure({ services: [{ name: "recorder", check: { log: `${log}`, fresh: "1m" } }] });
       await sandbox.tend(["watchdog"]);
       expect(sandbox.stateOf("recorder").verdict.word).toBe("healthy");
       utimesSync(log, new Date(Date.now() - 5 * 60_000), new Date(Date.now() - 5 * 60_000));

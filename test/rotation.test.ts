@@ -69,16 +69,10 @@ spawn = ["sh", "-c", "${chatty}"]
 test("watchdog.log and downtime.log rotate by rename at log_max_size; DOWNTIME lines are in both", async () => {
   box = new Sandbox();
   const { server, url } = (await import("./helpers.ts")).controlledServer();
-  box.writeConfig(`[watchdog]
-state_dir = "${box.state}"
-log_max_size = "64KiB"
-log_keep = 2
-[[service]]
-name = "web"
-[service.check]
-http = "${url}"
-timeout = "1s"
-`);
+  box.configure({
+    watchdog: { log_max_size: "64KiB", log_keep: 2 },
+    services: [{ name: "web", check: { http: `${url}`, timeout: "1s" } }],
+  });
   await box.tend(["watchdog"]);
   const log = join(box.state, "watchdog.log");
   const downtime = join(box.state, "downtime.log");
@@ -134,7 +128,7 @@ spawn = ["sleep", "600"]
 
 test("log_max_size and log_keep are checked as configuration", async () => {
   box = new Sandbox();
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\nlog_max_size = "1KiB"\nlog_keep = -1\n`);
+  box.configure({ watchdog: { log_max_size: "1KiB", log_keep: -1 } });
   const run = await box.tend(["watchdog", "validate"]);
   expect(run.code).toBe(2);
   expect(run.stderr).toContain('watchdog.log_max_size: "1KiB" is below the floor of 64KiB');

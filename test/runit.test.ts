@@ -37,21 +37,18 @@ test("restart.runit: a frozen service is restarted by sv and verified; sv down i
   box = new Sandbox();
   const port = await freePort();
   const { svDir, dir, pidOf } = await supervised(port);
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "blog"
-failures = 1
-grace = "0s"
-verify_timeout = "20s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "1s"
-[service.restart]
-runit = "blog"
-sv_dir = "${svDir}"
-`);
+  box.configure({
+    services: [
+      {
+        name: "blog",
+        failures: 1,
+        grace: "0s",
+        verify_timeout: "20s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+        restart: { runit: "blog", sv_dir: `${svDir}` },
+      },
+    ],
+  });
   expect((await box.tend(["watchdog", "validate"])).code).toBe(0);
   expect((await box.tend(["watchdog", "plan"])).stdout).toContain(`restart.sv_dir = "${svDir}"`);
   await box.tend(["watchdog"]);

@@ -39,21 +39,12 @@ test("stats: percentiles, timeouts, a WARN where the timeout cuts the distributi
   box = new Sandbox();
   const slow = controlled();
   const fast = controlled();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "tunnel"
-failures = 100
-[service.check]
-http = "${slow.url}"
-timeout = "900ms"
-[[service]]
-name = "api"
-[service.check]
-http = "${fast.url}"
-timeout = "2s"
-`);
+  box.configure({
+    services: [
+      { name: "tunnel", failures: 100, check: { http: slow.url, timeout: "900ms" } },
+      { name: "api", check: { http: fast.url, timeout: "2s" } },
+    ],
+  });
   // The tunnel answers in 100 ms..1.3 s: the 900 ms timeout cuts the tail off
   // (400 ms of headroom for a loaded machine).
   for (const delay of [100, 200, 300, 400, 500, 1300, 1300]) {
@@ -87,21 +78,19 @@ timeout = "2s"
 test("report: availability, downtime, restarts, recoveries, MTTR from real passes; a timeline", async () => {
   box = new Sandbox();
   const web = controlled();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "web"
-failures = 2
-grace = "0s"
-cooldown = "0s"
-verify_timeout = "1s"
-[service.check]
-http = "${web.url}"
-timeout = "500ms"
-[service.restart]
-command = ["true"]
-`);
+  box.configure({
+    services: [
+      {
+        name: "web",
+        failures: 2,
+        grace: "0s",
+        cooldown: "0s",
+        verify_timeout: "1s",
+        check: { http: web.url, timeout: "500ms" },
+        restart: { command: ["true"] },
+      },
+    ],
+  });
   await box.tend(["watchdog"]); // healthy: first seen
   web.control.status = 503;
   await box.tend(["watchdog"]); // strike 1: the outage opens
@@ -180,34 +169,22 @@ test("metrics_file: Prometheus text, written atomically each pass, promtool-vali
   const web = controlled();
   const metrics = join(box.dir, "textfile", "tend.prom");
   Bun.spawnSync(["mkdir", "-p", join(box.dir, "textfile")]);
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-metrics_file = "${metrics}"
-[[service]]
-name = "web"
-failures = 1
-grace = "0s"
-verify_timeout = "1s"
-[service.check]
-http = "${web.url}"
-timeout = "500ms"
-[service.restart]
-command = ["true"]
-[[service]]
-name = "db"
-[service.check]
-http = "${web.url}"
-[[service]]
-name = "old"
-enabled = false
-[service.check]
-http = "${web.url}"
-[[service]]
-name = "held"
-[service.check]
-http = "${web.url}"
-`);
+  box.configure({
+    watchdog: { metrics_file: `${metrics}` },
+    services: [
+      {
+        name: "web",
+        failures: 1,
+        grace: "0s",
+        verify_timeout: "1s",
+        check: { http: web.url, timeout: "500ms" },
+        restart: { command: ["true"] },
+      },
+      { name: "db", check: { http: web.url } },
+      { name: "old", enabled: false, check: { http: web.url } },
+      { name: "held", check: { http: web.url } },
+    ],
+  });
   web.control.status = 500;
   await box.tend(["watchdog"]);
   await box.tend(["watchdog", "pause", "held"]);
@@ -355,27 +332,13 @@ test("stats leaves out every probe inside an incident (a WAIT on a frozen depend
   const db = controlled();
   const app = controlled();
   const tunnel = controlled();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "db"
-[service.check]
-http = "${db.url}"
-timeout = "2s"
-[[service]]
-name = "app"
-depends_on = ["db"]
-[service.check]
-http = "${app.url}"
-timeout = "1s"
-[[service]]
-name = "tunnel"
-failures = 100
-[service.check]
-http = "${tunnel.url}"
-timeout = "1s"
-`);
+  box.configure({
+    services: [
+      { name: "db", check: { http: db.url, timeout: "2s" } },
+      { name: "app", depends_on: ["db"], check: { http: app.url, timeout: "1s" } },
+      { name: "tunnel", failures: 100, check: { http: tunnel.url, timeout: "1s" } },
+    ],
+  });
   expect((await box.tend(["watchdog"])).code).toBe(0); // all healthy
   // The database is down; the app, waiting on it, times out: the incident, not the app's tail.
   db.control.status = 503;

@@ -240,25 +240,26 @@ test("the page in chromium, 360 and 1280 px: nothing scrolls sideways; per servi
   // Long words that do not break by themselves: a 150-character token, a long service name.
   const unbroken = "x".repeat(150);
   const flag = join(box.dir, "down");
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[serve]
-peers = ["${peerUrl}", "${downPeer}"]
-[[service]]
-name = "blog"
-[service.check]
-http = "${web.url}"
-[[service]]
-name = "hostile-and-rather-long-service-name-for-a-phone"
-failures = 1
-cooldown = "0s"
-verify_timeout = "1s"
-[service.check]
-command = ["sh", "-c", "[ -e ${flag} ] || exit 0; echo '<script>alert(1)</script><img src=x> ${unbroken}'; exit 1"]
-[service.restart]
-command = ["rm", "-f", "${flag}"]
-`);
+  box.configure({
+    serve: { peers: [`${peerUrl}`, `${downPeer}`] },
+    services: [
+      { name: "blog", check: { http: web.url } },
+      {
+        name: "hostile-and-rather-long-service-name-for-a-phone",
+        failures: 1,
+        cooldown: "0s",
+        verify_timeout: "1s",
+        check: {
+          command: [
+            "sh",
+            "-c",
+            `[ -e ${flag} ] || exit 0; echo '<script>alert(1)</script><img src=x> ${unbroken}'; exit 1`,
+          ],
+        },
+        restart: { command: ["rm", "-f", `${flag}`] },
+      },
+    ],
+  });
   await box.tend(["watchdog", "pass"]);
   writeFileSync(flag, ""); // down, restarted (the restart clears it), recovered: events and a downtime line
   await box.tend(["watchdog", "pass"]);
@@ -400,19 +401,18 @@ test("a hostile peer's answer (a detail whose toString is no function) is unreac
 
 test("the page's events come from the recorded events, never the raw log (whose argvs are whole)", async () => {
   box = new Sandbox();
-  box.writeConfig(`[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "db"
-failures = 1
-grace = "0s"
-verify_timeout = "1s"
-[service.check]
-tcp = "127.0.0.1:1"
-timeout = "300ms"
-[service.restart]
-command = ["env", "MYSQL_PWD=hunter-9x-pass", "true"]
-`);
+  box.configure({
+    services: [
+      {
+        name: "db",
+        failures: 1,
+        grace: "0s",
+        verify_timeout: "1s",
+        check: { tcp: "127.0.0.1:1", timeout: "300ms" },
+        restart: { command: ["env", "MYSQL_PWD=hunter-9x-pass", "true"] },
+      },
+    ],
+  });
   await box.tend(["watchdog", "pass"]);
   expect(box.read("watchdog.log")).toContain("hunter-9x-pass"); // the log (0600) keeps the whole argv
   const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);

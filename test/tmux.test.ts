@@ -8,22 +8,19 @@ afterEach(() => box?.cleanup());
 test("tmux: creates the session, respawns a deadlocked pane at strike 3, recreates a killed window", async () => {
   box = new Sandbox();
   const port = await freePort();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "blog"
-tmux = "work:blog"
-grace = "0s"
-cooldown = "0s"
-verify_timeout = "20s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "1s"
-[service.restart]
-tmux = "work:blog"
-run = "exec '${BUN}' '${SERVER}' ${port}"
-`);
+  box.configure({
+    services: [
+      {
+        name: "blog",
+        tmux: "work:blog",
+        grace: "0s",
+        cooldown: "0s",
+        verify_timeout: "20s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+        restart: { tmux: "work:blog", run: `exec '${BUN}' '${SERVER}' ${port}` },
+      },
+    ],
+  });
   const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
   const panePid = () =>
     Number(tmux("display-message", "-p", "-t", "work:blog", "#{pane_pid}").stdout.toString().trim());
@@ -143,20 +140,18 @@ test("tmux: socket names are checked as configuration", async () => {
 
 test("tmux: a pane that exits during verification is FAILED at once, saying when; its words kept", async () => {
   box = new Sandbox();
-  box.writeConfig(`[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "dies"
-tmux = "main:dies"
-grace = "0s"
-verify_timeout = "30s"
-[service.check]
-process = true
-[service.restart]
-tmux = "main:dies"
-socket = "tend-dies"
-run = "echo cannot bind port 8080; exit 3"
-`);
+  box.configure({
+    services: [
+      {
+        name: "dies",
+        tmux: "main:dies",
+        grace: "0s",
+        verify_timeout: "30s",
+        check: { process: true },
+        restart: { tmux: "main:dies", socket: "tend-dies", run: "echo cannot bind port 8080; exit 3" },
+      },
+    ],
+  });
   const tmux = (...args: string[]) => Bun.spawnSync(["tmux", "-L", "tend-dies", ...args], { env: box.env() });
   try {
     const started = Date.now();

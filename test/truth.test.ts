@@ -222,19 +222,17 @@ test("restart.launchd runs launchctl kickstart -k system/LABEL (STAND-IN launchc
   const calls = join(box.dir, "launchctl.calls");
   Bun.spawnSync(["mkdir", bin]);
   writeFileSync(join(bin, "launchctl"), `#!/bin/sh\necho "$*" >> '${calls}'\n`, { mode: 0o755 });
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "web"
-failures = 1
-verify_timeout = "1s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "300ms"
-[service.restart]
-launchd = "org.example.web"
-`);
+  box.configure({
+    services: [
+      {
+        name: "web",
+        failures: 1,
+        verify_timeout: "1s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "300ms" },
+        restart: { launchd: "org.example.web" },
+      },
+    ],
+  });
   const pass = await box.tend(["watchdog"], { env: { PATH: `${bin}:${process.env.PATH}` } });
   expect(pass.stdout).toContain("[RESTART] web: launchctl kickstart -k system/org.example.web");
   expect(readFileSync(calls, "utf8")).toBe("kickstart -k system/org.example.web\n"); // as root: the system domain

@@ -247,23 +247,21 @@ describe("watchdog pass against real processes", () => {
   test("gives up after max_restarts within restart_window, once, and clears itself when healthy", async () => {
     box = new Sandbox();
     const port = await freePort();
-    box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "flaky"
-failures = 1
-cooldown = "0s"
-backoff = "0s"
-grace = "0s"
-max_restarts = 2
-verify_timeout = "1s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "500ms"
-[service.restart]
-command = ["true"]
-`);
+    box.configure({
+      services: [
+        {
+          name: "flaky",
+          failures: 1,
+          cooldown: "0s",
+          backoff: "0s",
+          grace: "0s",
+          max_restarts: 2,
+          verify_timeout: "1s",
+          check: { http: `http://127.0.0.1:${port}/`, timeout: "500ms" },
+          restart: { command: ["true"] },
+        },
+      ],
+    });
     for (let restart = 1; restart <= 2; restart++) {
       const pass = await box.tend(["watchdog"]);
       expect(pass.stdout).toContain("[HUNG] flaky");
