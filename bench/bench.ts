@@ -1,10 +1,12 @@
 // make bench: tend against its peers, measured side by side in one run, printed as one table.
-// usage: bun bench/bench.ts [--only P1,P3] [--runs N]      (needs: build/tend, hyperfine, curl, monit)
+// usage: bun bench/bench.ts [--only P1,P3] [--runs N] [--results PATH]   (needs: build/tend, hyperfine, curl, monit)
+// Writes bench/RESULTS.md (bench/results.ts): this run's rows replace the same ids.
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync, existsSync } from "node:fs";
 import { cpus, totalmem, release } from "node:os";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
 import { answers, killGroup, waitFor } from "./common.ts";
+import { mergeResults } from "./results.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
@@ -12,7 +14,9 @@ const BUN = process.execPath;
 const SERVICE = join(ROOT, "examples", "service.ts");
 const PEER = join(ROOT, "bench", "peers", "watchdog.sh");
 const WORK = "/tmp/tend-bench";
-const args = minimist(process.argv.slice(2), { string: ["only", "runs"] });
+const args = minimist(process.argv.slice(2), { string: ["only", "runs", "results"] });
+/** This run's start: its rows in bench/RESULTS.md say it. */
+const startedAt = new Date().toISOString().slice(0, 16) + "Z";
 const RUNS = Number(args.runs ?? 5);
 const only = args.only ? String(args.only).split(",") : null;
 
@@ -528,8 +532,7 @@ function machine(): string {
     )
     .join(", ");
   const cores = `${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB`;
-  const when = new Date().toISOString().slice(0, 16);
-  return `${when}Z, ${cores}, Linux ${release()}, ${version} (Bun ${Bun.version}); ${tools}`;
+  return `${cores}, Linux ${release()}, ${version} (Bun ${Bun.version}); ${tools}`;
 }
 
 rmSync(WORK, { recursive: true, force: true });
@@ -544,11 +547,15 @@ try {
   for (const pid of children) killGroup(pid);
 }
 const table = [
-  `machine: ${machine()}`,
+  `machine: ${startedAt}, ${machine()}`,
   "",
   "| | what | tend | peer | ratio | goal | met |",
   "| --- | --- | --- | --- | --- | --- | --- |",
   ...rows.map((r) => `| ${r.id} | ${r.what} | ${r.tend} | ${r.peer} | ${r.ratio} | ${r.goal} | ${r.met} |`),
 ].join("\n");
 console.log(table);
-writeFileSync(join(ROOT, "build", "bench.md"), table + "\n");
+// bench/RESULTS.md: this run's rows in place of the same ids, the rest kept with their own runs.
+const results = args.results ? resolve(String(args.results)) : join(ROOT, "bench", "RESULTS.md");
+const previous = existsSync(results) ? readFileSync(results, "utf8") : "";
+writeFileSync(results, mergeResults(previous, rows, startedAt, machine()));
+console.log(`\n${results}: ${rows.length} row(s) from this run`);
