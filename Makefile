@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-deps typecheck fmt docs clean bench faults battery render powercut screenshots
+.PHONY: all cross cross-check demo test test-timings test-deps typecheck fmt docs clean bench faults battery render powercut screenshots
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -66,7 +66,14 @@ test-deps:
 
 test: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus build/tools/alertmanager
 	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool ALERTMANAGER=$(CURDIR)/build/tools/alertmanager \
-	  PROMETHEUS=$(CURDIR)/build/tools/prometheus $(BUN) test --timeout 120000 test/
+	  PROMETHEUS=$(CURDIR)/build/tools/prometheus $(BUN) test --timeout 120000 $(TEST_PARALLEL) test/
+
+# Test files side by side, slowest first (test/timings.json: `make test-timings` measures them again).
+# Most of a test's time is waiting on real processes and timers, so 4 workers on 2 cores; TEST_PARALLEL= runs them one by one.
+TEST_PARALLEL ?= --parallel=4 --timings=test/timings.json
+
+test-timings: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus build/tools/alertmanager
+	$(MAKE) test TEST_PARALLEL="--parallel=4 --timings=test/timings.json --update-timings"
 
 # Real receivers from Debian's packages, unpacked (not installed, no service started): promtool
 # checks the metrics exposition and tests the rules; Prometheus scrapes a fleet of three serve

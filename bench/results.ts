@@ -44,7 +44,7 @@ export function parseResults(text: string): { rows: ResultRow[]; runs: Map<strin
 }
 
 /** RESULTS.md after a run: its rows replace the same ids; runs no row comes from any more are dropped. */
-export function mergeResults(previous: string, fresh: ResultRow[], run: string, machine: string): string {
+export function mergeResults(previous: string, fresh: Omit<ResultRow, "run">[], run: string, machine: string): string {
   const { rows, runs } = parseResults(previous);
   const byId = new Map(rows.map((row) => [row.id, row]));
   for (const row of fresh) byId.set(row.id, { ...row, run });
