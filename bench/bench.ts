@@ -6,7 +6,7 @@ import { cpus, totalmem, release } from "node:os";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
 import { answers, killGroup, waitFor } from "./common.ts";
-import { mergeResults } from "./results.ts";
+import { mergeResults, type ResultRow } from "./results.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
@@ -20,15 +20,8 @@ const startedAt = new Date().toISOString().slice(0, 16) + "Z";
 const RUNS = Number(args.runs ?? 5);
 const only = args.only ? String(args.only).split(",") : null;
 
-interface Row {
-  id: string;
-  what: string;
-  tend: string;
-  peer: string;
-  ratio: string;
-  goal: string;
-  met: string;
-}
+/** A row of bench/RESULTS.md, before it is given this run's start. */
+type Row = Omit<ResultRow, "run">;
 const rows: Row[] = [];
 const children: number[] = [];
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];

@@ -248,6 +248,15 @@ function libConfig(text: string) {
   return parseConfig(text, box.config, box.env());
 }
 
+/** A sandbox watching one healthy HTTP service, notifying a receiver, on a clock the test steps. */
+function healthyWorld() {
+  box = new Sandbox();
+  const web = controlledServer();
+  const receiver = recordingReceiver();
+  stops.push(() => web.server.stop(true), receiver.stop);
+  return { web, receiver, config: libConfig(healthyService(web.url, receiver.url)), ...steppedClock() };
+}
+
 test("a step inside a verification (injected clock): recovered, no false FAILED; the next pass says it", async () => {
   box = new Sandbox();
   const web = controlledServer();
@@ -327,12 +336,7 @@ http = "${web.url}"
 }, 60_000);
 
 test("+1 d (injected clock): said once; no reboot, no 💤, no downtime; the times keep their distances", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  const receiver = recordingReceiver();
-  stops.push(() => web.server.stop(true), receiver.stop);
-  const config = libConfig(healthyService(web.url, receiver.url));
-  const { clock, source } = steppedClock();
+  const { receiver, config, clock, source } = healthyWorld();
   const lines: string[] = [];
   const echo = (line: string) => lines.push(line);
   await runPass({ config, echo, clock: source });
@@ -357,12 +361,7 @@ test("+1 d (injected clock): said once; no reboot, no 💤, no downtime; the tim
 }, 60_000);
 
 test("1970 -> now (injected clock: network time after tend ran at 1970): said once, no reboot, dated now", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  const receiver = recordingReceiver();
-  stops.push(() => web.server.stop(true), receiver.stop);
-  const config = libConfig(healthyService(web.url, receiver.url));
-  const { clock, source } = steppedClock();
+  const { receiver, config, clock, source } = healthyWorld();
   const lines: string[] = [];
   const echo = (line: string) => lines.push(line);
   clock.stepMs = Date.parse("1970-01-01T00:01:00Z") - Date.now();
@@ -416,12 +415,7 @@ test("back to 1970 during grace (injected clock): grace ends as configured, not 
 }, 60_000);
 
 test("the loop across a step back (injected clock): a full pass every interval still, the step said once", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  const receiver = recordingReceiver();
-  stops.push(() => web.server.stop(true), receiver.stop);
-  const config = libConfig(healthyService(web.url, receiver.url));
-  const { clock, source } = steppedClock();
+  const { web, receiver, config, clock, source } = healthyWorld();
   const lines: string[] = [];
   const started = performance.now();
   // One hour back after the first pass: before the fix the next pass was due at "started + interval"
@@ -443,12 +437,7 @@ test("the loop across a step back (injected clock): a full pass every interval s
 }, 60_000);
 
 test("a step moves every time notify keeps, once (injected clock): dedup, alerts, spool, dead letters", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  const receiver = recordingReceiver();
-  stops.push(() => web.server.stop(true), receiver.stop);
-  const config = libConfig(healthyService(web.url, receiver.url));
-  const { clock, source } = steppedClock();
+  const { receiver, config, clock, source } = healthyWorld();
   await runPass({ config, echo: () => {}, clock: source });
   const at = (await tendNow(box.state, source))();
   const iso = new Date(at).toISOString();
@@ -488,12 +477,7 @@ test("a step moves every time notify keeps, once (injected clock): dedup, alerts
 }, 60_000);
 
 test("/healthz, status after a step no pass followed (injected clock): the records' frame, not negative", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  const receiver = recordingReceiver();
-  stops.push(() => web.server.stop(true), receiver.stop);
-  const config = libConfig(healthyService(web.url, receiver.url));
-  const { clock, source } = steppedClock();
+  const { receiver, config, clock, source } = healthyWorld();
   await runPass({ config, clock: source });
   clock.stepMs = -3_600_000;
   const now = await tendNow(box.state, source);

@@ -14,23 +14,19 @@ const web = controlledServer();
 const flag = join(box.dir, "down");
 const serve = { kill: () => {} };
 try {
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "blog"
-[service.check]
-http = "${web.url}"
-[[service]]
-name = "recorder"
-failures = 1
-cooldown = "0s"
-verify_timeout = "2s"
-[service.check]
-command = ["sh", "-c", "[ -e ${flag} ] || exit 0; echo 'no frames for 40s'; exit 1"]
-[service.restart]
-command = ["rm", "-f", "${flag}"]
-`);
+  box.configure({
+    services: [
+      { name: "blog", check: { http: web.url } },
+      {
+        name: "recorder",
+        failures: 1,
+        cooldown: "0s",
+        verify_timeout: "2s",
+        check: { command: ["sh", "-c", `[ -e ${flag} ] || exit 0; echo 'no frames for 40s'; exit 1`] },
+        restart: { command: ["rm", "-f", flag] },
+      },
+    ],
+  });
   for (const fail of [false, true, false, true, false]) {
     if (fail) writeFileSync(flag, "");
     const pass = await box.tend(["watchdog", "pass"]);
