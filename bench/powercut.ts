@@ -9,7 +9,17 @@
 // marked in the disk's last MiBs, flushed, so each crash image says what it must still hold.
 //   bun bench/powercut.ts [--rounds N] [--points N] [--before PATH [--before-fs LIST]]
 //                         [--fs ext4,ext4-noauto_da_alloc,f2fs] [--only before|after]
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+//   bun bench/powercut.ts --judge run-ext4-before,run-f2fs-after   (the check.out of earlier runs, judged again)
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -25,6 +35,8 @@ const { values: args } = parseArgs({
     "before-fs": { type: "string" },
     /** Run only one of the two binaries: "before" or "after" (the tables can be measured in two sittings). */
     only: { type: "string" },
+    /** Judge the check.out of earlier runs again (build/powercut/run-FS-WHICH), without a VM. */
+    judge: { type: "string" },
   },
 });
 
@@ -179,7 +191,8 @@ function parseCheck(out: string): Point[] {
   for (const raw of out.split("\n")) {
     const line = raw.replace(/\r$/, "");
     let match: RegExpExecArray | null;
-    if ((match = /^POINT (\d+)/.exec(line))) {
+    // The first point's line may follow the firmware's screen-clearing escapes on the same line.
+    if ((match = /(?:^|\x1b\[2J)POINT (\d+)$/.exec(line))) {
       current = {
         point: Number(match[1]),
         pidfile: "",
@@ -328,6 +341,26 @@ async function measure(boot: { kernel: string; initrd: string }, tools: string, 
   return { fsName, entries, seconds: Math.round((performance.now() - started) / 1000), ...tally };
 }
 
+/** A table row from a run's numbers. */
+const rowOf = (fsName: string, name: string, result: Tally & { entries: number }) =>
+  `| ${fsName} | ${name} | ${result.points} of ${result.entries} writes | ${result.emptyPidfile} | ` +
+  `${result.noPidAfterPass} | ${result.downAfterCut} | ${result.emptyState} | ${result.lost} | ` +
+  `${result.resentAfterFlush} | ${result.resentInFlight} | ${result.unmountable} |`;
+
+if (args.judge) {
+  for (const run of args.judge.split(",")) {
+    const dir = join(WORK, run);
+    const check = readFileSync(join(dir, "check.out"), "latin1");
+    const [entries] = sh([join(WORK, "root", "bin", "replay"), join(dir, "log.bin")])
+      .trim()
+      .split(" ")
+      .map(Number);
+    const [, fsName, name] = /^run-(.+)-(before|after)$/.exec(run) ?? [, run, "?"];
+    console.log(rowOf(fsName, name, { entries, ...judge(parseCheck(check)) }));
+  }
+  process.exit(0);
+}
+
 const boot = prepare();
 if (args.only && !["before", "after"].includes(args.only)) throw new Error(`--only ${args.only}: before or after`);
 if (args.only === "before" && !args.before) throw new Error("--only before needs --before PATH");
@@ -350,11 +383,7 @@ await Promise.all(
     while (next < runs.length) {
       const { name, fsName } = runs[next++];
       const result = await measure(boot, tools.get(name)!, fsName);
-      const row =
-        `| ${fsName} | ${name} | ${result.points} of ${result.entries} writes | ${result.emptyPidfile} | ` +
-        `${result.noPidAfterPass} | ${result.downAfterCut} | ${result.emptyState} | ${result.lost} | ` +
-        `${result.resentAfterFlush} | ` +
-        `${result.resentInFlight} | ${result.unmountable} |`;
+      const row = rowOf(fsName, name, result);
       rows.set(`${fsName} ${name}`, row);
       console.log(row, `(${result.seconds}s)`);
     }
