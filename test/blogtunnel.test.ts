@@ -134,20 +134,11 @@ test("with a configuration it is part of the watch: logged under its name, notif
     hostname: "127.0.0.1",
     fetch: () => new Response("blog", { status: panePid() === first ? 530 : 200 }),
   });
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[notify]
-url = "http://127.0.0.1:${hook.port}/topic"
-[defaults]
-grace = "0s"
-cooldown = "0s"
-verify_timeout = "5s"
-[[service]]
-name = "tunnel"
-[service.check]
-tcp = "127.0.0.1:1"
-`);
+  box.configure({
+    notify: { url: `http://127.0.0.1:${hook.port}/topic` },
+    defaults: { grace: "0s", cooldown: "0s", verify_timeout: "5s" },
+    services: [{ name: "tunnel", check: { tcp: "127.0.0.1:1" } }],
+  });
   const counter = join(box.dir, "count");
   const run = () =>
     box.tend([
@@ -202,7 +193,7 @@ test("with a configuration, a pane within grace is skipped, not failing: exit 0,
   const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
   tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");
   server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[defaults]\ngrace = "10m"\n`);
+  box.configure({ defaults: { grace: "10m" } });
   const counter = join(box.dir, "count");
   writeFileSync(counter, "1\n");
   const pane = ["--pane", "main:blog", "--command", "sleep 300", "--counter", counter];

@@ -110,17 +110,17 @@ test("doctor checks what cron will really do: the tend line, programs on cron's 
   // A program found on this shell's PATH but not on cron's /usr/bin:/bin.
   writeFileSync(join(bin, "blog-server"), "#!/bin/sh\nexec sleep 1000\n");
   chmodSync(join(bin, "blog-server"), 0o755);
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}/doctor"
-[[service]]
-name = "blog"
-pidfile = "${box.dir}/blog.pid"
-[service.check]
-tcp = "127.0.0.1:1"
-[service.restart]
-spawn = ["blog-server", "--port", "8080"]
-`);
+  box.configure({
+    watchdog: { state_dir: `${box.state}/doctor` },
+    services: [
+      {
+        name: "blog",
+        pidfile: `${box.dir}/blog.pid`,
+        check: { tcp: "127.0.0.1:1" },
+        restart: { spawn: ["blog-server", "--port", "8080"] },
+      },
+    ],
+  });
   chmodSync(box.config, 0o644);
   const path = `${bin}:/usr/bin:/bin`;
   try {

@@ -361,7 +361,7 @@ test("notify: an accepted message is not failed by a full disk; an unusable stat
   const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", small]);
   expect(mounted.exitCode).toBe(0);
   try {
-    box.writeConfig(`[watchdog]\nstate_dir = "${small}"\n`);
+    box.configure({ watchdog: { state_dir: `${small}` } });
     expect((await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "first"])).code).toBe(0);
     Bun.spawnSync(["sh", "-c", `cat /dev/zero > ${small}/filler 2>/dev/null; true`]);
     const full = await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "second"]);

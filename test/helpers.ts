@@ -278,6 +278,7 @@ export interface ConfigSpec {
   watchdog?: TomlTable;
   notify?: TomlTable;
   serve?: TomlTable;
+  defaults?: TomlTable;
   services?: ServiceSpec[];
 }
 
@@ -300,12 +301,13 @@ const tomlKeys = (table: TomlTable) =>
  * restart: { spawn: [BUN, SERVER, "8080"] } }] }`. Keys are written as given (config names, not
  * camelCase); undefined ones are left out.
  */
-export function tomlConfig({ watchdog, notify, serve, services = [] }: ConfigSpec): string {
+export function tomlConfig({ watchdog, notify, serve, defaults, services = [] }: ConfigSpec): string {
   const lines: string[] = [];
   for (const [name, table] of [
     ["watchdog", watchdog],
     ["notify", notify],
     ["serve", serve],
+    ["defaults", defaults],
   ] as const)
     if (table) lines.push(`[${name}]`, ...tomlKeys(table));
   for (const { check, restart, ...keys } of services) {

@@ -207,29 +207,24 @@ test("loop: a crashed process is started again within seconds, not at the next p
 test("loop: the crash watch is never blocked by another service's restart still being verified", async () => {
   box = new Sandbox();
   const port = await freePort();
-  box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-[defaults]
-grace = "0s"
-cooldown = "0s"
-[[service]]
-name = "web"
-pidfile = "web.pid"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-[service.restart]
-spawn = ["${BUN}", "${SERVER}", "${port}"]
-[[service]]
-name = "stuck"
-failures = 1
-verify_timeout = "15s"
-[service.check]
-tcp = "127.0.0.1:1"
-timeout = "300ms"
-[service.restart]
-command = ["sleep", "15"]
-`);
+  box.configure({
+    defaults: { grace: "0s", cooldown: "0s" },
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        check: { http: `http://127.0.0.1:${port}/` },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+      {
+        name: "stuck",
+        failures: 1,
+        verify_timeout: "15s",
+        check: { tcp: "127.0.0.1:1", timeout: "300ms" },
+        restart: { command: ["sleep", "15"] },
+      },
+    ],
+  });
   const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
   box.track(loop.pid);
   // The first pass: web started; stuck's restart command does not return (its verification takes 15 s).
