@@ -56,6 +56,19 @@ http = "${url}"
 `;
 }
 
+/** A service healthy while the flag file its restart command makes is there, and a receiver. */
+function flaggedWorld() {
+  const flag = join(box.dir, "up");
+  const web = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
+  });
+  const receiver = recordingReceiver();
+  stops.push(() => web.stop(true), receiver.stop);
+  return { flag, web, receiver };
+}
+
 test("-1 h during backoff: an hour passed by the boot-time clock, so the backoff is over: restarted", async () => {
   box = new Sandbox();
   const web = controlledServer();
@@ -110,14 +123,7 @@ test("back to 1970 during grace: grace is over by the boot-time clock, and the f
   box = new Sandbox();
   // Healthy while the flag file the restart command makes is there. (No PID source here: a process's
   // start time in /proc reads differently in each time namespace, which no real boot does.)
-  const flag = join(box.dir, "up");
-  const web = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
-  });
-  const receiver = recordingReceiver();
-  stops.push(() => web.stop(true), receiver.stop);
+  const { flag, web, receiver } = flaggedWorld();
   box.writeConfig(
     healthyService(
       `http://127.0.0.1:${web.port}/`,
@@ -381,14 +387,7 @@ test("1970 -> now (injected clock: network time after tend ran at 1970): said on
 
 test("back to 1970 during grace (injected clock): grace ends as configured, not when the wall clock does", async () => {
   box = new Sandbox();
-  const flag = join(box.dir, "up");
-  const web = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
-  });
-  const receiver = recordingReceiver();
-  stops.push(() => web.stop(true), receiver.stop);
+  const { flag, web, receiver } = flaggedWorld();
   const config = libConfig(
     healthyService(
       `http://127.0.0.1:${web.port}/`,
