@@ -13,7 +13,7 @@ import { logDelivery } from "./log.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { lastStep, stepped } from "../core/clock.ts";
-import { clockSteps, tendNow } from "../state/clock.ts";
+import { clockSteps } from "../state/clock.ts";
 import { statePaths } from "../state/dir.ts";
 
 /** A watchdog log line worth a notification, as a message that starts with its emoji and names the service. */
@@ -33,17 +33,16 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
 
 /**
  * Send the spool, then this pass's events; a message that fails for a passing reason is logged
- * (NOTIFY) and stays spooled, one refused for good is logged and kept in the dead letters.
+ * (NOTIFY) and stays spooled, one refused for good is logged and kept in the dead letters. `now`: tend's time.
  */
-export async function sendEvents(config: Config, events: Message[], logger: Logger, now?: () => number): Promise<void> {
+export async function sendEvents(config: Config, events: Message[], logger: Logger, now: () => number): Promise<void> {
   const { url, format, timeoutMs, retries } = config.notify;
   const stateDir = config.watchdog.stateDir;
   if ((!events.length || !url) && readSpool(stateDir).messages.length === 0) return;
   const channel = url ? { url, format, timeoutMs, retries } : null;
   try {
-    const tendTime = now ?? (await tendNow(stateDir));
-    const report = await deliver(channel ? events : [], deliveryOptions(config, channel, tendTime));
-    logDelivery(config, report, logger, url, events.length > 0, tendTime());
+    const report = await deliver(channel ? events : [], deliveryOptions(config, channel, now));
+    logDelivery(config, report, logger, url, events.length > 0, now());
   } catch (error) {
     logger.write(
       "NOTIFY",
