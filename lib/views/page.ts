@@ -5,7 +5,7 @@ import { localStamp } from "../core/time.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import { STATE_WORDS as KNOWN_WORDS } from "../core/verdict.ts";
 import { rowIsCalm } from "./status.ts";
-import type { Cell, Report, ServiceReport } from "./report.ts";
+import { percent, type Cell, type Report, type ServiceReport } from "./report.ts";
 import type { ServiceStats } from "./stats.ts";
 import type { StatusReport, StatusRow } from "./status.ts";
 
@@ -88,7 +88,7 @@ function bars(cells: Cell[], startMs: number, cellS: number, label: string, stam
 /** Per service: availability over the time observed in the window, and the no-data share. */
 function availabilityWords(report: ServiceReport, window: Report, span: string): string {
   const windowS = Math.max(1, (Date.parse(window.until) - Date.parse(window.since)) / 1000);
-  const available = report.availability == null ? "no data" : `${(report.availability * 100).toFixed(2)}% available`;
+  const available = report.availability == null ? "no data" : `${percent(report.availability)} available`;
   const share = report.no_data_s / windowS;
   // Never "100%" for a window with something observed, nor "0%" for one with a gap.
   const noData = share > 0 && share < 0.01 ? "<1" : share < 1 && share > 0.99 ? ">99" : String(Math.round(share * 100));

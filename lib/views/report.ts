@@ -130,7 +130,8 @@ export function serviceReport(
   };
 }
 
-const percent = (value: number | null) =>
+/** Availability as `report` and the page say it ("no data" without observed time). */
+export const percent = (value: number | null) =>
   value === null ? "no data" : `${(value * 100).toFixed(value >= 0.9995 && value < 1 ? 3 : 2)}%`;
 
 export function renderReport(report: Report, { paint, pictures }: { paint: Paint; pictures: boolean }): string {
