@@ -1,4 +1,14 @@
-import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statfsSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  openSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statfsSync,
+  writeSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { readRegularFile } from "./files.ts";
 
@@ -76,6 +86,24 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
     rmSync(temp, { force: true });
     throw error;
   }
+}
+
+/**
+ * Make a file another process wrote durable where it is: its data (never through a symlink: the
+ * open does not follow one), then its directory entry. False when it cannot (then write it anew).
+ */
+export function syncFile(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fsyncSync(fd);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  syncDirectory(dirname(path));
+  return true;
 }
 
 /** fsync a directory (its entries: a rename, a new file); best effort where a file system refuses it. */

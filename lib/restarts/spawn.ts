@@ -1,7 +1,7 @@
 import { closeSync } from "node:fs";
 import { inWords, openAppend } from "../os/files.ts";
 import { readPidfile } from "../os/pidsource.ts";
-import { writeFileAtomic } from "../os/atomic.ts";
+import { syncFile, writeFileAtomic } from "../os/atomic.ts";
 import { readProc } from "../os/proc.ts";
 import { stopProcess } from "../os/signal.ts";
 import { childEnv } from "../os/run.ts";
@@ -79,9 +79,12 @@ export const spawn = defineRestart<SpawnRestart>({
       const info = readProc(child.pid);
       const deadline = performance.now() + 5000;
       while (readPid(pidfile) !== child.pid && child.exitCode === null && performance.now() < deadline) await sleep(5);
-      // Written again by tend, durably (the file, then its directory): the shell's own write is not
-      // fsynced, and after a power cut an empty pidfile would start nothing. Also when it exited at once.
-      writeFileAtomic(pidfile, `${child.pid}\n`, 0o644);
+      // Made durable by tend (the file, then its directory): the shell's own write is not fsynced,
+      // and on ext4 without auto_da_alloc (Android's /data) a rename committed before its data is an
+      // empty pidfile after a power cut. Its own fsync first: rewriting it instead left that window
+      // open (the new file's fsync commits the shell's rename, not the shell's data). Written by tend
+      // when the shell did not get to it (it exited at once, or the wait ran out).
+      if (!(readPid(pidfile) === child.pid && syncFile(pidfile))) writeFileAtomic(pidfile, `${child.pid}\n`, 0o644);
       return {
         issued: true,
         detail: `${stopped}started pid ${child.pid}`,
