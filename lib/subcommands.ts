@@ -109,17 +109,20 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     takes: "some",
     flags: ["json", "cached", "nagios"],
     async run({ args, names, config, io }) {
-      const { allHealthy, collectStatus, renderNagios, renderStatus } = await import("./views/status.ts");
-      // Said "ago" in tend's time, as the report judged staleness (a wall-clock step no pass followed yet).
-      const now = await (await import("./state/clock.ts")).tendNow(config.watchdog.stateDir);
+      const { allHealthy, collectStatus, renderNagios, renderStatus, statusClock } = await import("./views/status.ts");
+      // Collected and said "ago" in one reading of tend's time (a wall-clock step no pass followed yet).
+      const collect = async () => {
+        const clock = await statusClock(config.watchdog.stateDir);
+        return { report: await collectStatus(config, { names, cached: args.cached, ...clock }), now: clock.now };
+      };
       if (args.nagios) {
         // A script check: one line and the plugin's exit code; a status that cannot run is UNKNOWN (3).
-        const report = await collectStatus(config, { names, cached: args.cached }).catch((error: Error) => error);
-        if (report instanceof Error) return (io.out(`TEND UNKNOWN - ${oneLine(report.message)}`), 3);
-        const { line, code } = renderNagios(report, now());
+        const collected = await collect().catch((error: Error) => error);
+        if (collected instanceof Error) return (io.out(`TEND UNKNOWN - ${oneLine(collected.message)}`), 3);
+        const { line, code } = renderNagios(collected.report, collected.now());
         return (io.out(line), code);
       }
-      const report = await collectStatus(config, { names, cached: args.cached });
+      const { report, now } = await collect();
       const columns = io.tty ? process.stdout.columns : Infinity;
       io.out(args.json ? JSON.stringify(report, null, 2) : renderStatus(report, await paintFor(io), now(), columns));
       return allHealthy(report) ? 0 : 1;

@@ -147,15 +147,22 @@ async function slicedReport(
   return reportOf(rows, sinceMs, now, cells);
 }
 
-/** Per service, what the page draws besides the report and stats: its own events, its latencies of the last day. */
-async function serviceViews(config: Config, now: number, read: StateReader): Promise<Record<string, ServiceView>> {
-  const views = await mapInSlices(watchedServices(config, read), (service) => {
+/**
+ * Per service, the page's stats and what it draws besides the reports: its own events, its
+ * latencies of the last day (the latency history parsed once, for both).
+ */
+async function serviceViews(config: Config, now: number, read: StateReader) {
+  const rows = await mapInSlices(watchedServices(config, read), (service) => {
     const state = read(service.name);
+    const samples = parseSamples(state.latencyLog);
     const events = state.events ?? (state.lastEvent ? [state.lastEvent] : []);
-    const latency = parseSamples(state.latencyLog).filter(([at]) => at >= now - DAY_MS);
-    return [service.name, { events, latency }] as const;
+    const view: ServiceView = { events, latency: samples.filter(([at]) => at >= now - DAY_MS) };
+    return { name: service.name, stats: statsOf(service, state, samples), view };
   });
-  return Object.fromEntries(views);
+  return {
+    stats: rows.map((row) => row.stats),
+    views: Object.fromEntries(rows.map((row) => [row.name, row.view])) as Record<string, ServiceView>,
+  };
 }
 const DAY_MS = 86_400_000;
 const slicedStats = (config: Config, read = stateReader(config.watchdog.stateDir)) =>
@@ -168,14 +175,15 @@ const ROUTES: Record<string, Route> = {
     const read = stateReader(config.watchdog.stateDir, { once: true }); // one read per file, three views
     await mapInSlices(watchedServices(config, read), (service) => read(service.name));
     const status = await collectStatus(config, { cached: true, now: () => now, read });
+    const { stats, views } = await serviceViews(config, now, read);
     const data: PageData = {
       host: hostname(),
       now,
       status,
       report: await slicedReport(config, DAY_MS, now, read),
       month: await slicedReport(config, 30 * DAY_MS, now, read, 30),
-      stats: await slicedStats(config, read),
-      views: await serviceViews(config, now, read),
+      stats,
+      views,
       downtime: tailLines(statePaths(config.watchdog.stateDir).downtime, 10),
       refreshS: Math.min(60, Math.max(10, Math.round(config.watchdog.intervalMs / 1000))),
       peers: await Promise.all(config.serve.peers.map(askPeer)),

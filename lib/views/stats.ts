@@ -122,9 +122,12 @@ export function collectStats(
     .map((service) => statsOf(service, read(service.name)));
 }
 
-/** One service's stats, from its state. */
-export const statsOf = (service: ServiceConfig, { latencyLog, outages, outage }: ServiceState): ServiceStats =>
-  serviceStats(service, parseSamples(latencyLog), outages, 12, outage);
+/** One service's stats, from its state (its latency history parsed here, unless the caller has it parsed). */
+export const statsOf = (
+  service: ServiceConfig,
+  { latencyLog, outages, outage }: ServiceState,
+  samples: LatencySample[] = parseSamples(latencyLog),
+): ServiceStats => serviceStats(service, samples, outages, 12, outage);
 
 const ms = (value: number | null) => (value === null ? "-" : value < 1000 ? `${value}ms` : humanDuration(value));
 

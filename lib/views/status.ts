@@ -58,6 +58,15 @@ export interface StatusOptions {
   bootedAt?: () => number;
 }
 
+/**
+ * The time a status is collected and said in: tend's (core/clock.ts; the records' frame, even when
+ * the wall clock stepped since the last pass), and the boot measured back from it by the uptime.
+ */
+export async function statusClock(stateDir: string): Promise<Required<Pick<StatusOptions, "now" | "bootedAt">>> {
+  const now = await tendNow(stateDir);
+  return { now, bootedAt: () => now() - uptimeMs() };
+}
+
 /** Probe every (named) service now, with the pass's own probe, and describe it. Changes nothing. */
 export async function collectStatus(
   config: Config,
@@ -69,9 +78,9 @@ export async function collectStatus(
     bootedAt: givenBoot,
   }: StatusOptions = {},
 ): Promise<StatusReport> {
-  // tend's time (core/clock.ts): the records' frame, even when the wall clock stepped since the last pass.
-  const now = given ?? (await tendNow(config.watchdog.stateDir));
-  const bootedAt = givenBoot ?? (given ? bootTimeMs : () => now() - uptimeMs());
+  const clock = given ? { now: given, bootedAt: bootTimeMs } : await statusClock(config.watchdog.stateDir);
+  const now = clock.now;
+  const bootedAt = givenBoot ?? clock.bootedAt;
   const all = watchedServices(config, read);
   const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length)
