@@ -21,7 +21,20 @@ const USAGE = `usage: watchdog [pass] [--dry-run] [--interval D]  one pass (what
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
 
-export function main(argv: string[], io: Io): Promise<number> {
+export async function main(argv: string[], io: Io): Promise<number> {
+  if (!argv.includes("--nagios")) return watchdog(argv, io);
+  // A Nagios-style check reads one stdout line: whatever keeps status from running (an unknown flag,
+  // a usage error) is UNKNOWN (3) on that line, never exit 2 with nothing on stdout.
+  const said: string[] = [];
+  let answered = false; // CRITICAL is exit 2 too: only a status that said nothing on stdout failed to run
+  const out = (text: string) => ((answered = true), io.out(text));
+  const code = await watchdog(argv, { ...io, out, err: (text) => said.push(text) });
+  if (code !== 2 || answered) return (said.forEach(io.err), code);
+  io.out(`TEND UNKNOWN - ${oneLine((said[0] ?? "usage error").split("\n\n")[0])}`);
+  return 3;
+}
+
+function watchdog(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "watchdog",
     usage: USAGE,

@@ -5,7 +5,7 @@
 import { expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, freePort, ROOT, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { BUN, controlledServer, freePort, ROOT, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 const PROMTOOL = process.env.PROMTOOL ?? join(ROOT, "build", "tools", "promtool");
 const RULES = join(ROOT, "examples", "prometheus");
@@ -33,6 +33,60 @@ test("tend.rules.yml: promtool test rules — each rule fires when it should and
   expect(rules).toHaveLength(6);
   for (const rule of rules)
     expect({ rule, tested: tests.includes(`alertname: ${rule}`) }).toEqual({ rule, tested: true });
+});
+
+// Lesson 3 through the fleet path: tend's own passes write tend_service_up, and promtool evaluates the
+// shipped rule over exactly those values. What happened is known here (the answers the test served):
+// one 502 is a blip, three in a row an outage at N = 3.
+test("tend's passes through promtool: a blip below N fires nothing, an outage at N fires TendServiceDown", async () => {
+  const box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  try {
+    const metrics = join(box.dir, "tend.prom");
+    box.configure({
+      watchdog: { metrics_file: metrics },
+      services: [{ name: "api", check: { http: url, timeout: "1s" } }],
+    });
+    const served = [200, 502, 200, 200, 502, 502, 502, 502, 200];
+    const up: number[] = [];
+    for (const status of served) {
+      control.status = status;
+      expect((await box.tend(["watchdog"])).code).toBe(0);
+      up.push(Number(/^tend_service_up\{service="api"\} (\d)$/m.exec(readFileSync(metrics, "utf8"))![1]));
+    }
+    // Down from the third 502 in a row (index 6) until the next 200: from what was served, not from tend.
+    const down = served.map((_, i) => i >= 6 && i <= 7);
+    const fires = {
+      exp_labels: { severity: "critical", instance: "h", service: "api" },
+      exp_annotations: {
+        summary: "api is down on h",
+        description: "tend judged api down (failing at N strikes, its restart failed, or given up).",
+      },
+    };
+    const tests = {
+      rule_files: [join(RULES, "tend.rules.yml")],
+      evaluation_interval: "1m",
+      tests: [
+        {
+          interval: "1m",
+          input_series: [{ series: 'tend_service_up{instance="h",service="api"}', values: up.join(" ") }],
+          alert_rule_test: down.map((fired, i) => ({
+            eval_time: `${i}m`,
+            alertname: "TendServiceDown",
+            exp_alerts: fired ? [fires] : [],
+          })),
+        },
+      ],
+    };
+    const file = join(box.dir, "passes.test.yml");
+    writeFileSync(file, JSON.stringify(tests)); // YAML is a superset of JSON
+    const tested = promtool("test", "rules", file);
+    expect({ up, said: tested.said.trim(), code: tested.code }).toMatchObject({ code: 0 });
+    expect(tested.said).toContain("SUCCESS");
+  } finally {
+    server.stop(true);
+    box.cleanup();
+  }
 });
 
 const PROMETHEUS = process.env.PROMETHEUS ?? join(ROOT, "build", "tools", "prometheus");

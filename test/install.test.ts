@@ -67,13 +67,14 @@ test("cron: the line runs a pass at the interval; --write adds it once, keeps ot
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toBe("crontab: unchanged\n");
   expect(crontab()).toBe(
     "0 3 * * * /usr/local/bin/backup.sh\n" +
-      `*/5 * * * * ${binary} watchdog pass --interval 5m --config ${box.config} # tend watchdog\n`,
+      `*/5 * * * * ${binary} watchdog pass --interval 5m --config ${box.config}` +
+      `${mailless(box.state)} # tend watchdog\n`,
   );
   box.writeConfig(readFileSync(box.config, "utf8").replace('interval = "5m"', 'interval = "2h"'));
   expect(asUser("watchdog", "install", "cron", "--write").stdout).toContain("crontab: updated");
   const lines = crontab().trim().split("\n");
   expect(lines.filter((line) => line.includes("# tend watchdog"))).toEqual([
-    `0 */2 * * * ${binary} watchdog pass --interval 2h --config ${box.config} # tend watchdog`,
+    `0 */2 * * * ${binary} watchdog pass --interval 2h --config ${box.config}${mailless(box.state)} # tend watchdog`,
   ]);
   expect(lines[0]).toBe("0 3 * * * /usr/local/bin/backup.sh");
 });

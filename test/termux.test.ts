@@ -61,12 +61,12 @@ timeout = "2s"
   expect(lines).toContain("[WARN] blog failed health check (HTTP 503 (expected 2xx/3xx), failure 1/3)");
   expect(lines).toContain("failure 3/3");
   expect(lines).toContain("[FAILED] blog is down (HTTP 503 (expected 2xx/3xx)): watch only, not restarted");
-  expect(stateOf("blog")).toMatchObject({ strikes: 3, verdict: { word: "failing" } });
+  expect(stateOf("blog")).toMatchObject({ strikes: 3, verdict: { word: "down" } });
 
   const status = await box.tendRun(["watchdog", "status", "--json"]);
   expect(status.code).toBe(1);
   expect(status.stderr).toBe("");
-  expect(JSON.parse(status.stdout).services[0]).toMatchObject({ state: "failing", strikes: 3 });
+  expect(JSON.parse(status.stdout).services[0]).toMatchObject({ state: "down", strikes: 3 });
   control.status = 200;
   expect((await box.tendRun(["watchdog"])).code).toBe(0);
   expect(log()).toContain("[RECOVERED] blog is healthy again");

@@ -156,7 +156,7 @@ test("watch only (no [service.restart]): at N strikes FAILED and 🚨 once per o
   expect(again.stdout).not.toContain("[FAILED]");
   expect(box.read("watchdog.log")).not.toMatch(/\[(HUNG|RESTART)\]/);
   const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "in2days"], { env: trusted() })).stdout);
-  expect(status.services[0]).toMatchObject({ state: "failing", strikes: 3, restarts: 0 });
+  expect(status.services[0]).toMatchObject({ state: "down", strikes: 3, restarts: 0 });
   const report = JSON.parse((await box.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
   expect(report.services.find((row: any) => row.name === "in2days")).toMatchObject({ outages: 1, restarts: 0 });
 });

@@ -2,7 +2,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ageHeartbeat, alive, BUN, freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { ageHeartbeat, alive, BUN, freePort, recordingReceiver, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 afterEach(() => box?.cleanup());
@@ -166,8 +166,9 @@ command = ["touch", "${marker}"]
   ).toBe("waiting");
 }, 30_000);
 
-test("memory growth: steady allocation gets MEMORY with rate and ETA, then a preventive restart", async () => {
+test("memory growth: MEMORY with rate and ETA, then a preventive restart: 📈 once, ⚠️ (memory), ✅", async () => {
   box = new Sandbox();
+  const receiver = recordingReceiver();
   const grower = join(box.dir, "grower.js");
   // About 40 MB/s, up to 400 MB; exits on SIGTERM.
   writeFileSync(
@@ -177,6 +178,8 @@ test("memory growth: steady allocation gets MEMORY with rate and ETA, then a pre
   box.writeConfig(`
 [watchdog]
 state_dir = "${box.state}"
+[notify]
+url = "${receiver.url}/"
 [[service]]
 name = "proxy"
 pidfile = "proxy.pid"
@@ -213,6 +216,17 @@ spawn = ["${BUN}", "${grower}"]
   expect(second).not.toBe(first);
   await waitFor(() => !alive(first), 5000, "the bloated process gone");
   expect(box.stateOf("proxy").rss.length).toBeGreaterThanOrEqual(4);
+  // Seed 004: the growth warning (📈) and the restart (⚠️) are two events, each its own dedup key:
+  // min_interval (15m by default) must not swallow the restart behind the warning, nor its ✅ come alone.
+  receiver.stop();
+  const said = receiver.received.map((body) => body.split("\n")[0]);
+  expect(said.filter((line) => line.startsWith("📈")).length).toBe(1);
+  expect(said.filter((line) => line.startsWith("⚠️"))).toEqual([
+    expect.stringMatching(/^⚠️ .*proxy uses \d+ MiB .*restarting \(memory\)/),
+  ]);
+  expect(said.filter((line) => line.startsWith("✅"))).toEqual([expect.stringMatching(/^✅ .*proxy recovered/)]);
+  expect(said.findIndex((line) => line.startsWith("⚠️"))).toBeLessThan(said.findIndex((line) => line.startsWith("✅")));
+  expect(readFileSync(join(box.state, "notify-state.json"), "utf8")).not.toContain('suppressed":1');
 }, 90_000);
 
 test("restart.launchd runs launchctl kickstart -k system/LABEL (STAND-IN launchctl: no launchd on Linux)", async () => {

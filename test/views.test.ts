@@ -3,7 +3,17 @@
 import { afterEach, expect, test } from "bun:test";
 import { readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ageHeartbeat, alive, BUN, controlledServer, recordingReceiver, Sandbox, TEND, waitFor } from "./helpers.ts";
+import {
+  ageHeartbeat,
+  alive,
+  BUN,
+  controlledServer,
+  freePort,
+  recordingReceiver,
+  Sandbox,
+  TEND,
+  waitFor,
+} from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -114,26 +124,88 @@ test("--json state is the bare word with strikes beside it; STRIKES and the word
   await box.tend(["watchdog"]);
   const { code, report } = await json(["watchdog", "status", "--json"]);
   expect(code).toBe(1);
-  expect(report.services[0]).toMatchObject({ state: "failing", strikes: 1, failures: 3, reason: "strike 1" });
+  // Decided now: the probe made now is the second strike; the last pass's strike 1 beside it.
+  expect(report.services[0]).toMatchObject({ state: "failing", strikes: 2, failures: 3, reason: "strike 2" });
+  expect(report.services[0].last_pass).toMatchObject({ state: "failing", reason: "strike 1" });
   const text = await box.tend(["watchdog", "status"]);
-  expect(text.stdout).toMatch(/api\s+failing\s+HTTP 502 \(expected 2xx\/3xx\)\s+1\/3\s/);
+  // Decided now by the pass's rule: the probe made now is the second strike.
+  expect(text.stdout).toMatch(/api\s+failing 2\/3\s+HTTP 502 \(expected 2xx\/3xx\)\s+2\/3\s/);
+  const cached = await json(["watchdog", "status", "--json", "--cached"]);
+  expect(cached.report.services[0]).toMatchObject({ state: "failing", strikes: 1, failures: 3 });
   const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
   expect(metrics).toContain('tend_service_state{service="api",state="failing"} 1');
-  expect(metrics).toContain('tend_service_up{service="api"} 0');
+  // A strike below N is not down: one blip must not page (the strikes say it).
+  expect(metrics).toContain('tend_service_up{service="api"} 1');
   expect(metrics).toContain('tend_service_strikes{service="api"} 1');
 });
 
-test("a new service whose probe fails now: status exits 1 (unjudged and frozen is not fine)", async () => {
+test("before any pass: status decides now, and a watchdog that never ran is not fine", async () => {
   box = new Sandbox();
   const { control, server, url } = controlledServer();
   stops.push(() => server.stop(true));
   box.writeConfig(serviceConfig(url));
   control.status = 500;
   const { code, report } = await json(["watchdog", "status", "--json"]);
-  expect(report.services[0]).toMatchObject({ state: "new", probe: { ok: false } });
+  expect(report.services[0]).toMatchObject({ state: "failing", strikes: 1, probe: { ok: false }, last_pass: null });
+  expect(report.watchdog).toMatchObject({ last_pass: null, stale: true, never_ran: true });
   expect(code).toBe(1);
   control.status = 200;
+  const healthy = await box.tend(["watchdog", "status"]);
+  expect(healthy.stdout).toMatch(/^no pass has run yet: is cron or the loop running\?\n/);
+  expect(healthy.stdout).toMatch(/api\s+healthy\s/);
+  expect(healthy.code).toBe(1);
+  const cached = await json(["watchdog", "status", "--json", "--cached"]);
+  expect(cached.report.services[0]).toMatchObject({ state: "new", probe: null });
+  await box.tend(["watchdog"]);
   expect((await box.tend(["watchdog", "status"])).code).toBe(0);
+});
+
+// Lesson 1 and 12: status asks the same question as the pass and answers it with the pass's own rule.
+test("frozen after a healthy pass: status says failing 1/3 (now), never healthy beside no answer", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const web = await box.server(port);
+  box.writeConfig(serviceConfig(`http://127.0.0.1:${port}/`));
+  await box.tend(["watchdog"]);
+  expect(box.stateOf("api").verdict.word).toBe("healthy");
+  process.kill(web.pid, "SIGSTOP");
+  stops.push(() => process.kill(web.pid, "SIGCONT"));
+  const text = await box.tend(["watchdog", "status"]);
+  expect(text.stdout).toMatch(/api\s+failing 1\/3 \(now\)\s+no answer within 1\.0s \(HTTP 000\)\s+1\/3\s/);
+  expect(text.stdout).toMatch(/api: last pass [\d:]+: healthy/);
+  expect(text.code).toBe(1);
+  const { report } = await json(["watchdog", "status", "--json"]);
+  expect(report.services[0]).toMatchObject({
+    state: "failing",
+    strikes: 1,
+    failures: 3,
+    probe: { ok: false },
+    last_pass: { state: "healthy" },
+  });
+  // --cached is the record, with its time: what the last pass decided.
+  const cached = await json(["watchdog", "status", "--json", "--cached"]);
+  expect(cached.report.services[0]).toMatchObject({ state: "healthy", strikes: 0 });
+  // Nothing was written: the next pass strikes 1, not 2.
+  expect(box.stateOf("api").strikes).toBe(0);
+  process.kill(web.pid, "SIGCONT");
+  await waitFor(async () => (await box.tend(["watchdog", "status"])).code === 0, 10_000, "healthy again, exit 0");
+  expect((await box.tend(["watchdog", "status"])).stdout).toMatch(/api\s+healthy\s/);
+});
+
+test("struck 1/3 by the last pass and answering now: healthy (now), exit 0", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url));
+  control.status = 502;
+  await box.tend(["watchdog"]);
+  expect(box.stateOf("api").strikes).toBe(1);
+  control.status = 200;
+  const text = await box.tend(["watchdog", "status"]);
+  expect(text.stdout).toMatch(/api\s+healthy \(now\)\s+HTTP 200 \d+ms\s+0\/3\s/);
+  expect(text.stdout).toMatch(/api: last pass [\d:]+: failing/);
+  expect(text.code).toBe(0);
+  expect(box.stateOf("api").strikes).toBe(1);
 });
 
 test("`paused until T` after pause --for; resume and reset clear the verdict; reset is WARN", async () => {
@@ -157,7 +229,7 @@ test("`paused until T` after pause --for; resume and reset clear the verdict; re
   await box.tend(["watchdog"]); // the pass skips it and records the same pause
   expect(box.stateOf("api").verdict).toMatchObject({ word: "paused", reason: "paused" });
   await box.tend(["watchdog", "resume", "api"]);
-  expect((await json(["watchdog", "status", "--json"])).report.services[0].state).toBe("new");
+  expect((await json(["watchdog", "status", "--json", "--cached"])).report.services[0].state).toBe("new");
   await box.tend(["watchdog"]);
   expect((await json(["watchdog", "status", "--json"])).report.services[0].state).toBe("healthy");
   await box.tend(["watchdog", "reset", "api"]);
@@ -229,13 +301,25 @@ test("status --nagios: OK, WARNING, CRITICAL and UNKNOWN as a Nagios/Icinga/Cons
   expect(metrics.map((m) => m![2])).toEqual(["api", "api_strikes"]);
   expect(metrics[0]![6]).toBe("1.000"); // critical at the timeout
 
+  // A strike below N is WARNING (lesson 3: one blip must not page), decided now by the pass's rule.
   control.status = 503;
+  await box.tend(["watchdog"]);
+  const warning = await box.tend(["watchdog", "status", "--nagios"]);
+  expect(warning.code).toBe(1);
+  expect(warning.stdout).toMatch(
+    /^TEND WARNING - api failing \(HTTP 503 .*\) \| api=[\d.]+s;;1\.000;0 api_strikes=2;;3;0\n$/,
+  );
+  // At N strikes (watch only: never restarted) it is down: CRITICAL.
   await box.tend(["watchdog"]);
   const critical = await box.tend(["watchdog", "status", "--nagios"]);
   expect(critical.code).toBe(2);
   expect(critical.stdout).toMatch(
-    /^TEND CRITICAL - api failing \(HTTP 503 .*\) \| api=[\d.]+s;;1\.000;0 api_strikes=1;;3;0\n$/,
+    /^TEND CRITICAL - api down \(HTTP 503 .*\) \| api=[\d.]+s;;1\.000;0 api_strikes=3;;3;0\n$/,
   );
+  // What keeps status from running is UNKNOWN on its one stdout line, an unknown flag too.
+  const bogus = await box.tend(["watchdog", "status", "--nagios", "--bogus"]);
+  expect([bogus.code, bogus.stdout]).toEqual([3, expect.stringMatching(/^TEND UNKNOWN - .*--bogus.*\n$/)]);
+  expect(bogus.stdout.split("\n")).toHaveLength(2);
 
   box.writeConfig(serviceConfig(url, { service: "timeout = 3" }).replace('timeout = "1s"', 'timeout = "1x"'));
   const unknown = await box.tend(["watchdog", "status", "--nagios"]);
@@ -298,26 +382,29 @@ test("small words: `peers = []` in plan, 1 probe (not 1 probes), histogram label
   expect(drawn).not.toContain("13s");
 });
 
-test("the entry carries its period, the heartbeat keeps it: cron every 10m with interval 1m is no 💤", async () => {
+// Ninety seconds rather than minutes: an aged heartbeat must stay inside this boot (a machine up
+// for less than the age would read it as a reboot), and a fresh machine may have been up five minutes.
+test("the entry carries its period, the heartbeat keeps it: cron every 1m with interval 10s is no 💤", async () => {
   box = new Sandbox();
   const { server, url } = controlledServer();
   stops.push(() => server.stop(true));
-  box.writeConfig(serviceConfig(url, { watchdog: 'interval = "1m"' }));
+  box.writeConfig(serviceConfig(url, { watchdog: 'interval = "10s"' }));
   const line = (await box.tend(["watchdog", "install", "cron", "--interval", "10m"])).stdout;
   expect(line).toMatch(/^\*\/10 \* \* \* \* \S+ watchdog pass --interval 10m --config /);
-  // The pass the line runs: its heartbeat says 10m, so 8 minutes later it is on time (1m would say 💤).
-  await box.tend(["watchdog", "pass", "--interval", "10m"]);
-  expect(box.read("heartbeat")).toContain("interval 10m\n");
-  const eightMinutesAgo = new Date(Date.now() - 8 * 60_000);
-  ageHeartbeat(box.state, eightMinutesAgo.getTime());
+  // The pass the line runs: its heartbeat says 1m, so 90 s later it is on time (10s would say 💤).
+  await box.tend(["watchdog", "pass", "--interval", "1m"]);
+  expect(box.read("heartbeat")).toContain("interval 1m\n");
+  const ninetySecondsAgo = new Date(Date.now() - 90_000);
+  ageHeartbeat(box.state, ninetySecondsAgo.getTime());
   const fresh = await json(["watchdog", "status", "--json"]);
-  expect(fresh.report.watchdog).toMatchObject({ stale: false, expected_every_s: 600 });
-  const pass = await box.tend(["watchdog", "pass", "--interval", "10m"]);
+  expect(fresh.report.watchdog).toMatchObject({ stale: false, expected_every_s: 60 });
+  const pass = await box.tend(["watchdog", "pass", "--interval", "1m"]);
   expect(pass.stdout).not.toContain("watchdog did not run");
   expect(box.read("downtime.log")).toBe("");
-  // Without --interval the configured 1m applies: the same 8 minutes would be a gap.
-  writeFileSync(join(box.state, "heartbeat"), `${eightMinutesAgo.toISOString()}\ninterval 1m\n`);
-  utimesSync(join(box.state, "heartbeat"), eightMinutesAgo, eightMinutesAgo);
+  // Without --interval the configured 10s applies: the same 90 seconds would be a gap.
+  ageHeartbeat(box.state, ninetySecondsAgo.getTime());
+  writeFileSync(join(box.state, "heartbeat"), box.read("heartbeat").replace("interval 1m\n", "interval 10s\n"));
+  utimesSync(join(box.state, "heartbeat"), ninetySecondsAgo, ninetySecondsAgo);
   expect((await box.tend(["watchdog"])).stdout).toContain("watchdog did not run");
 });
 

@@ -330,8 +330,9 @@ describe("watchdog pass against real processes", () => {
     const { control, server, url } = controlledServer();
     box.writeConfig(checkOnly(url));
     const fresh = await box.tend(["watchdog", "status"]);
-    expect(fresh.code).toBe(0);
-    expect(fresh.stdout).toMatch(/api\s+new\s+HTTP 200/); // no pass has judged it yet
+    expect(fresh.code).toBe(1); // no pass has run yet: nothing watches it, so nothing is fine
+    expect(fresh.stdout).toMatch(/api\s+healthy\s+HTTP 200/); // decided now by the pass's rule
+    expect(fresh.stdout).toContain("no pass has run yet: is cron or the loop running?");
     expect(fresh.stdout).toContain("last pass: never");
     await box.tend(["watchdog"]);
     const judged = box.read("services/api.json");
@@ -356,9 +357,11 @@ describe("watchdog pass against real processes", () => {
         "last_event",
       ]),
     );
-    // The word is the last pass's (it judged it healthy); the probe made now fails, and the exit says so.
-    expect(report.services[0].state).toBe("healthy");
-    expect(report.services[0].strikes).toBe(0);
+    // The pass's rule applied to the probe made now: the first strike, never `healthy` beside a failed probe;
+    // the last pass's word is beside it.
+    expect(report.services[0].state).toBe("failing");
+    expect(report.services[0].strikes).toBe(1);
+    expect(report.services[0].last_pass).toMatchObject({ state: "healthy" });
     expect(report.services[0].probe.ok).toBe(false);
     expect(typeof report.services[0].probe.latency_ms).toBe("number");
     // status changes nothing

@@ -66,8 +66,8 @@ export type Decision = Outcome &
   /** until: when the skip ends by itself (grace, boot_delay, a pause for a time), else null. */
   (
     | { kind: "skip"; reason: SkipReason; until: number | null }
-    /** slow: healthy, but slower than slow_above. */
-    | { kind: "ok"; slow?: boolean }
+    /** slow: healthy, but slower than slow_above; warning: a plugin's WARNING, a certificate inside warn_days. */
+    | { kind: "ok"; slow?: boolean; warning?: boolean }
     | { kind: "strike" }
     | { kind: "busy"; evidence: string }
     | { kind: "wait"; reason: string }
@@ -95,7 +95,7 @@ export function explain(decision: Step): string {
     case "give-up":
       return "max_restarts";
     case "ok":
-      return decision.slow ? "slow" : "healthy";
+      return decision.slow ? "slow" : decision.warning ? "warning" : "healthy";
     case "probe":
       return "probe";
   }
@@ -152,7 +152,7 @@ function remind(service: ServiceConfig, state: ServiceState, log: LogLine[], now
 }
 
 /** The events that tell the operator of an outage (⚠️ 🚨 ⛔): only after one of them is its end worth a ✅. */
-const OUTAGE_EVENTS: ReadonlySet<string> = new Set(["restart", "failed", "given-up"]);
+const OUTAGE_EVENTS: ReadonlySet<string> = new Set(["restart", "failed", "held", "given-up"]);
 
 /** The open outage was notified: its RECOVERED is sent (✅); a blip below N strikes or a WAIT is only logged. */
 function markNotified(next: ServiceState, log: LogLine[], now: number): ServiceState {
@@ -185,7 +185,7 @@ export function verdictOf(service: ServiceConfig, decision: Decision, now: numbe
     case "skip":
       return verdict(SKIPPED[decision.reason], decision.until);
     case "ok":
-      return verdict(decision.slow ? "slow" : "healthy");
+      return verdict(decision.slow ? "slow" : decision.warning ? "warning" : "healthy");
     case "strike":
       return verdict("failing");
     case "busy":
@@ -337,6 +337,7 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
       facts,
       reason: "crash",
       why,
+      detail: process.detail,
       lines: [{ tag: "WARN", event: "restart", message: `${why}: starting it (crash)` }],
     });
   }
@@ -428,7 +429,8 @@ function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeR
   const slow = slowness(service, closed.next, probe, facts.now);
   closed.next = slow.next;
   closed.log.push(...slow.log);
-  const healthy: Decision = { kind: "ok", slow: slow.slow, ...closed };
+  const warning = Boolean(probe.warning);
+  const healthy: Decision = { kind: "ok", slow: slow.slow, warning, ...closed };
   if (!service.memory) return healthy;
   const verdict = judgeMemory(service.name, service.memory, closed.next.rss);
   if (verdict.restart) {
@@ -439,7 +441,9 @@ function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeR
       reason: "memory",
       why: verdict.restart,
       before: closed.log,
-      lines: [{ tag: "MEMORY", event: "memory", message: `${verdict.restart}: restarting (memory)` }],
+      // A restart's ⚠️ (event `restart`), never the growth warning's 📈: dedup keys are per event, and
+      // sharing one let min_interval swallow the restart behind the warning (seed 004).
+      lines: [{ tag: "MEMORY", event: "restart", message: `${verdict.restart}: restarting (memory)` }],
     });
     return decision.kind === "restart" || decision.kind === "give-up" ? decision : healthy;
   }
@@ -447,6 +451,7 @@ function judgeHealthy(service: ServiceConfig, state: ServiceState, probe: ProbeR
     return {
       kind: "ok",
       slow: slow.slow,
+      warning,
       next: { ...closed.next, memoryWarnedAt: facts.now },
       log: [...closed.log, { tag: "MEMORY", event: "memory", message: verdict.warn }],
     };
@@ -499,9 +504,10 @@ type Hold = { hold: string; until: number | null; word: StateWord };
 /** What holds a restart that is due, with the time it ends (null: until something changes) and the state word. */
 function holdOf({ service, state, facts, reason }: RestartWanted): Hold | null {
   const { now } = facts;
-  if (!service.restart) return { hold: "watch only", until: null, word: "failing" };
+  // At N strikes with no restart coming now: down (the table's CRITICAL), whatever holds it.
+  if (!service.restart) return { hold: "watch only", until: null, word: "down" };
   if (facts.unit?.activeState === "failed") {
-    return { hold: `${facts.unit.name} is failed (systemd's start limit is respected)`, until: null, word: "failing" };
+    return { hold: `${facts.unit.name} is failed (systemd's start limit is respected)`, until: null, word: "down" };
   }
   if (state.givenUp && !givenUpRetryDue(service, state, now)) {
     const retryAt = service.givenUpRetryMs ? givenUpFrom(state, now) + service.givenUpRetryMs : null;
@@ -516,7 +522,7 @@ function holdOf({ service, state, facts, reason }: RestartWanted): Hold | null {
   // A process that is gone is started without waiting out the cooldown: backoff and max_restarts bound a crash loop.
   const cooldownEnd = Math.min(state.lastRestartAt ?? 0, now) + service.cooldownMs;
   if (reason !== "crash" && state.lastRestartAt && now < cooldownEnd) {
-    return { hold: `cooldown until ${clock(cooldownEnd)}`, until: cooldownEnd, word: "failing" };
+    return { hold: `cooldown until ${clock(cooldownEnd)}`, until: cooldownEnd, word: "down" };
   }
   return null;
 }
@@ -529,12 +535,13 @@ function restartOrHold(wanted: RestartWanted): Decision {
   const { service, state, facts, reason, why, before = [], lines, saidHeld = false } = wanted;
   const held = holdOf(wanted);
   if (held) {
-    return { kind: "held", ...held, next: state, log: saidHeld ? before : heldLog(wanted, held.hold) };
+    return { kind: "held", ...held, next: state, log: saidHeld ? before : heldLog(wanted, held) };
   }
   // given_up_retry: one restart, verified, every D; it stays given up unless that one recovers.
   if (state.givenUp && givenUpRetryDue(service, state, facts.now)) {
     const retry: LogLine = {
       tag: "HUNG",
+      event: "restart", // a restart like any other: its ⚠️
       message: `${why}: given up, trying one restart again (given_up_retry ${humanDuration(service.givenUpRetryMs)})`,
     };
     const outage = state.outage ? { ...state.outage, reason } : null;
@@ -551,14 +558,31 @@ function restartOrHold(wanted: RestartWanted): Decision {
   return { kind: "restart", reason, next: { ...state, outage }, log: [...before, ...lines] };
 }
 
-/** The log of a held restart, said once per outage: a watch-only service is down (🚨); else why it waits. */
-function heldLog({ service, before = [], detail }: RestartWanted, hold: string): LogLine[] {
+/**
+ * The log of a held restart, said once per outage: a watch-only service is down (🚨); one whose
+ * restart waits (cooldown, backoff, a failed unit) is down too, and never in silence — 🚨 `held`
+ * once per outage, unless the outage was told already (a restart's ⚠️, a failed one's 🚨). A
+ * given-up service keeps its ⛔ alone.
+ */
+function heldLog({ service, state, facts, before = [], detail, why, reason }: RestartWanted, held: Hold): LogLine[] {
   if (!service.restart) {
     const message = `${service.name} is down (${detail ?? "failing"}): watch only, not restarted`;
     return [...before, { tag: "FAILED", event: "failed", message }];
   }
-  if (!before.length) return [];
-  return [{ ...before[0], message: `${before[0].message}; not restarting: ${hold}` }, ...before.slice(1)];
+  const said: LogLine[] = before.length
+    ? [{ ...before[0], message: `${before[0].message}; not restarting: ${held.hold}` }, ...before.slice(1)]
+    : [{ tag: "WARN", message: `${why}; not restarting: ${held.hold}` }];
+  // A failed unit said its own 🚨 when it failed (observe).
+  if (held.word === "given-up" || state.outage?.notified || facts.unit?.activeState === "failed") return said;
+  const what =
+    reason === "crash"
+      ? `not running: ${detail}`
+      : reason === "hung_restart"
+        ? `failure ${state.strikes}/${service.failures}, ${detail}`
+        : why.slice(service.name.length + 1);
+  const by = held.word === "down" && held.until === null ? `: ${held.hold}` : ` by ${held.hold}`;
+  const message = `${service.name} is down (${what}): restart held${by}`;
+  return [...said, { tag: "FAILED", event: "held", message }];
 }
 
 const givenUpLine = (service: ServiceConfig, why: string): LogLine => ({

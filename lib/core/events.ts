@@ -8,6 +8,7 @@ import { utcStamp, type Tag } from "./time.ts";
 export const EVENTS = {
   restart: { emoji: "⚠️", priority: "high", title: "restarted NAME" },
   failed: { emoji: "🚨", priority: "urgent", title: "NAME is down" },
+  held: { emoji: "🚨", priority: "urgent", title: "NAME is down, its restart held" },
   "auto-restart": { emoji: "🔁", priority: "high", title: "NAME was restarted by its supervisor" },
   "given-up": { emoji: "⛔", priority: "urgent", title: "gave up on NAME" },
   busy: { emoji: "⏳", priority: "high", title: "NAME is busy" },

@@ -1,4 +1,4 @@
-import { isUp, isWatched, type StateWord } from "./verdict.ts";
+import { WORDS, type StateWord } from "./verdict.ts";
 import type { ServiceState } from "./state.ts";
 
 /** What each metric is: name, type, help. */
@@ -6,7 +6,7 @@ const METRICS = [
   [
     "tend_service_up",
     "gauge",
-    "1 unless the pass judged the service down (failing, waiting, restarting, backoff, given-up); watched only",
+    "0 when the pass judged the service down (at N strikes, restarting, backoff, given-up), else 1; watched only",
   ],
   ["tend_service_state", "gauge", "1 for the service's current state"],
   ["tend_service_slow", "gauge", "1 while healthy answers are slower than slow_above"],
@@ -31,11 +31,10 @@ export function renderMetrics(
     const service = `service="${label(name)}"`;
     // Not watched (disabled, paused, stopped on purpose) or never judged: no `up` series, so an `up == 0` alert
     // stays quiet. Up or not is what the pass decided (its recorded verdict), never the raw last probe.
-    if (isWatched(word) && word !== "new")
-      samples.tend_service_up.push(`tend_service_up{${service}} ${isUp(word) ? 1 : 0}`);
+    const { up } = WORDS[word]; // the one table: a strike below N is still up (a blip must not page)
+    if (up !== null) samples.tend_service_up.push(`tend_service_up{${service}} ${up}`);
     samples.tend_service_state.push(`tend_service_state{${service},state="${word}"} 1`);
-    if (isWatched(word) && word !== "new")
-      samples.tend_service_slow.push(`tend_service_slow{${service}} ${word === "slow" ? 1 : 0}`);
+    if (up !== null) samples.tend_service_slow.push(`tend_service_slow{${service}} ${word === "slow" ? 1 : 0}`);
     samples.tend_service_strikes.push(`tend_service_strikes{${service}} ${state.strikes}`);
     samples.tend_service_restarts_total.push(`tend_service_restarts_total{${service}} ${state.restartsTotal}`);
     samples.tend_service_recoveries_total.push(

@@ -7,34 +7,70 @@
 export type StateWord =
   | "healthy"
   | "slow"
-  | "failing"
+  | "warning"
   | "busy"
+  | "flapping"
   | "starting"
+  | "failing"
+  | "waiting"
   | "restarting"
+  | "down"
   | "backoff"
   | "given-up"
   | "paused"
   | "stopped"
-  | "waiting"
   | "disabled"
   | "new";
 
+/** What a word means to each reader: the one table (SPEC "watchdog status"), read by every view. */
+export interface WordMeaning {
+  /** status exits 0 for it: it needs nobody. */
+  calm: boolean;
+  /** The Nagios / Icinga / Consul level: 0 OK, 1 WARNING, 2 CRITICAL. */
+  nagios: 0 | 1 | 2;
+  /** tend_service_up: 1 up, 0 judged down, null no series (not watched, or never judged). */
+  up: 0 | 1 | null;
+  /** Alertmanager's TendServiceDown fires. */
+  firing: boolean;
+  /** The terminal's (and the page's) colour. */
+  colour: "ok" | "warn" | "bad" | "dim";
+}
+
+const meaning = (calm: boolean, nagios: 0 | 1 | 2, up: 0 | 1 | null, colour: WordMeaning["colour"]): WordMeaning => ({
+  calm,
+  nagios,
+  up,
+  firing: up === 0,
+  colour,
+});
+
+/**
+ * The one table of what each state word means. Down (up 0, CRITICAL, firing) only when the pass
+ * judged it down — N strikes with the restart held, a restart being verified, backoff, given up —
+ * never a strike below N: one blip must not page (lesson 3).
+ */
+export const WORDS: Readonly<Record<StateWord, WordMeaning>> = {
+  healthy: meaning(true, 0, 1, "ok"),
+  slow: meaning(true, 1, 1, "warn"),
+  warning: meaning(true, 1, 1, "warn"),
+  busy: meaning(true, 1, 1, "warn"),
+  flapping: meaning(false, 1, 1, "warn"),
+  starting: meaning(true, 0, 1, "warn"),
+  failing: meaning(false, 1, 1, "warn"),
+  waiting: meaning(false, 1, 1, "warn"),
+  restarting: meaning(false, 2, 0, "bad"),
+  down: meaning(false, 2, 0, "bad"),
+  backoff: meaning(false, 2, 0, "bad"),
+  "given-up": meaning(false, 2, 0, "bad"),
+  paused: meaning(true, 0, null, "dim"),
+  stopped: meaning(true, 0, null, "dim"),
+  disabled: meaning(true, 0, null, "dim"),
+  // No pass has judged it: only `--cached` shows it (plain status decides now); not calm until judged.
+  new: meaning(false, 0, null, "dim"),
+};
+
 /** Every state word, to check a word read from a file or a peer. */
-export const STATE_WORDS: ReadonlySet<string> = new Set<StateWord>([
-  "healthy",
-  "slow",
-  "failing",
-  "busy",
-  "starting",
-  "restarting",
-  "backoff",
-  "given-up",
-  "paused",
-  "stopped",
-  "waiting",
-  "disabled",
-  "new",
-]);
+export const STATE_WORDS: ReadonlySet<string> = new Set(Object.keys(WORDS));
 
 /** What kind of decision it was: decide()'s kinds, and `verified` for the outcome of a restart or start. */
 export type VerdictKind = "skip" | "ok" | "strike" | "busy" | "wait" | "held" | "restart" | "give-up" | "verified";
@@ -52,29 +88,15 @@ export interface Verdict {
   error?: string;
 }
 
-/** States that need nobody: status exits 0 when every service is in one of these (and the watchdog is fresh). */
-const CALM: ReadonlySet<StateWord> = new Set(["healthy", "slow", "busy", "starting", "paused", "stopped", "disabled"]);
-
 /**
- * Needs nobody, given the state the pass recorded and (status) the probe made now. A `new` service
- * (no pass has judged it) is fine only when its probe succeeds now: a frozen process no pass has
- * seen yet is not "fine". One the pass judged healthy that does not answer now is not fine either
- * (the next pass counts the strike); busy or starting ones are expected not to. A service the pass
- * could not judge is not fine.
+ * Needs nobody: the word's meaning in the table, unless the word could not be decided this time
+ * (the pass could not judge the service: not calm).
  */
-export function isCalm(view: { word: StateWord; error?: string | null }, probeOk: boolean | null): boolean {
-  if (view.error) return false;
-  if (view.word === "new") return probeOk === true;
-  if (view.word === "healthy" || view.word === "slow") return probeOk !== false;
-  return CALM.has(view.word);
-}
+export const isCalm = (view: { word: StateWord; error?: string | null }): boolean =>
+  !view.error && WORDS[view.word].calm;
 
 /** Watched: probed and judged each pass (not disabled, paused or stopped on purpose). */
 export const isWatched = (word: StateWord) => word !== "disabled" && word !== "paused" && word !== "stopped";
-
-/** Not down as the pass judged it: `tend_service_up` 1. A service skipped on purpose while starting is not down. */
-export const isUp = (word: StateWord) =>
-  word === "healthy" || word === "slow" || word === "busy" || word === "starting";
 
 /** The state a view shows: what the pass recorded, or `new` / `disabled` before any pass judged it. */
 export function viewOf(enabled: boolean, verdict: Verdict | null): { word: StateWord; verdict: Verdict | null } {

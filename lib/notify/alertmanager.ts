@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { WORDS } from "../core/verdict.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import type { Downtime } from "../core/events.ts";
@@ -31,20 +32,24 @@ export function conditionsOf(
   const name = service.name;
   const found: Condition[] = [];
   const last = state.lastProbe?.detail ?? "no probe yet";
-  const restartFailed = state.backoffUntil !== null && now < state.backoffUntil;
-  if (state.outage && (state.strikes >= service.failures || state.givenUp || restartFailed)) {
-    const why = state.givenUp
-      ? "given up after max_restarts"
-      : restartFailed
-        ? "its restart did not recover it"
-        : `${state.strikes} failed checks in a row`;
+  // Firing is the one table's word (core/verdict.ts), as tend_service_up and --nagios say it.
+  const word = state.verdict?.word;
+  if (word && WORDS[word].firing) {
+    const why =
+      word === "given-up"
+        ? "given up after max_restarts"
+        : word === "backoff"
+          ? "its restart did not recover it"
+          : word === "restarting"
+            ? "being restarted"
+            : `${state.strikes} failed checks in a row`;
+    const since = state.outage?.since ?? state.verdict!.at;
     found.push({
       alertname: "TendServiceDown",
       severity: "critical",
       summary: `${name} is down: ${last}`,
       description:
-        `${name} has been failing since ${new Date(state.outage.since).toISOString()} (${why}); ` +
-        `last probe: ${last}.`,
+        `${name} has been failing since ${new Date(since).toISOString()} (${why}); ` + `last probe: ${last}.`,
     });
   }
   if (state.busySince !== null) {

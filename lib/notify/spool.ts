@@ -73,7 +73,7 @@ export interface NotifyState {
 }
 
 /** The events a ✅ answers. */
-const ALERTS = new Set(["restart", "failed", "given-up", "reminder"]);
+const ALERTS = new Set(["restart", "failed", "held", "given-up", "reminder"]);
 
 export interface FiringAlert {
   labels: Record<string, string>;

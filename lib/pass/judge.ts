@@ -69,30 +69,13 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   else if (!dryRun && loaded.problem)
     logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
 
-  const unit = await readUnit(service, logger);
-  const main = await mainProcess(service, state, unit?.shown);
-  const rss = service.memory && main?.info ? treeRss(main.info.pid) : null;
-  const facts: Facts = {
+  const { facts, main } = await gatherFacts(service, state, {
     now: now(),
     uptimeMs: uptime(),
     bootDelayMs: config.watchdog.bootDelayMs,
-    process: main && {
-      running: main.running,
-      startedAt: main.startedAt,
-      detail: main.detail,
-      supervised: main.supervised,
-      unreadable: main.unreadable,
-    },
-    waitReason: null,
-    unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
-    rssBytes: rss,
-    degraded:
-      rss === null && service.memory && main?.info
-        ? [`memory: RSS of pid ${main.info.pid} cannot be read (/proc/${main.info.pid}/status): not sampled`]
-        : [],
-    stopped: service.restart ? (restartKind(service.restart).stoppedOnPurpose?.(service.restart) ?? null) : null,
     gap: options.gap,
-  };
+    logger,
+  });
   let step = decide(service, state, facts, null);
   let result: ProbeResult | null = null;
   const outside = options.unlocked ?? (<T>(work: () => Promise<T>) => work());
@@ -100,11 +83,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     result = await outside(async () => {
       const seen = await probe(service.check, probeContext(main));
       facts.now = now();
-      if (!seen.ok) {
-        facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
-        if (facts.busy?.degraded) facts.degraded = [...(facts.degraded ?? []), facts.busy.degraded];
-        facts.waitReason = await waitReason(service, options.failingDependencies);
-      }
+      if (!seen.ok) await addFailureFacts(service, facts, options.failingDependencies);
       return seen;
     });
     // The watchdog's own resource failure (out of descriptors or memory) says nothing of the
@@ -164,6 +143,62 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
 }
 
 /**
+ * What the pass knows about a service before probing it: its process, its unit, its RSS, whether its
+ * backend stopped it on purpose. `status` gathers the same to decide now as a pass would (the one
+ * rule), with no logger: it writes nothing.
+ */
+export async function gatherFacts(
+  service: ServiceConfig,
+  state: ServiceState,
+  {
+    now,
+    uptimeMs,
+    bootDelayMs,
+    gap,
+    logger,
+  }: {
+    now: number;
+    uptimeMs: number;
+    bootDelayMs: number;
+    gap: Downtime | null;
+    logger: Logger | null;
+  },
+): Promise<{ facts: Facts; main: Awaited<ReturnType<typeof mainProcess>> }> {
+  const unit = await readUnit(service, logger);
+  const main = await mainProcess(service, state, unit?.shown);
+  const rss = service.memory && main?.info ? treeRss(main.info.pid) : null;
+  const facts: Facts = {
+    now,
+    uptimeMs,
+    bootDelayMs,
+    process: main && {
+      running: main.running,
+      startedAt: main.startedAt,
+      detail: main.detail,
+      supervised: main.supervised,
+      unreadable: main.unreadable,
+    },
+    waitReason: null,
+    unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
+    rssBytes: rss,
+    degraded:
+      rss === null && service.memory && main?.info
+        ? [`memory: RSS of pid ${main.info.pid} cannot be read (/proc/${main.info.pid}/status): not sampled`]
+        : [],
+    stopped: service.restart ? (restartKind(service.restart).stoppedOnPurpose?.(service.restart) ?? null) : null,
+    gap,
+  };
+  return { facts, main };
+}
+
+/** After a failed probe: is the service busy, and can a restart help (dependencies, DNS)? */
+export async function addFailureFacts(service: ServiceConfig, facts: Facts, failingDependencies: string[]) {
+  facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
+  if (facts.busy?.degraded) facts.degraded = [...(facts.degraded ?? []), facts.busy.degraded];
+  facts.waitReason = await waitReason(service, failingDependencies);
+}
+
+/**
  * Write the lines (DOWNTIME lines to downtime.log); the last watchdog.log line becomes the
  * service's last event; notifications are collected.
  */
@@ -189,12 +224,15 @@ function emit(
 }
 
 /** One `systemctl show` per pass for the service's unit (`unit` or `restart.systemd`): pid source and facts. */
-async function readUnit(service: ServiceConfig, logger: Logger): Promise<{ name: string; shown: UnitShown } | null> {
+async function readUnit(
+  service: ServiceConfig,
+  logger: Logger | null,
+): Promise<{ name: string; shown: UnitShown } | null> {
   const name = serviceUnit(service);
   if (!name) return null;
   const shown = await showUnit(name, UNIT_PROPERTIES).catch((error: Error) => error);
   if (shown instanceof Error)
-    logger.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${shown.message}`);
+    logger?.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${shown.message}`);
   return { name, shown };
 }
 

@@ -45,7 +45,7 @@ export const html = (text: string) => escapeControls(text).replace(/[&<>"']/g, (
 
 /** A row's calm, by the same rule as status's exit code; a peer's unknown word is not calm. */
 const calmRow = (row: StatusRow) =>
-  KNOWN_WORDS.has(row.state) && rowIsCalm({ state: row.state, error: row.error ?? null, probe: row.probe });
+  KNOWN_WORDS.has(row.state) && rowIsCalm({ state: row.state, error: row.error ?? null });
 
 const ago = (iso: string | null, now: number) => {
   if (!iso) return "never";

@@ -4,7 +4,10 @@ import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { isStale } from "../core/health.ts";
-import { isCalm, isWatched, viewOf, type StateWord } from "../core/verdict.ts";
+import { isCalm, isWatched, viewOf, WORDS, type StateWord } from "../core/verdict.ts";
+import { decide, type Decision } from "../core/decide.ts";
+import { addFailureFacts, gatherFacts } from "../pass/judge.ts";
+import { failingNow } from "../pass/wait.ts";
 import { bootTimeMs, uptimeMs } from "../os/proc.ts";
 import { tendNow } from "../state/clock.ts";
 import { fittingConcurrency } from "../os/fdlimit.ts";
@@ -18,12 +21,17 @@ import { deadCount, readNotifyState, spoolCount } from "../notify/spool.ts";
 
 export interface StatusRow {
   name: string;
-  /** The bare state word the last pass recorded (`new` before any pass judged it). */
+  /**
+   * The bare state word: the pass's own rule applied now to the recorded state and the probe made
+   * now (nothing written); with `--cached`, what the last pass recorded (`new` before any judged it).
+   */
   state: StateWord;
-  /** Why the pass decided so, and when that state ends by itself (ISO-8601), from the recorded verdict. */
+  /** Why it is so, and when that state ends by itself (ISO-8601). */
   reason: string | null;
   until: string | null;
   decided_at: string | null;
+  /** What the last pass decided, and when (null: no pass has judged it). */
+  last_pass: { state: StateWord; reason: string; at: string } | null;
   /** The last pass could not judge this service: why (the state is the last one it had). */
   error: string | null;
   /** Its process runs as another user and /proc does not show it (Android's hidepid): said, the probe judges. */
@@ -42,7 +50,7 @@ export interface StatusRow {
 export interface StatusReport {
   last_pass: string | null;
   /** The watchdog itself: stale when its last pass is older than 2 x interval + 30 s. */
-  watchdog: { last_pass: string | null; stale: boolean; expected_every_s: number };
+  watchdog: { last_pass: string | null; stale: boolean; never_ran?: boolean; expected_every_s: number };
   services: StatusRow[];
   /** Notifications waiting in the spool, and the last delivery failure (cleared by a clean delivery). */
   notify: { spooled: number; dead: number; last_error: { at: string; detail: string } | null };
@@ -90,25 +98,38 @@ export async function collectStatus(
   const chosen = all.filter((service) => names.length === 0 || names.includes(service.name));
   const limit = limiter(fittingConcurrency(config.watchdog.concurrency)); // the same bound as a pass
   const booted = bootedAt();
+  // As a pass does: a dependency is decided first, and a service waits on those that fail now.
+  const failing = new Map(chosen.map((service) => [service.name, Promise.withResolvers<boolean>()]));
+  const dependenciesFailing = async (service: ServiceConfig) => {
+    const named: string[] = [];
+    for (const dependency of service.dependsOn) {
+      const decided = failing.get(dependency);
+      const fails = decided
+        ? await decided.promise
+        : (await failingNow([all.find((other) => other.name === dependency)!], read)).length > 0;
+      if (fails) named.push(dependency);
+    }
+    return named;
+  };
   const rows = await Promise.all(
     chosen.map((service) =>
-      limit(async () => {
+      (async () => {
         // Missing or corrupt: a fresh state (a pass repairs and logs it, status does not).
         const state = read(service.name);
-        let result: ProbeResult | null = null;
-        let at: number | null = null;
-        let hidden: string | null = null;
         if (cached) {
-          if (state.lastProbe) result = { ...state.lastProbe, timedOut: false };
-          at = state.lastProbe?.at ?? null;
-        } else if (service.enabled) {
-          const main = await mainProcess(service, state);
-          if (main?.hidden) hidden = main.detail;
-          result = await probe(service.check, probeContext(main));
-          at = now();
+          const result = state.lastProbe ? { ...state.lastProbe, timedOut: false } : null;
+          return describe(service, state, result, state.lastProbe?.at ?? null, now(), booted);
         }
-        return { ...describe(service, state, result, at, now(), booted), hidden_process: hidden };
-      }),
+        const failingDependencies = await dependenciesFailing(service);
+        try {
+          const decided = await limit(() => decideNow(config, service, state, now, failingDependencies));
+          failing.get(service.name)!.resolve(decided.failing);
+          return decided.row;
+        } catch (error) {
+          failing.get(service.name)!.resolve(true);
+          throw error;
+        }
+      })(),
     ),
   );
   const spooled = spoolCount(config.watchdog.stateDir); // counted, not parsed: asked on every request
@@ -130,9 +151,11 @@ export function watchdogFreshness(config: Config, now: number): StatusReport["wa
   const heartbeat = readHeartbeat(config.watchdog.stateDir);
   const intervalMs = heartbeat?.intervalMs ?? config.watchdog.intervalMs;
   const lastPass = heartbeat ? Date.parse(heartbeat.at) : null;
+  // Never run (no heartbeat yet) is said as stale is: nothing watches, so nothing is fine.
   return {
     last_pass: heartbeat?.at ?? null,
-    stale: isStale(lastPass, intervalMs, now),
+    stale: lastPass === null || isStale(lastPass, intervalMs, now),
+    ...(lastPass === null ? { never_ran: true } : {}),
     expected_every_s: Math.round(intervalMs / 1000),
   };
 }
@@ -160,6 +183,7 @@ function describe(
     reason: verdict?.reason ?? null,
     until: iso(verdict?.until),
     decided_at: iso(verdict?.at),
+    last_pass: verdict && { state: verdict.word, reason: verdict.reason, at: iso(verdict.at)! },
     error: verdict?.error ?? beforeBoot,
     strikes: state.strikes,
     failures: service.failures,
@@ -181,21 +205,78 @@ function describe(
   };
 }
 
-/** Needs nobody, as the pass recorded it (a `new` one: its probe succeeds now). */
-export const rowIsCalm = (row: Pick<StatusRow, "state" | "error" | "probe">) =>
-  isCalm({ word: row.state, error: row.error }, row.probe?.ok ?? null);
+/**
+ * The pass's own rule, applied now: the facts a pass gathers, the probe it makes, and the one pure
+ * decide() over the recorded state — written nowhere. A frozen service the last pass found healthy
+ * is `failing 1/3` now; one struck 1/3 that answers now is `healthy`. Two words are what a pass is
+ * doing rather than what it would decide: a restart being verified right now stays `restarting`,
+ * and a restart the next pass would make is `down` until it is made.
+ */
+async function decideNow(
+  config: Config,
+  service: ServiceConfig,
+  state: ServiceState,
+  now: () => number,
+  failingDependencies: string[],
+): Promise<{ row: StatusRow; failing: boolean }> {
+  const recorded = state.verdict;
+  const { facts, main } = await gatherFacts(service, state, {
+    now: now(),
+    uptimeMs: uptimeMs(),
+    bootDelayMs: config.watchdog.bootDelayMs,
+    gap: null,
+    logger: null,
+  });
+  let step = decide(service, state, facts, null);
+  let result: ProbeResult | null = null;
+  if (service.enabled && step.kind !== "skip") {
+    result = await probe(service.check, probeContext(main));
+    facts.now = now();
+    if (step.kind === "probe") {
+      if (!result.ok) await addFailureFacts(service, facts, failingDependencies);
+      step = decide(service, state, facts, result);
+    }
+  } else if (service.enabled && step.kind === "skip" && step.reason !== "paused" && step.reason !== "stopped") {
+    result = await probe(service.check, probeContext(main)); // starting: shown, not judged (the pass skips it too)
+  }
+  const decision = step as Decision;
+  const verifying = recorded?.kind === "restart" && recorded.until !== null && recorded.until > facts.now;
+  let verdict = decision.next.verdict!;
+  if (verifying) verdict = recorded!;
+  else if (decision.kind === "restart") {
+    const first = decision.reason === "start";
+    const reason = first ? "never started: the next pass starts it" : `the next pass restarts it (${decision.reason})`;
+    verdict = { ...verdict, word: decision.reason === "memory" ? "healthy" : first ? "new" : "down", reason };
+  }
+  const row = describe(service, { ...decision.next, verdict }, result, result ? facts.now : null, facts.now, 0);
+  const lastPass = recorded && {
+    state: recorded.word,
+    reason: recorded.reason,
+    at: new Date(recorded.at).toISOString(),
+  };
+  return {
+    row: {
+      ...row,
+      strikes: verifying ? state.strikes : decision.next.strikes,
+      last_pass: lastPass,
+      error: recorded?.error ?? null,
+      hidden_process: main?.hidden ? main.detail : null,
+    },
+    failing: decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok",
+  };
+}
+
+/** Needs nobody: its word's meaning in the one table (core/verdict.ts), unless it could not be judged. */
+export const rowIsCalm = (row: Pick<StatusRow, "state" | "error">) => isCalm({ word: row.state, error: row.error });
 
 /** Exit 0 only when every service needs nobody and the watchdog itself is running. */
 export const allHealthy = (report: StatusReport) => !report.watchdog.stale && report.services.every(rowIsCalm);
 
-/** Nagios / Icinga / Consul script-check levels: 0 OK, 1 WARNING, 2 CRITICAL (3 UNKNOWN: status could not run). */
-const CRITICAL_WORDS: ReadonlySet<StateWord> = new Set(["failing", "backoff", "given-up"]);
-const WARNING_WORDS: ReadonlySet<StateWord> = new Set(["restarting", "waiting", "busy", "slow"]);
-
-function nagiosLevel(row: StatusRow): 0 | 1 | 2 {
-  if (row.error || CRITICAL_WORDS.has(row.state) || (row.state === "new" && !rowIsCalm(row))) return 2;
-  return WARNING_WORDS.has(row.state) ? 1 : 0;
-}
+/**
+ * Nagios / Icinga / Consul script-check levels: 0 OK, 1 WARNING, 2 CRITICAL (3 UNKNOWN: status could
+ * not run), from the one table; a service the pass could not judge is CRITICAL.
+ */
+const nagiosLevel = (row: StatusRow): 0 | 1 | 2 => (row.error ? 2 : WORDS[row.state].nagios);
 
 /** A perfdata label: quoted when it holds anything but letters, digits, _ . - (Nagios plugin guidelines). */
 const perfLabel = (name: string) => (/^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, "''")}'`);
@@ -210,7 +291,10 @@ export function renderNagios(report: StatusReport, now = Date.now()): { line: st
   const levels = report.services.map(nagiosLevel);
   let code = Math.max(0, ...levels) as 0 | 1 | 2;
   const said: string[] = [];
-  if (report.watchdog.stale) {
+  if (report.watchdog.never_ran) {
+    code = 2;
+    said.push("no pass has run yet: is cron or the loop running?");
+  } else if (report.watchdog.stale) {
     code = 2;
     const ago = report.watchdog.last_pass ? Math.round((now - Date.parse(report.watchdog.last_pass)) / 1000) : 0;
     said.push(`the watchdog is not running (last pass ${Math.max(0, ago)}s ago)`);
@@ -268,12 +352,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) =>
     cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]))).join("  ");
-  const color = (state: string, text: string) =>
-    state === "healthy"
-      ? paint.ok(text)
-      : state === "failing" || state === "given-up"
-        ? paint.bad(text)
-        : paint.warn(text);
+  const color = (state: StateWord, text: string) => paint[WORDS[state].colour](text);
   const wide = widths.reduce((sum, width) => sum + width + 2, 0) <= columns;
   const body = rows.flatMap((cells, index) => {
     const state = report.services[index].state;
@@ -298,18 +377,23 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
         ]
       : [];
   const { watchdog } = report;
-  const dead = watchdog.stale
-    ? [
-        paint.bad(
-          `the watchdog is not running: its last pass was ` +
-            `${humanDuration(now - Date.parse(watchdog.last_pass!))} ago, ` +
-            `expected every ${humanDuration(watchdog.expected_every_s * 1000)} (is cron or the loop running?)`,
-        ),
-      ]
-    : [];
+  const dead = watchdog.never_ran
+    ? [paint.bad("no pass has run yet: is cron or the loop running?")]
+    : watchdog.stale
+      ? [
+          paint.bad(
+            `the watchdog is not running: its last pass was ` +
+              `${humanDuration(now - Date.parse(watchdog.last_pass!))} ago, ` +
+              `expected every ${humanDuration(watchdog.expected_every_s * 1000)} (is cron or the loop running?)`,
+          ),
+        ]
+      : [];
   const notJudged = report.services
     .filter((row) => row.error)
     .map((row) => paint.bad(`${row.name}: not judged by the last pass (${row.error}); shown as it was`));
+  const lastPasses = report.services
+    .filter(differsFromLastPass)
+    .map((row) => paint.dim(`${row.name}: last pass ${when(row.last_pass!.at)}: ${row.last_pass!.state}`));
   const hidden = report.services
     .filter((row) => row.hidden_process)
     .map((row) => paint.dim(`${row.name}: ${row.hidden_process}: the probe judges it, tend never signals it`));
@@ -320,6 +404,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
     ...(wide ? [paint.dim(line(header))] : []),
     ...body,
     ...notJudged,
+    ...lastPasses,
     ...hidden,
   ].join("\n");
 }
@@ -327,6 +412,10 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
 /** The STATE column: the word, and until when for a state that ends by itself (a pause for a time, backoff). */
 function stateCell(row: StatusRow, when: (iso: string) => string): string {
   const timed = row.state === "paused" || row.state === "backoff" || row.state === "starting";
-  const word = row.error ? `${row.state} (not judged)` : row.state;
+  const counted = row.state === "failing" ? `failing ${row.strikes}/${row.failures}` : row.state;
+  // Decided now, and not what the last pass recorded: `failing 1/3 (now)`.
+  const word = row.error ? `${counted} (not judged)` : differsFromLastPass(row) ? `${counted} (now)` : counted;
   return timed && row.until ? `${word} until ${when(row.until)}` : word;
 }
+
+const differsFromLastPass = (row: StatusRow) => row.last_pass !== null && row.last_pass.state !== row.state;
