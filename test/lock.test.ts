@@ -1,6 +1,6 @@
 // flock(2) through libc: held is a skip; any other error is said as itself (Android's shared storage: ENOSYS).
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { tryLock } from "../lib/os/lock.ts";
@@ -33,18 +33,99 @@ describe("flock errors are said as themselves, never taken for another pass (FAT
   });
 });
 
-describe("a tick is never lost to blogtunnel: only another pass makes a pass skip (SPEC, the pass lock)", () => {
-  test("a pass during blogtunnel's 5 s probe runs at once; a held lock says who holds it", async () => {
+// The lock table (SPEC): watchdog.lock is the pass's, held until every service is judged or claimed;
+// services/NAME.lock is NAME's one owner's (a pass, the loop's crash watch, blogtunnel, an operator),
+// held through a restart's verification. Only another pass makes a pass skip.
+const hold = (path: string, who: string, then: string) =>
+  Bun.spawn(["flock", path, "sh", "-c", `echo '${who} pid '$$ > '${path}'; ${then}`]);
+const recorded = (path: string, who: string) => () =>
+  existsSync(path) && readFileSync(path, "utf8").startsWith(`${who} pid `);
+
+describe("one owner per service: a pass leaves a service to its owner and judges the others", () => {
+  test("a service's lock held by its owner: no SKIP, that service untouched, the others judged", async () => {
+    const box = new Sandbox();
+    const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+    box.configure({
+      services: [
+        { name: "web", check: { http: `http://127.0.0.1:${web.port}/` } },
+        { name: "api", check: { http: `http://127.0.0.1:${web.port}/` } },
+      ],
+    });
+    try {
+      expect((await box.tend(["watchdog"])).code).toBe(0);
+      const before = box.stateOf("api");
+      const lockPath = join(box.state, "services", "api.lock");
+      const owner = hold(lockPath, "operator", "sleep 30");
+      await waitFor(recorded(lockPath, "operator"), 5000, "the owner's record");
+      const pass = await box.tend(["watchdog", "pass"]);
+      expect(owner.exitCode).toBeNull(); // the pass did not wait for it
+      expect(pass.code).toBe(0);
+      expect(pass.stdout).not.toContain("[SKIP]");
+      expect(box.stateOf("api")).toEqual(before); // left to its owner
+      expect(box.stateOf("web").lastProbe.at).toBeGreaterThan(before.lastProbe.at); // judged
+      owner.kill();
+      await owner.exited;
+      // The pass lock held by another pass: skipped at once, as ever.
+      const passLock = join(box.state, "watchdog.lock");
+      const other = hold(passLock, "pass", "sleep 30");
+      await waitFor(recorded(passLock, "pass"), 5000, "the other pass's record");
+      const skipped = await box.tend(["watchdog", "pass"]);
+      expect(other.exitCode).toBeNull();
+      expect(skipped.stdout).toContain("[SKIP] another pass is running: this one exits");
+      other.kill();
+      await other.exited;
+    } finally {
+      web.stop(true);
+      box.cleanup();
+    }
+  }, 60_000);
+
+  test("a restart's verification holds only its service: the next tick (a 1-second cron) judges the others", async () => {
+    const box = new Sandbox();
+    const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+    box.configure({
+      defaults: { grace: "0s", cooldown: "0s" },
+      services: [
+        { name: "web", check: { http: `http://127.0.0.1:${web.port}/` } },
+        // Never recovers: its verification lasts the whole 6 s.
+        {
+          name: "stuck",
+          failures: 1,
+          verify_timeout: "6s",
+          check: { tcp: "127.0.0.1:1", timeout: "200ms" },
+          restart: { command: ["true"] },
+        },
+      ],
+    });
+    try {
+      const first = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
+      box.track(first.pid);
+      await waitFor(() => box.read("watchdog.log").includes("[RESTART] stuck:"), 10_000, "stuck's restart");
+      const webBefore = box.stateOf("web").lastProbe.at;
+      // The next tick, while stuck is verified: it runs, judges web, and leaves stuck to its owner.
+      const tick = await box.tend(["watchdog", "pass"]);
+      expect(first.exitCode).toBeNull(); // still verifying
+      expect(tick.stdout).not.toContain("[SKIP]");
+      expect(box.stateOf("web").lastProbe.at).toBeGreaterThan(webBefore);
+      expect(box.stateOf("stuck").verdict.word).toBe("restarting");
+      expect(readFileSync(join(box.state, "services", "stuck.lock"), "utf8")).toMatch(/^pass pid \d+/);
+      expect(await first.exited).toBe(0);
+      expect(box.read("watchdog.log")).toMatch(/\[FAILED\] stuck did not recover within 6\.\ds after restart/);
+      expect(box.read("watchdog.log").match(/\[RESTART\] stuck:/g)).toHaveLength(1); // not restarted twice
+    } finally {
+      web.stop(true);
+      box.cleanup();
+    }
+  }, 60_000);
+
+  test("a pass during blogtunnel's 5 s probe runs at once: blogtunnel holds only its own service", async () => {
     const box = new Sandbox();
     // The tunnel's public URL accepts and never answers: blogtunnel's probe lasts its whole timeout.
     const accepted: Socket[] = [];
     const silent = createServer((socket) => void accepted.push(socket));
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
-    box.writeConfig(
-      `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\n` +
-        `http = "http://127.0.0.1:${web.port}/"\n`,
-    );
+    box.configure({ services: [{ name: "web", check: { http: `http://127.0.0.1:${web.port}/` } }] });
     try {
       const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}/`;
       const tunnel = Bun.spawn(
@@ -54,6 +135,7 @@ describe("a tick is never lost to blogtunnel: only another pass makes a pass ski
       let tunnelDone = false;
       void tunnel.exited.then(() => (tunnelDone = true));
       await waitFor(() => accepted.length > 0, 10_000, "blogtunnel to be probing");
+      expect(readFileSync(join(box.state, "services", "blogtunnel.lock"), "utf8")).toMatch(/^blogtunnel pid \d+/);
       const pass = await box.tend(["watchdog", "pass"]);
       expect(tunnelDone).toBe(false); // the pass did not wait for the probe
       expect(pass).toMatchObject({ code: 0 });
@@ -61,30 +143,6 @@ describe("a tick is never lost to blogtunnel: only another pass makes a pass ski
       expect(box.stateOf("web").lastProbe).toMatchObject({ ok: true });
       await tunnel.exited;
       expect(await new Response(tunnel.stdout).text()).toContain("blogtunnel failed health check (no answer within");
-
-      // Held by a command that holds it around state reads and writes: waited for, then the pass runs.
-      const lockPath = join(box.state, "watchdog.lock");
-      // flock(1) holds it and, holding it, records who it is (as tend's holders do).
-      const hold = (who: string, then: string) =>
-        Bun.spawn(["flock", lockPath, "sh", "-c", `echo '${who} pid '$$ > '${lockPath}'; ${then}`]);
-      const recorded = (who: string) => () => readFileSync(lockPath, "utf8").startsWith(`${who} pid `);
-      const released = join(box.dir, "released");
-      const holder = hold("blogtunnel", `sleep 1.5; date +%s%N > '${released}'`);
-      await waitFor(recorded("blogtunnel"), 5000, "blogtunnel's record");
-      const waited = await box.tend(["watchdog", "pass"]);
-      expect(waited.stdout).not.toContain("[SKIP]");
-      await holder.exited;
-      // The pass ended (its heartbeat) after the holder let go: it waited, then ran.
-      const releasedMs = Number(BigInt(readFileSync(released, "utf8").trim()) / 1_000_000n);
-      expect(statSync(join(box.state, "heartbeat")).mtimeMs).toBeGreaterThanOrEqual(releasedMs - 5);
-      // Held by another pass: skipped at once, as ever.
-      const other = hold("pass", "sleep 30");
-      await waitFor(recorded("pass"), 5000, "the other pass's record");
-      const skipped = await box.tend(["watchdog", "pass"]);
-      expect(other.exitCode).toBeNull(); // still holding it: the pass did not wait
-      expect(skipped.stdout).toContain("[SKIP] another pass is running: this one exits");
-      other.kill();
-      await other.exited;
     } finally {
       for (const socket of accepted) socket.destroy();
       silent.close();
@@ -94,54 +152,53 @@ describe("a tick is never lost to blogtunnel: only another pass makes a pass ski
   }, 60_000);
 });
 
-describe("blogtunnel and a long pass (the trial: exit 1, nothing recorded, when a pass held the lock 30 s)", () => {
-  test("blogtunnel waits for a pass that holds the lock over 30 s, then checks; the counter is tend's", async () => {
+describe("blogtunnel and an operator wait for their service's owner, up to 30 s, never for a pass", () => {
+  test("blogtunnel runs at once beside a long pass; waits for its own service's owner, then checks", async () => {
     const box = new Sandbox();
     const edge = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
     box.configure();
     const counter = join(box.dir, "count");
     try {
-      mkdirSync(box.state, { recursive: true, mode: 0o700 });
-      const lockPath = join(box.state, "watchdog.lock");
-      // A pass's record, held 32 s: over the old 30 s wait.
-      const holder = Bun.spawn(["flock", lockPath, "sh", "-c", `echo 'pass pid '$$ > '${lockPath}'; sleep 32`]);
-      await waitFor(
-        () => existsSync(lockPath) && readFileSync(lockPath, "utf8").startsWith("pass pid "),
-        5000,
-        "the pass record",
-      );
-      const tunnel = await box.tend(
-        ["blogtunnel", "--url", `http://127.0.0.1:${edge.port}/`, "--timeout", "2s", "--counter", counter],
-        { timeoutMs: 120_000 },
-      );
-      expect(holder.exitCode).not.toBeNull(); // it ran once the pass let go
-      expect(tunnel.code).toBe(1); // struck: failing, as the old script's exit said
-      expect(tunnel.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
+      mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
+      const passLock = join(box.state, "watchdog.lock");
+      const pass = hold(passLock, "pass", "sleep 30");
+      await waitFor(recorded(passLock, "pass"), 5000, "the pass record");
+      const args = ["blogtunnel", "--url", `http://127.0.0.1:${edge.port}/`, "--timeout", "2s", "--counter", counter];
+      const beside = await box.tend(args);
+      expect(pass.exitCode).toBeNull(); // it did not wait for the pass
+      expect(beside.code).toBe(1); // struck: failing, as the old script's exit said
       expect(readFileSync(counter, "utf8").trim()).toBe("1");
-      expect(box.stateOf("blogtunnel").strikes).toBe(1);
+      pass.kill();
+      await pass.exited;
+      // Its own service's owner (an operator, 1.5 s): waited for, then it checks.
+      const own = join(box.state, "services", "blogtunnel.lock");
+      const operator = hold(own, "operator", "sleep 1.5");
+      await waitFor(recorded(own, "operator"), 5000, "the operator's record");
+      const waited = await box.tend(args);
+      expect(operator.exitCode).not.toBeNull(); // it ran once the owner let go
+      expect(waited.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 2/3)");
+      expect(readFileSync(counter, "utf8").trim()).toBe("2");
+      expect(box.stateOf("blogtunnel").strikes).toBe(2);
     } finally {
       edge.stop(true);
       box.cleanup();
     }
   }, 90_000);
 
-  test("a run lost all the same (the lock held past the wait) is said in the log, the counter kept", async () => {
+  test("a run lost all the same (its service held past the wait) is said in the log, the counter kept", async () => {
     const box = new Sandbox();
     box.configure();
     const counter = join(box.dir, "count");
     writeFileSync(counter, "2\n");
     const { loadConfig } = await import("../lib/config/load.ts");
     const { watchTunnel } = await import("../lib/tools/tunnel.ts");
+    const { serviceLock } = await import("../lib/operator/maintenance.ts");
     const config = loadConfig({ path: box.config });
     try {
-      mkdirSync(box.state, { recursive: true, mode: 0o700 });
-      const lockPath = join(box.state, "watchdog.lock");
-      const holder = Bun.spawn(["flock", lockPath, "sh", "-c", `echo 'pass pid '$$ > '${lockPath}'; sleep 30`]);
-      await waitFor(
-        () => existsSync(lockPath) && readFileSync(lockPath, "utf8").startsWith("pass pid "),
-        5000,
-        "the pass record",
-      );
+      mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
+      const own = join(box.state, "services", "blogtunnel.lock");
+      const holder = hold(own, "pass", "sleep 30");
+      await waitFor(recorded(own, "pass"), 5000, "the pass record");
       const record = {
         url: "http://127.0.0.1:1/",
         timeoutMs: 1000,
@@ -152,11 +209,15 @@ describe("blogtunnel and a long pass (the trial: exit 1, nothing recorded, when 
       };
       const run = watchTunnel(config, "blogtunnel", record, counter, () => {}, { lockWaitMs: 500 });
       await expect(run).rejects.toMatchObject({ exitCode: 1 });
+      // An operator's command on the same service: the same wait, the same words.
+      await expect(serviceLock(box.state, "blogtunnel", 300)).rejects.toThrow(
+        /^blogtunnel is being judged by another \(pass pid \d+\) for 0\.3s: try again$/,
+      );
       holder.kill();
       await holder.exited;
       expect(box.read("watchdog.log")).toMatch(
         new RegExp(
-          "\\[ERROR\\] blogtunnel: a watchdog pass held the lock for 0\\.5s \\(pass pid \\d+\\): " +
+          "\\[ERROR\\] blogtunnel: blogtunnel was being judged by another for 0\\.5s \\(pass pid \\d+\\): " +
             "this check did not run; the counter is unchanged",
         ),
       );

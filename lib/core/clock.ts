@@ -183,6 +183,12 @@ function shiftState(state: ServiceState, step: ClockStep): ServiceState {
     backoffUntil: maybe(state.backoffUntil),
     pausedUntil: maybe(state.pausedUntil),
     outage: state.outage && { ...state.outage, since: at(state.outage.since) },
+    restarting: state.restarting && {
+      ...state.restarting,
+      at: at(state.restarting.at),
+      until: at(state.restarting.until),
+      owed: state.restarting.owed.map((owed) => ({ ...owed, at: at(owed.at) })),
+    },
     owedRecovery: state.owedRecovery && {
       ...state.owedRecovery,
       since: at(state.owedRecovery.since),

@@ -51,7 +51,8 @@ export interface Facts {
   degraded?: string[];
 }
 
-export type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error";
+/** `owned`: another owner (a verification, an operator) holds the service's lock this time. */
+export type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error" | "owned";
 /** start: the first start of a service tend never started nor saw healthy (not a restart: not counted). */
 /** `start`: a new service's first start; `boot`: found not running after a reboot (neither is counted). */
 export type RestartReason = "start" | "boot" | "crash" | "hung_restart" | "busy_timeout" | "memory";
@@ -169,6 +170,7 @@ const SKIPPED: Record<SkipReason, StateWord> = {
   grace: "starting",
   stopped: "stopped",
   error: "new",
+  owned: "restarting",
 };
 
 /** The state word and reason of a decision, as the pass records it. */
@@ -544,7 +546,7 @@ function restartOrHold(wanted: RestartWanted): Decision {
       event: "restart", // a restart like any other: its ⚠️
       message: `${why}: given up, trying one restart again (given_up_retry ${humanDuration(service.givenUpRetryMs)})`,
     };
-    const outage = state.outage ? { ...state.outage, reason } : null;
+    const outage = state.outage && { ...state.outage, reason: strongest(state.outage.reason, reason) };
     return { kind: "restart", reason, next: { ...state, outage, givenUpAt: facts.now }, log: [...before, retry] };
   }
   if (windowRestarts(service, state, facts.now).length >= service.maxRestarts) {
@@ -554,9 +556,14 @@ function restartOrHold(wanted: RestartWanted): Decision {
       log: [...before, givenUpLine(service, why)],
     };
   }
-  const outage = state.outage ? { since: state.outage.since, reason } : null;
+  const outage = state.outage && { ...state.outage, reason: strongest(state.outage.reason, reason) };
   return { kind: "restart", reason, next: { ...state, outage }, log: [...before, ...lines] };
 }
+
+/** An outage's reasons, weakest first: it keeps the strongest it reached (a crash stays a crash). */
+const REASON_STRENGTH = ["dependency", "failing", "check_failed", "memory", "busy_timeout", "hung_restart", "crash"];
+const strongest = (held: string, reached: string) =>
+  REASON_STRENGTH.indexOf(reached) > REASON_STRENGTH.indexOf(held) ? reached : held;
 
 /**
  * The log of a held restart, said once per outage: a watch-only service is down (🚨); one whose
@@ -611,7 +618,38 @@ export interface Verified extends Outcome {
   recovered: boolean;
 }
 
-/** Count a restart and its verification: RECOVERED or FAILED, backoff after a failure. */
+/**
+ * A counted restart, recorded before its action runs (decision step 4): toward max_restarts and the
+ * window (an operator's `watchdog restart` is counted, but not toward max_restarts: an operator
+ * asked), the start grace counts from, and the pending record a killed pass's successor finishes.
+ * `owed`: the lines whose ⚠️ is spooled once the action returns.
+ */
+export function beginRestart(
+  service: ServiceConfig,
+  state: ServiceState,
+  reason: string,
+  at: number,
+  owed: LogLine[],
+  { towardLimit = true } = {},
+): ServiceState {
+  const windowed = windowRestarts(service, state, at);
+  return {
+    ...remember(state, { at, what: "restart" }),
+    restartsTotal: state.restartsTotal + 1,
+    restartTimes: towardLimit ? [...windowed, at] : windowed,
+    lastRestartAt: at,
+    startedAt: at,
+    restarting: {
+      at,
+      until: at + service.verifyTimeoutMs,
+      reason,
+      acted: false,
+      owed: owed.map((line) => ({ at, line: { tag: line.tag, message: line.message, event: line.event } })),
+    },
+  };
+}
+
+/** Count a restart (unless beginRestart did) and its verification: RECOVERED or FAILED, backoff after a failure. */
 export function recordRestart(
   service: ServiceConfig,
   state: ServiceState,
@@ -620,14 +658,10 @@ export function recordRestart(
   now: number,
   { towardLimit = true } = {},
 ): Verified {
-  // An operator's `watchdog restart` is counted, but not toward max_restarts (an operator asked).
-  const windowed = windowRestarts(service, state, startedAt);
+  // Counted once: before its action ran (beginRestart), or here for a caller that did not.
   let next: ServiceState = {
-    ...remember(state, { at: startedAt, what: "restart" }),
-    restartsTotal: state.restartsTotal + 1,
-    restartTimes: towardLimit ? [...windowed, startedAt] : windowed,
-    lastRestartAt: startedAt,
-    startedAt,
+    ...(state.restarting ? state : beginRestart(service, state, "restart", startedAt, [], { towardLimit })),
+    restarting: null,
   };
   if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
   if (outcome.recovered) {

@@ -102,6 +102,23 @@ export interface ServiceState {
   firstHealthyAt: number | null;
   /** The last wall-clock step (core/clock.ts) this state's times have been moved by; absent: none. */
   clockStep?: number;
+  /**
+   * A counted restart, recorded durably before its action ran (decision step 4) and kept until its
+   * verification is recorded. A pass killed meanwhile (SIGTERM, SIGKILL, a power cut) leaves it here,
+   * and the next pass finishes its story: the ⚠️ it owes, the verification until the same deadline.
+   */
+  restarting?: PendingRestart | null;
+}
+
+export interface PendingRestart {
+  /** When the restart began, and the verification's deadline (epoch ms). */
+  at: number;
+  until: number;
+  reason: string;
+  /** The action returned: its RESTART line is written and its ⚠️ spooled. */
+  acted: boolean;
+  /** The lines whose notifications (⚠️) the restart owes once its action returns, with their time. */
+  owed: { at: number; line: { tag: string; message: string; event?: string } }[];
 }
 
 export const LATENCY_HISTORY = 1000;
@@ -288,6 +305,17 @@ function wrongShape(record: Record<string, unknown>): string | null {
   }
   const outage = record.outage;
   if (outage !== undefined && outage !== null && (!isRecord(outage) || !isTime(outage.since))) return bad("outage");
+  const pending = record.restarting;
+  if (
+    pending !== undefined &&
+    pending !== null &&
+    (!isRecord(pending) ||
+      !isTime(pending.at) ||
+      !isTime(pending.until) ||
+      typeof pending.acted !== "boolean" ||
+      !Array.isArray(pending.owed))
+  )
+    return bad("restarting");
   for (const key of ["outages", "gaps"]) {
     const spans = record[key];
     if (Array.isArray(spans) && !spans.every((span) => isRecord(span) && isTime(span.from) && isTime(span.to)))

@@ -8,7 +8,7 @@ import type { Logger } from "../state/logger.ts";
 import type { Message } from "./send.ts";
 import { redactUrl, scrub } from "../core/redact.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
-import { deliver, deliveryOptions, readSpool } from "./spool.ts";
+import { deliver, deliveryOptions, readSpool, spoolNow } from "./spool.ts";
 import { logDelivery } from "./log.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
@@ -29,6 +29,20 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
     service,
     time: at.toISOString(),
   };
+}
+
+/**
+ * Spool a pass's messages now, sent by the next delivery (a restart's ⚠️, the moment its action
+ * returns). Alertmanager's path sends conditions, not messages: nothing to spool there.
+ */
+export async function spoolEvents(config: Config, events: Message[], logger: Logger, now: () => number) {
+  const { url, format, timeoutMs, retries } = config.notify;
+  if (!url || format === "alertmanager" || !events.length) return;
+  try {
+    await spoolNow(events, deliveryOptions(config, { url, format, timeoutMs, retries }, now));
+  } catch (error) {
+    logger.write("NOTIFY", `could not spool ${events.length} notification(s): ${errorMessage(error)}`);
+  }
 }
 
 /**

@@ -30,6 +30,11 @@ export interface Spooled extends Message {
   lastError?: string;
   /** The last clock step its times have taken (`time` is tend's time: spool_max_age is a real age). */
   clockStep?: number;
+  /**
+   * Spooled ahead of its first attempt (a restart's ⚠️, spooled as its action returned): its first
+   * delivery is reported as a new message's is, and it is not late.
+   */
+  ahead?: boolean;
 }
 
 /** How a configuration delivers: its spool, its destination for new messages, its policy. */
@@ -336,7 +341,35 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
     } else current.push(spooled);
   }
 
-  // The new messages: suppressed as repeats, or each an entry for its destination, after its spool.
+  const fresh = admit(messages, state, channel, minIntervalMs, now, clockStep, report);
+  // Written ahead, durably, before any is sent: a power cut while sending loses none of them. One
+  // delivered just before the cut is sent again after it, with the same key (receivers that honour
+  // one keep it once).
+  let spooledAhead = false;
+  if (fresh.length) {
+    try {
+      saveLines(spoolFile(stateDir), [...current, ...fresh.map(({ entry }) => entry)]);
+      spooledAhead = true;
+    } catch (error) {
+      report.spoolError = `cannot spool ahead in ${stateDir} (sent all the same): ${inWords(error)}`;
+    }
+  }
+  return sendLocked(current, fresh, dead, spooledAhead, { state, report, attempt, bury, now, budgetEnd }, options);
+}
+
+/**
+ * The new messages: suppressed as repeats (same service+event within min_interval), or each an entry
+ * for its destination, keyed, after its spool.
+ */
+function admit(
+  messages: Message[],
+  state: NotifyState,
+  channel: Channel | null,
+  minIntervalMs: number,
+  now: () => number,
+  clockStep: number,
+  report: DeliverReport,
+): { entry: Spooled; message: Message }[] {
   const fresh: { entry: Spooled; message: Message }[] = [];
   for (const original of messages) {
     if (!channel) throw new TendError("no destination for a new message", 2);
@@ -368,18 +401,56 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
       entry: { ...keyed, id: newId(), url: channel.url, format: channel.format, clockStep },
     });
   }
-  // Written ahead, durably, before any is sent: a power cut while sending loses none of them. One
-  // delivered just before the cut is sent again after it, with the same key (receivers that honour
-  // one keep it once).
-  let spooledAhead = false;
-  if (fresh.length) {
-    try {
-      saveLines(spoolFile(stateDir), [...current, ...fresh.map(({ entry }) => entry)]);
-      spooledAhead = true;
-    } catch (error) {
-      report.spoolError = `cannot spool ahead in ${stateDir} (sent all the same): ${inWords(error)}`;
-    }
-  }
+  return fresh;
+}
+
+/**
+ * Spool these messages now, durably, without sending them (dedup applies as for a delivery): a
+ * restart's ⚠️ the moment its action returns, so a pass killed while it verifies still owes none.
+ * The next delivery (the end of this pass, or the next pass) sends the spool first.
+ */
+export async function spoolNow(messages: Message[], options: DeliverOptions): Promise<void> {
+  if (!messages.length || !options.channel) return;
+  const { stateDir, channel, minIntervalMs } = options;
+  await withSpool(options, async () => {
+    const now = options.now ?? (await tendNow(stateDir));
+    const state = readNotifyState(stateDir);
+    const spool = readSpool(stateDir);
+    state.dropped += spool.unreadable;
+    const fresh = admit(
+      messages,
+      state,
+      channel,
+      minIntervalMs,
+      now,
+      lastStep(clockSteps(stateDir)),
+      emptyReport(null),
+    );
+    const queue = [...spool.messages, ...fresh.map(({ entry }) => ({ ...entry, ahead: true }))];
+    if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
+    if (fresh.length || spool.unreadable) saveLines(spoolFile(stateDir), queue);
+    writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+  });
+}
+
+type Sending = {
+  state: NotifyState;
+  report: DeliverReport;
+  attempt: (message: Message, to: Channel, late?: boolean) => Promise<SendResult>;
+  bury: (entry: Spooled, result: Pick<SendResult, "status" | "detail">) => DeadLetter;
+  now: () => number;
+  budgetEnd: number;
+};
+
+async function sendLocked(
+  current: Spooled[],
+  fresh: { entry: Spooled; message: Message }[],
+  dead: DeadLetter[],
+  spooledAhead: boolean,
+  { state, report, attempt, bury, now, budgetEnd }: Sending,
+  options: DeliverOptions,
+): Promise<DeliverReport> {
+  const { stateDir, channel, minIntervalMs } = options;
 
   // Each destination on its own, side by side: its spool oldest first, then its new messages. A
   // passing failure holds up only the rest of its own destination; a receiver that answers is never
@@ -397,6 +468,8 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
           continue;
         }
         // One attempt each (no in-run retries for what is already spooled), within the budget left.
+        const ahead = entry.ahead === true;
+        delete entry.ahead;
         const result = await attempt(
           entry,
           {
@@ -405,16 +478,22 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
             timeoutMs: Math.max(1, Math.min(options.timeoutMs, left)),
             retries: 0,
           },
-          true,
+          !ahead,
         );
-        if (result.ok) report.flushed++;
-        else if (result.forGood) {
+        const said = (outcome: Outcome["result"]) =>
+          ahead && report.outcomes.push({ message: entry, result: outcome, detail: result.detail, attempts: 1 });
+        if (result.ok) {
+          if (ahead) said("sent");
+          else report.flushed++;
+        } else if (result.forGood) {
           dead.push(bury(entry, result));
-          report.buried++;
+          if (ahead) said("dead");
+          else report.buried++;
         } else {
           blocked = result.detail;
           Object.assign(entry, { attempts: (entry.attempts ?? 0) + 1, lastError: result.detail });
           kept.add(entry);
+          said("spooled");
         }
       }
       for (const { entry, message } of fresh.filter(({ entry }) => destination(entry) === to)) {

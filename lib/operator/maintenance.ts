@@ -1,7 +1,7 @@
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { waitLock } from "../os/lock.ts";
+import { lockHolder, waitLock, type Lock } from "../os/lock.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { readState, writeState } from "../state/service-state.ts";
@@ -25,7 +25,7 @@ export async function maintain(
   action: MaintenanceAction,
   options: MaintenanceOptions = {},
 ): Promise<string> {
-  const { lockWaitMs = 180_000, sleep = Bun.sleep } = options;
+  const { lockWaitMs = 30_000, sleep = Bun.sleep } = options;
   const now = options.now ?? (await tendNow(config.watchdog.stateDir)); // tend's time (core/clock.ts)
   const service = config.services.find((candidate) => candidate.name === name);
   if (!service)
@@ -34,9 +34,7 @@ export async function maintain(
     );
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const lockFile = statePaths(stateDir).lock;
-  const lock = await waitLock(lockFile, lockWaitMs, sleep, "operator");
-  if (!lock) throw new TendError(`a watchdog pass has held ${lockFile} for ${humanDuration(lockWaitMs)}: try again`, 1);
+  const lock = await serviceLock(stateDir, name, lockWaitMs, sleep);
   try {
     const { state } = readState(stateDir, name);
     const [next, said] = apply(state, action, now());
@@ -49,6 +47,23 @@ export async function maintain(
   } finally {
     lock.release();
   }
+}
+
+/**
+ * An operator's hold on one service (services/NAME.lock): waited for up to `waitMs` while its owner
+ * judges, restarts or verifies it; then exit 1 naming who holds it. Other services are never waited on.
+ */
+export async function serviceLock(
+  stateDir: string,
+  name: string,
+  waitMs: number,
+  sleep: (ms: number) => Promise<void> = Bun.sleep,
+): Promise<Lock> {
+  const path = statePaths(stateDir).serviceLock(name);
+  const lock = await waitLock(path, waitMs, sleep, "operator");
+  if (lock) return lock;
+  const holder = lockHolder(path) || "its holder unrecorded";
+  throw new TendError(`${name} is being judged by another (${holder}) for ${humanDuration(waitMs)}: try again`, 1);
 }
 
 /**

@@ -3,7 +3,7 @@ import { TendError, usageError } from "../core/errors.ts";
 import type { LogLine } from "../core/events.ts";
 import { eventMessage, sendEvents } from "../notify/alert.ts";
 import type { Message } from "../notify/send.ts";
-import { waitLock } from "../os/lock.ts";
+import { serviceLock } from "./maintenance.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
@@ -58,8 +58,7 @@ export async function operate(
   }
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const lock = await waitLock(statePaths(stateDir).lock, lockWaitMs, sleep, "operator");
-  if (!lock) throw new TendError(`a watchdog pass is running (it held the lock for 30s): try again when it ends`, 1);
+  const lock = await serviceLock(stateDir, name, lockWaitMs, sleep);
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation);
   const events: Message[] = [];
   const notify = (line: LogLine) => {

@@ -76,10 +76,10 @@ export function lockHolder(path: string): string {
 }
 
 /**
- * Who holds watchdog.lock, as its holder recorded it: a pass, or a command that holds it only to read
- * and write state (blogtunnel, an operator's command), which a pass waits for instead of skipping.
+ * Who holds a lock, as its holder records it (for the words, never for the decision): a pass
+ * (watchdog.lock, or a service's lock while it judges it), the loop, blogtunnel, an operator's command.
  */
-export type Holder = "pass" | "blogtunnel" | "operator";
+export type Holder = "pass" | "loop" | "blogtunnel" | "operator";
 export const holderRecord = (who: Holder) => `${who} pid ${process.pid}\n`;
 
 /** Wait for the lock, polling, up to waitMs; null if it stayed held. `who`, if given, is recorded in it. */
@@ -118,39 +118,6 @@ export async function loopRuns(path: string, sleep: (ms: number) => Promise<void
   }
 }
 
-/**
- * The lock for a pass: taken at once, or after waiting (up to `waitMs`) for a holder that holds it only
- * around state reads and writes. Null when another pass holds it (or a holder that does not say who
- * it is, as an older tend), with what was found.
- */
-export async function passLock(
-  path: string,
-  { waitMs = 30_000, sleep = Bun.sleep }: { waitMs?: number; sleep?: (ms: number) => Promise<void> } = {},
-): Promise<{ lock: Lock | null; heldBy: string }> {
-  const started = performance.now();
-  let heldBy = "";
-  let sawBrief = false;
-  for (let attempt = 0; ; attempt++) {
-    const lock = await tryLock(path);
-    // Free at last after only unsaid records: that holder was most likely a pass that has ended.
-    if (lock && attempt > 0 && !sawBrief) {
-      lock.release();
-      return { lock: null, heldBy };
-    }
-    if (lock) {
-      lock.record(holderRecord("pass"));
-      return { lock, heldBy };
-    }
-    heldBy = lockHolder(path);
-    const brief = /^(blogtunnel|operator) pid \d+/.test(heldBy);
-    sawBrief ||= brief;
-    // A record is written right after the lock is taken: none for a second is a holder that keeps none.
-    if (!brief && (heldBy !== "" || performance.now() - started > 1000)) return { lock: null, heldBy };
-    if (brief && performance.now() - started > waitMs) return { lock: null, heldBy };
-    await sleep(brief ? 50 : 10);
-  }
-}
-
 function tryLockFile(path: string): Lock | null {
   const me = readProc(process.pid);
   const identity = `${process.pid} ${me?.startTicks ?? "?"}\n`;
@@ -177,48 +144,3 @@ function tryLockFile(path: string): Lock | null {
 
 /** flock(2) can be loaded here (else the O_EXCL lock file stands in). */
 export const flockAvailable = async () => (await libc()) !== null;
-
-/**
- * The pass lock as one process holds it for several of its own passes at once: `watchdog run`'s
- * full pass and its crash watch's starts (each of other services) share one hold, so a restart
- * being verified never keeps the crash watch from starting another service that died. The file is
- * locked by the first to join (a full pass waits for brief holders as `passLock` does; the crash
- * watch tries once) and released by the last to leave; blogtunnel and operators wait as for any pass.
- */
-export class SharedPassLock {
-  private held: Lock | null = null;
-  private users = 0;
-  private taking: Promise<{ lock: Lock | null; heldBy: string }> | null = null;
-
-  constructor(private readonly path: string) {}
-
-  async join(full: boolean): Promise<{ lock: Lock | null; heldBy: string }> {
-    while (this.taking) await this.taking; // one taker at a time: the others join what it took
-    if (this.users === 0) {
-      this.taking = full
-        ? passLock(this.path)
-        : tryLock(this.path).then((lock) => (lock?.record(holderRecord("pass")), { lock, heldBy: "" }));
-      try {
-        const taken = await this.taking;
-        if (!taken.lock) return taken;
-        this.held = taken.lock;
-      } finally {
-        this.taking = null;
-      }
-    }
-    this.users++;
-    let left = false;
-    const share: Lock = {
-      release: () => {
-        if (left) return;
-        left = true;
-        if (--this.users === 0) {
-          this.held?.release();
-          this.held = null;
-        }
-      },
-      record: (text) => this.held?.record(text),
-    };
-    return { lock: share, heldBy: "" };
-  }
-}

@@ -1,20 +1,20 @@
 import { describeCheck, probe, type ProbeResult } from "../checks/index.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
-import { decide, explain, type Decision, type Facts, type LogLine } from "../core/decide.ts";
+import { decide, explain, type Decision, type Facts, type LogLine, type RestartReason } from "../core/decide.ts";
 import type { Downtime } from "../core/events.ts";
 import { busyEvidence } from "../os/busy.ts";
 import { mainProcess, probeContext, UNIT_PROPERTIES, watchOf, type UnitShown } from "../os/pidsource.ts";
 import { uptimeMs } from "../os/proc.ts";
 import { treeRss } from "../os/rss.ts";
 import { showUnit } from "../os/systemd.ts";
-import { eventMessage } from "../notify/alert.ts";
+import { eventMessage, spoolEvents } from "../notify/alert.ts";
 import type { Message } from "../notify/send.ts";
 import { describeRestart, restartKind, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service-state.ts";
 import { onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
-import { restartAndVerify } from "./verify.ts";
+import { finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
 import { waitReason } from "./wait.ts";
@@ -41,10 +41,10 @@ export interface JudgeOptions {
   /** A partial pass judges only these. */
   only?: string[];
   /**
-   * Run a probe or a restart's verification without the state lock (blogtunnel holds it only around
-   * state reads and writes, so a pass never waits on its probe); the state is read again after it.
+   * A restart's action returned and its verification begins: the service is claimed (its lock held
+   * until the outcome is recorded), and the pass may go on without it. Given the outcome so far.
    */
-  unlocked?: <T>(work: () => Promise<T>) => Promise<T>;
+  verifying?: (outcome: ServiceOutcome) => void;
 }
 
 export interface ServiceOutcome {
@@ -53,6 +53,8 @@ export interface ServiceOutcome {
   probe: ProbeResult | null;
   /** Notifications this service's lines asked for */
   events: Message[];
+  /** A restart was verified after the service was claimed: its events come after the pass's own. */
+  claimed?: boolean;
 }
 
 /** Gather the facts, decide (probing when the decision needs it), act, and save the state. */
@@ -69,50 +71,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   else if (!dryRun && loaded.problem)
     logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
 
-  const { facts, main } = await gatherFacts(service, state, {
-    now: now(),
-    uptimeMs: uptime(),
-    bootDelayMs: config.watchdog.bootDelayMs,
-    gap: options.gap,
-    logger,
-  });
-  let step = decide(service, state, facts, null);
-  let result: ProbeResult | null = null;
-  const outside = options.unlocked ?? (<T>(work: () => Promise<T>) => work());
-  if (step.kind === "probe") {
-    result = await outside(async () => {
-      const seen = await probe(service.check, probeContext(main));
-      facts.now = now();
-      if (!seen.ok) await addFailureFacts(service, facts, options.failingDependencies);
-      return seen;
-    });
-    // The watchdog's own resource failure (out of descriptors or memory) says nothing of the
-    // service: not a strike, never a restart; the service keeps its state, not judged this time.
-    if (!result.ok && (OWN_RESOURCE.test(result.detail) || outOfDescriptors())) {
-      throw new TendError(
-        `cannot probe: ${OWN_RESOURCE.exec(result.detail)?.[0] ?? "too many open files (tend's own limit)"}: ` +
-          "the watchdog's failure, not a strike",
-        1,
-        "own-resource",
-      );
-    }
-    // Decided on the state as it is now: an operator may have paused or reset it meanwhile.
-    if (options.unlocked) state = readState(config.watchdog.stateDir, service.name).state;
-    step = decide(service, state, facts, result);
-  }
-  let decision = step as Decision;
-  options.publish(decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok");
-
-  if (dryRun) {
-    const would = decision.kind === "restart" ? ` -> would ${describeRestart(service.restart!)}` : "";
-    const seen = result ? `${result.detail} in ${result.latencyMs}ms; ` : "";
-    options.echo(`${service.name}: ${decision.kind} (${seen}${explain(decision)})${would}`);
-    return { name: service.name, decision, probe: result, events: [] };
-  }
-
   const events: Message[] = [];
-  state = emit(logger, paths.downtime, service.name, { ...decision.next, watch: watchOf(main) }, decision.log, events);
-  // A pass that only saw it answer as before records no decision: no fsync (see writeState).
+  // Claimed by its verification from the moment the action returned: the pass goes on without it.
+  let claimed: ServiceOutcome | null = null;
+  // A pass that finds a save it cannot make keeps judging (state/spill.ts); say it once.
   const save = (next: ServiceState, durable = true) => {
     const saved = writeState(config.watchdog.stateDir, service.name, next, { durable });
     if (saved.spilledTo && !wasSpilled) {
@@ -125,19 +87,82 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     }
     if (saved.unspilled) logger.write("WARN", `${service.name}: its state is saved again (the disk has room again)`);
   };
+  const hooks: RestartHooks = {
+    persist: (next) => save(next),
+    announce: (owed, detail) =>
+      spoolEvents(
+        config,
+        owed.flatMap(({ at, line }) => {
+          const said = { ...line, message: `${line.message} (${detail})` } as LogLine;
+          return eventMessage(service.name, said, new Date(at)) ?? [];
+        }),
+        logger,
+        now,
+      ),
+    verifying: () => claimed && options.verifying?.(claimed),
+  };
+  // A restart recorded but unfinished (the pass that made it was killed): this pass finishes its story.
+  if (!dryRun && state.restarting) {
+    const pending = state.restarting;
+    const decision: Decision = { kind: "restart", reason: pending.reason as RestartReason, next: state, log: [] };
+    claimed = { name: service.name, decision, probe: null, events: [], claimed: true };
+    options.publish(true);
+    const verified = await finishRestart(service, state, logger, options, hooks);
+    state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
+    save(state);
+    return { name: service.name, decision: { ...decision, next: state }, probe: null, events, claimed: true };
+  }
+
+  const { facts, main } = await gatherFacts(service, state, {
+    now: now(),
+    uptimeMs: uptime(),
+    bootDelayMs: config.watchdog.bootDelayMs,
+    gap: options.gap,
+    logger,
+  });
+  let step = decide(service, state, facts, null);
+  let result: ProbeResult | null = null;
+  if (step.kind === "probe") {
+    result = await probe(service.check, probeContext(main));
+    facts.now = now();
+    if (!result.ok) await addFailureFacts(service, facts, options.failingDependencies);
+    // The watchdog's own resource failure (out of descriptors or memory) says nothing of the
+    // service: not a strike, never a restart; the service keeps its state, not judged this time.
+    if (!result.ok && (OWN_RESOURCE.test(result.detail) || outOfDescriptors())) {
+      throw new TendError(
+        `cannot probe: ${OWN_RESOURCE.exec(result.detail)?.[0] ?? "too many open files (tend's own limit)"}: ` +
+          "the watchdog's failure, not a strike",
+        1,
+        "own-resource",
+      );
+    }
+    step = decide(service, state, facts, result);
+  }
+  let decision = step as Decision;
+  options.publish(decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok");
+
+  if (dryRun) {
+    const would = decision.kind === "restart" ? ` -> would ${describeRestart(service.restart!)}` : "";
+    const seen = result ? `${result.detail} in ${result.latencyMs}ms; ` : "";
+    options.echo(`${service.name}: ${decision.kind} (${seen}${explain(decision)})${would}`);
+    return { name: service.name, decision, probe: result, events: [] };
+  }
+
+  // A counted restart's ⚠️ is owed by the restart itself: spooled the moment its action returns.
+  const owed = (line: LogLine) => decision.kind === "restart" && line.event === "restart";
+  const decided = { ...decision.next, watch: watchOf(main) };
+  state = emit(logger, paths.downtime, service.name, decided, decision.log, events, (line) => !owed(line));
+  // A pass that only saw it answer as before records no decision: no fsync (see writeState).
   save(state, !onlyObservations(loaded.state, state));
   if (decision.kind === "restart") {
     const [written, reason] = [state, decision.reason];
-    const verified = await outside(() => restartAndVerify(service, written, main, logger, options, reason));
-    if (options.unlocked) {
-      // A pause the operator made while it was verified is kept (the outcome is the restart's, the pause theirs).
-      const { paused, pausedUntil } = readState(config.watchdog.stateDir, service.name).state;
-      if (paused !== written.paused || pausedUntil !== written.pausedUntil)
-        verified.next = { ...verified.next, paused, pausedUntil };
-    }
+    const lines = decision.log.filter(owed);
+    claimed = { name: service.name, decision, probe: result, events: [...events], claimed: true };
+    const verified = await restartAndVerify(service, written, main, logger, options, reason, hooks, lines);
     state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
     save(state);
     decision = { ...decision, next: state };
+    return { name: service.name, decision, probe: result, events, claimed: true };
   }
   return { name: service.name, decision, probe: result, events };
 }
@@ -209,6 +234,7 @@ function emit(
   state: ServiceState,
   lines: LogLine[],
   events: Message[],
+  notify: (line: LogLine) => boolean = () => true,
 ): ServiceState {
   let next = state;
   for (const line of lines) {
@@ -217,7 +243,7 @@ function emit(
     // RECOVERED says more than its DOWNTIME line
     if (!line.downtime)
       next = withEvent(next, { at: at.getTime(), tag: line.tag, message: line.message, event: line.event });
-    const message = eventMessage(name, line, at);
+    const message = notify(line) ? eventMessage(name, line, at) : null;
     if (message) events.push(message);
   }
   return next;

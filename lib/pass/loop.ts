@@ -2,9 +2,11 @@ import type { Config } from "../config/types.ts";
 import { formatLine } from "../core/time.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { lockHolder, SharedPassLock, tryLock } from "../os/lock.ts";
+import { lockHolder, tryLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
-import { runPass } from "./pass.ts";
+import { judgeServices, runPass } from "./pass.ts";
+import { sendEvents } from "../notify/alert.ts";
+import { uptimeClock } from "../os/proc.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
 import { stateReader } from "../state/service-state.ts";
 import { systemClock, type ClockSource } from "../os/clock.ts";
@@ -92,63 +94,85 @@ export async function runLoop({
   };
   // Read again only what a pass rewrote: a tick then costs a stat per service, not a JSON parse (bench battery).
   const read = stateReader(config.watchdog.stateDir, { unchanged: true });
-  // The full pass and the crash watch's starts share one hold of the pass lock and one set of the
-  // services being judged: a restart being verified (up to verify_timeout) never keeps the crash
-  // watch from starting another service that died meanwhile.
-  const sharedLock = new SharedPassLock(statePaths(config.watchdog.stateDir).lock);
-  const inFlight = new Set<string>();
-  const watching = new Set<Promise<void>>();
+  // Everything started here and not yet ended: full passes (with their verifications) and crash-watch starts.
+  const running = new Set<Promise<void>>();
+  const track = (work: Promise<void>) => {
+    running.add(work);
+    void work.finally(() => running.delete(work));
+  };
   try {
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
       const started = monotonic();
-      let passDone = false;
-      const pass = runPass({ config, echo, env, intervalMs, inLoop: true, sharedLock, inFlight, clock: source })
-        .then(() => {})
-        .catch((error) => failed("pass failed", error))
-        .finally(() => (passDone = true));
+      // The next full pass waits only for this one's pass lock: a restart it verifies holds its own
+      // service's lock, never the schedule (its service is left to it by the passes meanwhile).
+      let released!: () => void;
+      const lockFree = new Promise<void>((resolve) => (released = resolve));
+      track(
+        runPass({ config, echo, env, intervalMs, inLoop: true, clock: source, released })
+          .then(() => {})
+          .catch((error) => failed("pass failed", error))
+          .finally(released),
+      );
       const next = started + intervalMs;
-      let refreshed = false;
+      let passDone = false;
+      void lockFree.then(() => (passDone = true));
       while (!stopping && passes + 1 < maxPasses && (monotonic() < next || !passDone)) {
-        // Every second; past the interval (the pass still running), every second still: the crash watch goes on.
+        // Every second; past the interval (the pass still judging), every second still: the crash watch goes on.
         const waitMs = monotonic() < next ? Math.min(TICK_MS, next - monotonic()) : TICK_MS;
         await new Promise<void>((resolve) => ((wake = resolve), after(waitMs, resolve)));
-        if (stopping) break;
-        if (passDone && !refreshed) {
-          clock = await tendClock(config.watchdog.stateDir, source);
-          refreshed = true;
-        }
-        if (passDone && monotonic() >= next) break;
-        const due = dueBetweenPasses(config, intervalMs, now(), read).filter((name) => !inFlight.has(name));
-        // Each on its own: a verification in flight does not hold up the next tick. A held lock (an
-        // operator, blogtunnel) is tried again next second.
-        if (due.length) {
-          const start = runPass({
-            config,
-            echo,
-            env,
-            intervalMs,
-            only: due,
-            inLoop: true,
-            sharedLock,
-            inFlight,
-            clock: source,
-          })
-            .then(() => {})
-            .catch((error) => failed(`${due.join(", ")}`, error))
-            .finally(() => watching.delete(start));
-          watching.add(start);
-        }
+        if (stopping || (passDone && monotonic() >= next)) break;
+        const due = dueBetweenPasses(config, intervalMs, now(), read);
+        // Each due service under its own lock only: one held (a verification, an operator, the full
+        // pass judging it) is tried again next second.
+        if (due.length)
+          track(crashWatch(config, due, { echo, env, now, logger }).catch((error) => failed(due.join(", "), error)));
       }
-      await pass;
-      if (!refreshed) clock = await tendClock(config.watchdog.stateDir, source);
+      await lockFree;
+      clock = await tendClock(config.watchdog.stateDir, source);
       // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
       Bun.gc(true);
     }
-    await Promise.all(watching);
+    while (running.size) await Promise.all(running);
   } finally {
     process.off("SIGTERM", stop);
     process.off("SIGINT", stop);
     held.release();
   }
   return 0;
+}
+
+/**
+ * The crash watch's start of the services found gone (or due a retry) between passes: each judged
+ * as a pass judges it, under its own lock only (no heartbeat, gap or metrics: the full pass's), its
+ * notifications sent once its verification ends.
+ */
+async function crashWatch(
+  config: Config,
+  due: string[],
+  {
+    echo,
+    env,
+    now,
+    logger,
+  }: { echo: (line: string) => void; env?: Record<string, string | undefined>; now: () => number; logger: Logger },
+): Promise<void> {
+  const services = config.services.filter((service) => due.includes(service.name));
+  const { done } = judgeServices(config, services, {
+    config,
+    logger,
+    dryRun: false,
+    echo,
+    now,
+    env,
+    uptime: uptimeClock(now),
+    gap: null,
+    holder: "loop",
+  });
+  const outcomes = await done;
+  await sendEvents(
+    config,
+    outcomes.flatMap((outcome) => outcome.events),
+    logger,
+    now,
+  );
 }

@@ -1,4 +1,5 @@
-import type { Config } from "../config/types.ts";
+import type { Config, ServiceConfig } from "../config/types.ts";
+import type { ServiceState } from "../core/state.ts";
 import { downtimeLine, type Downtime, type LogLine } from "../core/events.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
@@ -9,7 +10,7 @@ import { syncAlerts } from "../notify/alertmanager.ts";
 import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
-import { holderRecord, loopRuns, passLock, tryLock, type SharedPassLock } from "../os/lock.ts";
+import { holderRecord, loopRuns, tryLock, type Holder } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { nowSource, systemClock, type ClockSource } from "../os/clock.ts";
 import { recordOf, stepWords, type Frame } from "../core/clock.ts";
@@ -50,18 +51,8 @@ export interface PassOptions {
   inLoop?: boolean;
   /** stdout is the installed line's cron.log: echo only what could not reach the log (never every event twice). */
   stdoutIsLog?: boolean;
-  /** `watchdog run`: the loop's one hold of the pass lock, shared by its full pass and its crash watch. */
-  sharedLock?: SharedPassLock;
-  /**
-   * `watchdog run`: the services being judged in this process right now (by the full pass or a
-   * crash-watch start); a pass leaves those to whoever judges them and claims the others.
-   */
-  inFlight?: Set<string>;
-  /**
-   * Judge only these services, between passes (the loop's crash watch and retry_interval): no
-   * heartbeat, gap, metrics or heartbeat ping, and a held lock is no SKIP line (it tries again).
-   */
-  only?: string[];
+  /** The pass lock is free again (every service judged or claimed by its verification): the next pass may run. */
+  released?: () => void;
 }
 
 export interface PassReport {
@@ -103,39 +94,26 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   if (!dryRun && !options.inLoop && (await loopRuns(paths.loopLock).catch(lockFailed))) {
     return { ran: false, services: [] };
   }
-  const partial = options.only !== undefined;
-  // Only another pass makes a pass skip: blogtunnel and operators hold the lock around state reads and
-  // writes, and are waited for (up to 30s). The loop's crash starts take it without waiting.
-  const taken = dryRun
-    ? { lock: null, heldBy: "" }
-    : options.sharedLock
-      ? await options.sharedLock.join(!partial).catch(lockFailed)
-      : partial
-        ? { lock: await tryLock(paths.lock).catch(lockFailed), heldBy: "" }
-        : await passLock(paths.lock).catch(lockFailed);
-  const lock = taken.lock;
-  if (partial && !options.sharedLock) lock?.record(holderRecord("pass")); // passLock records its own
+  // One pass at a time: another one skips (SKIP). It is held only until every service is judged or
+  // claimed by its owner, plus the gap, the heartbeat, metrics and the alerts: a restart's
+  // verification holds only its own service's lock (services/NAME.lock), so the next tick judges the others.
+  const lock = dryRun ? null : await tryLock(paths.lock).catch(lockFailed);
+  lock?.record(holderRecord("pass"));
   if (!dryRun && !lock) {
-    const brief = /^(blogtunnel|operator) pid (\d+)/.exec(taken.heldBy);
-    if (!partial)
-      logger.write(
-        "SKIP",
-        brief
-          ? `${brief[1]} (pid ${brief[2]}) held the lock for 30s: this pass exits`
-          : "another pass is running: this one exits",
-      );
+    logger.write("SKIP", "another pass is running: this one exits");
     return { ran: false, services: [] };
   }
+  let verifications: Promise<ServiceOutcome[]> | null = null;
   try {
     const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
-    if (!dryRun && !partial) {
+    if (!dryRun) {
       clock = clock.follow();
       sayClock(clock.frame, logger);
     }
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
-    const clocksNow = dryRun || partial ? null : await clocks();
-    const gap = dryRun || partial ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
-    if (!dryRun && !partial) repairAfterCut(config, gap !== null, logger);
+    const clocksNow = dryRun ? null : await clocks();
+    const gap = dryRun ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
+    if (!dryRun) repairAfterCut(config, gap !== null, logger);
     const gapEvents: Message[] = [];
     if (gap) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
@@ -145,10 +123,12 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       if (message) gapEvents.push(message);
     }
     const uptime = options.uptime ?? uptimeClock(now);
-    const services = await judgeAll(config, { ...options, dryRun, echo, now, uptime, gap, logger });
+    const judging = judgeServices(config, config.services, { ...options, dryRun, echo, now, uptime, gap, logger });
+    const services = await judging.judged;
+    verifications = judging.done;
     if (gap?.name === "host" && !dryRun) gapEvents.push(rebootMessage(gap, services, new Date(now())));
     if (!dryRun) {
-      if (config.notify.format === "alertmanager" && !partial) {
+      if (config.notify.format === "alertmanager") {
         // One alert per service and condition, re-sent while it holds, resolved when it ends.
         await sendEvents(config, [], logger, now); // what an earlier format left in the spool
         const states = services.map(({ name, decision }) => ({
@@ -159,7 +139,6 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       } else {
         await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger, now);
       }
-      if (partial) return { ran: true, services };
       // Every pass keeps the output files tend made under log_max_size (copy, then truncate in place).
       for (const service of config.services) {
         const output = ownOutputOf(service);
@@ -184,7 +163,6 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
         logger.write("ERROR", `cannot write the heartbeat in ${stateDir}: ${inWords(error)} (the pass ran)`);
       }
     }
-    return { ran: true, services };
   } catch (error) {
     // A full or read-only disk is the operator's to fix: say so plainly, exit 1, never a stack trace.
     const { code, path } = error as NodeJS.ErrnoException;
@@ -193,72 +171,117 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     throw new TendError(`cannot write to the state dir ${stateDir}: ${where}${inWords(error)}`, 1, "state-dir");
   } finally {
     lock?.release();
+    options.released?.();
   }
+  // The restarts this pass made are verified holding only their services' locks: their outcomes
+  // (RECOVERED, FAILED) and notifications come after the pass lock is free for the next tick.
+  const finished = await verifications!;
+  const verified = finished.filter((outcome) => outcome.claimed);
+  if (!dryRun && verified.length)
+    await sendEvents(
+      config,
+      verified.flatMap((outcome) => outcome.events),
+      logger,
+      now,
+    );
+  return { ran: true, services: finished };
 }
 
-type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep"> & {
+type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep" | "verifying"> & {
   sleep?: JudgeOptions["sleep"];
-  inFlight?: Set<string>;
+  /** Who judges: recorded in each service's lock it holds (the words of whoever finds it held). */
+  holder?: Holder;
 };
 
-/** Judge every service, at most `concurrency` at once; a dependency is judged before its dependents. */
-function judgeAll(config: Config, context: PassContext): Promise<ServiceOutcome[]> {
+/**
+ * Judge these services, at most `concurrency` at once, each holding its own lock (services/NAME.lock)
+ * through its judgement, restart and verification; one whose lock another owner holds is left to
+ * it this time (no SKIP: the owner records the outcome). A dependency is judged before its
+ * dependents. `judged`: every service judged, or claimed by its restart's verification (its
+ * outcome so far); `done`: the verifications ended too.
+ */
+export function judgeServices(
+  config: Config,
+  chosen: ServiceConfig[],
+  context: PassContext,
+): { judged: Promise<ServiceOutcome[]>; done: Promise<ServiceOutcome[]> } {
   // Bounded by the descriptors this process has left (`ulimit -n 64` with concurrency 100: EMFILE
   // would otherwise fail healthy services by the dozen).
   const limit = limiter(fittingConcurrency(config.watchdog.concurrency));
+  const { stateDir } = config.watchdog;
+  const paths = statePaths(stateDir);
   // Each service publishes whether it is failing as soon as it is judged, so dependents can wait on it.
   const failing = new Map<string, Promise<boolean>>();
   const publish = new Map<string, (value: boolean) => void>();
   for (const service of config.services) {
     failing.set(service.name, new Promise((resolve) => publish.set(service.name, resolve)));
   }
-  // A partial pass judges some services; the others say what their last probe said. In the loop,
-  // a service another of its passes is judging right now is left to it; the rest are claimed.
-  const inFlight = context.inFlight;
-  const judged = config.services.filter(
-    (service) => (!context.only || context.only.includes(service.name)) && !inFlight?.has(service.name),
-  );
-  for (const service of judged) inFlight?.add(service.name);
-  const read = stateReader(config.watchdog.stateDir);
-  for (const service of config.services) {
-    if (judged.includes(service)) continue;
-    const { lastProbe } = read(service.name);
-    publish.get(service.name)!(lastProbe?.ok === false);
-  }
-  return Promise.all(
-    judged.map(async (service): Promise<ServiceOutcome> => {
+  const read = stateReader(stateDir);
+  // Not judged here: what its last probe said.
+  const recorded = (name: string) => publish.get(name)!(read(name).lastProbe?.ok === false);
+  for (const service of config.services) if (!chosen.includes(service)) recorded(service.name);
+  const claims: Promise<ServiceOutcome>[] = [];
+  const outcomes = chosen.map((service) => {
+    let claim!: (outcome: ServiceOutcome) => void;
+    claims.push(new Promise((resolve) => (claim = resolve)));
+    const outcome = (async (): Promise<ServiceOutcome> => {
       const failingDependencies: string[] = [];
       for (const dependency of service.dependsOn)
         if (await failing.get(dependency)) failingDependencies.push(dependency);
       const say = publish.get(service.name)!;
-      try {
-        const outcome = await limit(() =>
-          judgeService(service, { ...context, sleep: context.sleep ?? Bun.sleep, failingDependencies, publish: say }),
-        );
-        inFlight?.delete(service.name);
-        return outcome;
-      } catch (error) {
-        say(true);
-        inFlight?.delete(service.name);
-        const message = (error as Error).message;
-        context.logger.write("ERROR", `${service.name}: ${message}`);
-        // Not judged this time: it keeps its last state, and says why (status, the page, metrics).
-        const last = read(service.name);
-        const next = { ...last, verdict: notJudged(last.verdict, oneLine(message), context.now()) };
-        if (!context.dryRun && !isTendError(error, "symlink")) {
-          try {
-            writeState(config.watchdog.stateDir, service.name, next);
-          } catch {} // the ERROR line above is what can be said
+      return limit(async () => {
+        let lock: Awaited<ReturnType<typeof tryLock>> = null;
+        try {
+          if (!context.dryRun) {
+            lock = await tryLock(paths.serviceLock(service.name));
+            // Its owner (a verification, an operator, the crash watch) records what happens to it.
+            if (!lock) return (recorded(service.name), ownedOutcome(service.name, read(service.name)));
+            lock.record(holderRecord(context.holder ?? "pass"));
+          }
+          return await judgeService(service, {
+            ...context,
+            sleep: context.sleep ?? Bun.sleep,
+            failingDependencies,
+            publish: say,
+            verifying: claim,
+          });
+        } catch (error) {
+          say(true);
+          return notJudgedOutcome(config, service.name, error, context);
+        } finally {
+          lock?.release();
         }
-        return {
-          name: service.name,
-          decision: { kind: "skip", reason: "error", until: null, next, log: [] },
-          probe: null,
-          events: [],
-        };
-      }
-    }),
-  );
+      });
+    })();
+    return outcome;
+  });
+  // Judged when claimed by a verification or ended (a judgement that failed outright fails the pass).
+  const judged = Promise.all(outcomes.map((outcome, index) => Promise.race([claims[index], outcome])));
+  const done = Promise.all(outcomes);
+  done.catch(() => {}); // said through `judged` when it fails before any claim
+  return { judged, done };
+}
+
+/** Left to the owner of its lock this time: what was recorded, nothing decided here. */
+const ownedOutcome = (name: string, state: ServiceState): ServiceOutcome => ({
+  name,
+  decision: { kind: "skip", reason: "owned", until: null, next: state, log: [] },
+  probe: null,
+  events: [],
+});
+
+/** The service could not be judged this time: it keeps its last state, and says why (status, the page, metrics). */
+function notJudgedOutcome(config: Config, name: string, error: unknown, context: PassContext): ServiceOutcome {
+  const message = (error as Error).message;
+  context.logger.write("ERROR", `${name}: ${message}`);
+  const last = stateReader(config.watchdog.stateDir)(name);
+  const next = { ...last, verdict: notJudged(last.verdict, oneLine(message), context.now()) };
+  if (!context.dryRun && !isTendError(error, "symlink")) {
+    try {
+      writeState(config.watchdog.stateDir, name, next);
+    } catch {} // the ERROR line is what can be said
+  }
+  return { name, decision: { kind: "skip", reason: "error", until: null, next, log: [] }, probe: null, events: [] };
 }
 
 /**

@@ -1,10 +1,17 @@
 import { probe, type ProbeResult } from "../checks/index.ts";
 import type { ServiceConfig } from "../config/types.ts";
-import { recordRestart, recordStart, type RestartReason, type Verified } from "../core/decide.ts";
+import {
+  beginRestart,
+  recordRestart,
+  recordStart,
+  type LogLine,
+  type RestartReason,
+  type Verified,
+} from "../core/decide.ts";
 import { mainProcess, probeContext, watchOf, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
-import { withEvent, type ServiceState } from "../core/state.ts";
+import { withEvent, type PendingRestart, type ServiceState } from "../core/state.ts";
 
 /** How long after its start a process tend started must still run to count as recovered. */
 const SETTLE_MS = 1000;
@@ -15,18 +22,35 @@ export interface VerifyOptions {
   env?: Record<string, string | undefined>;
 }
 
+/** What a counted restart does outside the state it returns, as soon as each step is done. */
+export interface RestartHooks {
+  /** Save the state durably: the restart recorded before its action runs, then that the action returned. */
+  persist: (state: ServiceState) => void;
+  /** Spool the ⚠️ the restart owes, now that its action returned (what was stopped, what was started). */
+  announce: (owed: PendingRestart["owed"], detail: string) => Promise<void>;
+  /** The verification begins: the service is claimed by it; whoever waits on its judgement may go on. */
+  verifying?: () => void;
+}
+
+type How = RestartReason | "manual" | "operator-start";
+
 /**
  * Restart through the service's action, then probe every second until healthy or
  * verify_timeout: a restart that is never verified is a guess. A process that exits meanwhile has failed.
+ * A counted restart is recorded (hooks.persist) before its action runs, and its ⚠️ (`owed`) spooled as
+ * soon as the action returns, so a pass killed while it verifies loses neither.
  */
 export async function restartAndVerify(
   service: ServiceConfig,
   state: ServiceState,
   main: MainProcess | null,
   logger: Logger,
-  { now, sleep, env }: VerifyOptions,
-  how: RestartReason | "manual" | "operator-start",
+  options: VerifyOptions,
+  how: How,
+  hooks: RestartHooks | null = null,
+  owed: LogLine[] = [],
 ): Promise<Verified> {
+  const { now, sleep, env } = options;
   // A new service's first start (and an operator's start) is logged START and not counted; every
   // other start is a restart; an operator's restart is not counted toward max_restarts.
   const first = how === "start" || how === "boot" || how === "operator-start";
@@ -34,36 +58,93 @@ export async function restartAndVerify(
   // After a reboot: `[START] NAME: started after reboot (what was done)`.
   const said = (detail: string) => (how === "boot" ? `started after reboot (${detail})` : `${manual}${detail}`);
   const startedAt = now();
-  const restart = await restartService(service, main, { sleep, env });
   let next = state;
+  if (!first) {
+    next = beginRestart(service, state, how, startedAt, owed, { towardLimit: how !== "manual" });
+    hooks?.persist(next);
+  }
+  const restart = await restartService(service, main, { sleep, env });
   if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
-  let exitedAfterMs: number | undefined;
-  const outcome = (
-    issued: boolean,
-    recovered: boolean,
-    detail: string,
-    lastProbe: ProbeResult | null,
-    full?: string,
-  ) => {
-    const result = { issued, recovered, elapsedMs: now() - startedAt, detail, full, lastProbe, exitedAfterMs };
-    return first
-      ? recordStart(service, next, result, startedAt, now(), { afterReboot: how === "boot" })
-      : recordRestart(service, next, result, startedAt, now(), { towardLimit: how !== "manual" });
-  };
-  if (!restart.issued) return outcome(false, false, restart.detail, null, restart.full);
-  const tag = first ? "START" : "RESTART";
-  logger.write(tag, `${service.name}: ${said(restart.detail)}`, {
-    full: restart.full && `${service.name}: ${said(restart.full)}`,
-  });
-  const written = logger.entries.at(-1)!;
-  next = withEvent(next, {
-    at: written.at.getTime(),
-    tag,
-    message: written.message,
-    event: first ? undefined : "restart",
-  });
-
+  if (restart.issued) {
+    const tag = first ? "START" : "RESTART";
+    logger.write(tag, `${service.name}: ${said(restart.detail)}`, {
+      full: restart.full && `${service.name}: ${said(restart.full)}`,
+    });
+    const written = logger.entries.at(-1)!;
+    next = withEvent(next, {
+      at: written.at.getTime(),
+      tag,
+      message: written.message,
+      event: first ? undefined : "restart",
+    });
+  }
+  if (next.restarting) {
+    await hooks?.announce(next.restarting.owed, restart.detail);
+    next = { ...next, restarting: { ...next.restarting, acted: true } };
+    hooks?.persist(next);
+  }
   const deadline = startedAt + service.verifyTimeoutMs;
+  const verdict = { first, how, startedAt, restart };
+  hooks?.verifying?.();
+  if (!restart.issued)
+    return settle(service, next, verdict, now, { issued: false, detail: restart.detail, last: null });
+  return settle(service, next, verdict, now, await verify(service, next, startedAt, deadline, options));
+}
+
+/**
+ * A restart recorded but unfinished: the pass that made it was killed (SIGTERM, SIGKILL, a power
+ * cut). Its story is finished: what the action left is looked at and said, the ⚠️ it owes is
+ * spooled, and it is verified until its original deadline (one probe, if that has passed) — so it
+ * is neither lost from the count, the window and the notifications, nor counted twice.
+ */
+export async function finishRestart(
+  service: ServiceConfig,
+  state: ServiceState,
+  logger: Logger,
+  options: VerifyOptions,
+  hooks: RestartHooks,
+): Promise<Verified> {
+  const pending = state.restarting!;
+  let next = state;
+  if (!pending.acted) {
+    const current = await mainProcess(service, state);
+    const left = !current
+      ? "the pass that restarted it was stopped during its action: verifying it now"
+      : current.running
+        ? `${current.detail} found after the pass that restarted it was stopped`
+        : `the pass that restarted it was stopped before it started it (${current.detail})`;
+    logger.write("RESTART", `${service.name}: ${left}`);
+    const written = logger.entries.at(-1)!;
+    next = withEvent(next, { at: written.at.getTime(), tag: "RESTART", message: written.message, event: "restart" });
+    if (current?.running && current.info) next = { ...next, watch: watchOf(current) };
+    await hooks.announce(pending.owed, left);
+    next = { ...next, restarting: { ...pending, acted: true } };
+    hooks.persist(next);
+  }
+  const verdict = { first: false, how: pending.reason as How, startedAt: pending.at, restart: null };
+  hooks.verifying?.();
+  return settle(service, next, verdict, options.now, await verify(service, next, pending.at, pending.until, options));
+}
+
+interface Seen {
+  issued: boolean;
+  /** Recovered: the probe that said so. */
+  recovered?: boolean;
+  detail: string;
+  last: ProbeResult | null;
+  /** The restarted process exited during verification, this long after the restart. */
+  exitedAfterMs?: number;
+  current?: MainProcess | null;
+}
+
+/** Probe every second until healthy or the deadline (at least once); a process that exits has failed. */
+async function verify(
+  service: ServiceConfig,
+  state: ServiceState,
+  startedAt: number,
+  deadline: number,
+  { now, sleep }: VerifyOptions,
+): Promise<Seen> {
   let last: ProbeResult | null = null;
   let detail = "";
   // The process tend started itself (a pidfile or pane, not a manager's MainPID, which may be 0 while
@@ -71,12 +152,10 @@ export async function restartAndVerify(
   const gone = (current: MainProcess | null, probed: boolean) =>
     current !== null && !current.running && (probed || !current.supervised);
   while (true) {
-    const current = await mainProcess(service, next);
+    const current = await mainProcess(service, state);
     if (gone(current, last !== null)) {
       // Gone before it answered: FAILED now, saying when, not at a deadline it never reached.
-      exitedAfterMs = now() - startedAt;
-      detail = current!.detail;
-      break;
+      return { issued: true, detail: current!.detail, last, exitedAfterMs: now() - startedAt };
     }
     const attemptAt = now();
     // Only evidence produced after the restart counts: a log the old process wrote is not an answer.
@@ -85,20 +164,44 @@ export async function restartAndVerify(
       // ... and from a process that is still there: one that answered and died at once did not recover.
       // A process tend started is looked at again a second after its start: `sh -c 'exit 3'` is
       // "running" for the first milliseconds.
-      const settle = startedAt + SETTLE_MS - now();
-      if (current && !current.supervised && settle > 0) await sleep(Math.min(settle, Math.max(0, deadline - now())));
-      const after = await mainProcess(service, next);
-      if (gone(after, true)) {
-        exitedAfterMs = now() - startedAt;
-        detail = after!.detail;
-        break;
-      }
-      next = { ...next, watch: watchOf(after ?? current) }; // the loop watches the new process from now on
-      return outcome(true, true, last.detail, last);
+      const settleMs = startedAt + SETTLE_MS - now();
+      if (current && !current.supervised && settleMs > 0)
+        await sleep(Math.min(settleMs, Math.max(0, deadline - now())));
+      const after = await mainProcess(service, state);
+      if (gone(after, true)) return { issued: true, detail: after!.detail, last, exitedAfterMs: now() - startedAt };
+      return { issued: true, recovered: true, detail: last.detail, last, current: after ?? current };
     }
     detail = `last probe: ${last.detail}`;
-    if (now() >= deadline) break;
+    if (now() >= deadline) return { issued: true, detail, last };
     await sleep(Math.max(0, Math.min(1000 - (now() - attemptAt), deadline - now())));
   }
-  return outcome(true, false, detail, last);
+}
+
+/** The verification's outcome, recorded: RECOVERED or FAILED, counted (a first start is not). */
+function settle(
+  service: ServiceConfig,
+  state: ServiceState,
+  {
+    first,
+    how,
+    startedAt,
+    restart,
+  }: { first: boolean; how: How; startedAt: number; restart: { full?: string } | null },
+  now: () => number,
+  seen: Seen,
+): Verified {
+  // The loop watches the new process from now on.
+  const next = seen.recovered ? { ...state, watch: watchOf(seen.current ?? null) } : state;
+  const result = {
+    issued: seen.issued,
+    recovered: seen.recovered === true,
+    elapsedMs: now() - startedAt,
+    detail: seen.detail,
+    full: seen.issued ? undefined : restart?.full,
+    lastProbe: seen.last,
+    exitedAfterMs: seen.exitedAfterMs,
+  };
+  return first
+    ? recordStart(service, next, result, startedAt, now(), { afterReboot: how === "boot" })
+    : recordRestart(service, next, result, startedAt, now(), { towardLimit: how !== "manual" });
 }

@@ -49,6 +49,11 @@ function makePaths(stateDir: string) {
     service: (name: string) => join(stateDir, "services", `${name}.json`),
     /** A spawned service's output, unless `restart.output` says otherwise. */
     serviceOutput: (name: string) => join(stateDir, "services", `${name}.out`),
+    /**
+     * One owner per service: held by whoever judges, restarts or verifies it (a pass, the loop's
+     * crash watch, blogtunnel for its service, an operator's command), through the whole verification.
+     */
+    serviceLock: (name: string) => join(stateDir, "services", `${name}.lock`),
   };
 }
 export type StatePaths = ReturnType<typeof statePaths>;

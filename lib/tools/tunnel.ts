@@ -111,36 +111,23 @@ export async function watchTunnel(
   const service = tunnelService(name, record, config.defaults);
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  // Held only to read and write state, never through the probe or a restart's verification: a pass
-  // started in the same minute waits for it, never skips (SPEC: a tick is never lost to blogtunnel).
-  const lockPath = statePaths(stateDir).lock;
+  // Its service's own lock (services/NAME.lock), held through the probe, a restart and its
+  // verification, as any owner holds it: a pass never waits for it (it leaves this service to it), and
+  // an operator, or a second blogtunnel, waits up to 30s.
+  const lockPath = statePaths(stateDir).serviceLock(name);
   const now = await tendNow(stateDir); // tend's time (core/clock.ts), as a pass measures
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation, stdoutIsLog);
-  // A pass holds the lock through its probes and verifications: minutes at most. Waited for as
-  // long, first and after the probe; a run lost all the same is said in the log (cron may not mail).
-  const take = async () => {
-    const taken = await waitLock(lockPath, lockWaitMs, Bun.sleep, "blogtunnel");
-    if (!taken) {
-      const holder = lockHolder(lockPath) || "its holder unrecorded";
-      const said = `a watchdog pass held the lock for ${humanDuration(lockWaitMs)} (${holder})`;
-      logger.write("ERROR", `${name}: ${said}: this check did not run; the counter is unchanged`);
-      throw new TendError(`${said}: try again`, 1);
-    }
-    return taken;
-  };
   // Its dependencies first, as a pass probes them first (no lock: a probe writes nothing).
   const dependencies = config.services.filter((other) => service.dependsOn.includes(other.name));
   const failingDependencies = await failingNow(dependencies, stateReader(stateDir));
-  let lock: Awaited<ReturnType<typeof take>> | null = await take();
-  const unlocked = async <T>(work: () => Promise<T>): Promise<T> => {
-    lock!.release();
-    lock = null;
-    try {
-      return await work();
-    } finally {
-      lock = await take();
-    }
-  };
+  // A run lost all the same is said in the log (cron may not mail).
+  let lock = await waitLock(lockPath, lockWaitMs, Bun.sleep, "blogtunnel");
+  if (!lock) {
+    const holder = lockHolder(lockPath) || "its holder unrecorded";
+    const said = `${name} was being judged by another for ${humanDuration(lockWaitMs)} (${holder})`;
+    logger.write("ERROR", `${name}: ${said}: this check did not run; the counter is unchanged`);
+    throw new TendError(`${said}: try again`, 1);
+  }
   try {
     const { value, problem } = readCounter(counter);
     if (problem) logger.write("ERROR", `${name}: ${problem}`);
@@ -156,7 +143,6 @@ export async function watchTunnel(
       failingDependencies,
       publish: () => {},
       gap: null,
-      unlocked,
     });
     // tend's strike count, always: 0 after a restart that recovered, N after one that did not
     // (the next failed check restarts again once the backoff allows), as for any service.

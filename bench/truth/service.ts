@@ -1,0 +1,34 @@
+// A service of the ground-truth harness (make truth): it answers as its control file says, read
+// on every request, so a mode outlives a restart (a 502 spell goes on in the process tend starts).
+// usage: bun service.ts PORT CONTROL
+//   ok     200
+//   502    502 Bad Gateway
+//   hang   accepts, never answers (a process hung from its start, or a deadlock)
+//   flap   502 or 200 at random, half and half (a half-broken upstream; random, not by turns, so the
+//          stopwatch's own probes do not choose what tend's see)
+//   leak   200, and 4 MiB more resident every 100 ms (seed 004), up to 400 MiB
+import { readFileSync } from "node:fs";
+
+const [port, control] = process.argv.slice(2);
+const mode = () => {
+  try {
+    return readFileSync(control, "utf8").trim();
+  } catch {
+    return "ok";
+  }
+};
+const kept: Buffer[] = [];
+setInterval(() => {
+  if (mode() === "leak" && kept.length < 100) kept.push(Buffer.alloc(4 << 20, 1));
+}, 100);
+Bun.serve({
+  port: Number(port),
+  hostname: "127.0.0.1",
+  idleTimeout: 0,
+  fetch() {
+    const now = mode();
+    if (now === "hang") return new Promise<Response>(() => {});
+    if (now === "502" || (now === "flap" && Math.random() < 0.5)) return new Response("bad gateway\n", { status: 502 });
+    return new Response("ok\n");
+  },
+});

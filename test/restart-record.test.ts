@@ -1,0 +1,101 @@
+// Decision step 4: a restart is recorded durably before its action runs, its ⚠️ spooled as soon as the
+// action returns; a pass killed meanwhile (SIGTERM, SIGKILL) loses neither, and the next pass finishes
+// its story — no restart lost from the count, the window or the notifications, none counted twice.
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+const stops: (() => void)[] = [];
+afterEach(() => {
+  while (stops.length) stops.pop()!();
+  box?.cleanup();
+});
+
+/** A JSON receiver that keeps what it accepted, by idempotency key. */
+function receiver() {
+  const got: { key: string | null; event: string; message: string }[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      const body = await request.json();
+      got.push({ key: request.headers.get("idempotency-key"), event: body.event, message: body.message });
+      return new Response("ok");
+    },
+  });
+  stops.push(() => server.stop(true));
+  return { got, url: `http://127.0.0.1:${server.port}/` };
+}
+
+function world(restart: string[], verifyTimeout = "6s") {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  const hook = receiver();
+  box.configure({
+    notify: { url: hook.url, format: "json", min_interval: "0s" },
+    defaults: { grace: "0s", cooldown: "0s", failures: 1, verify_timeout: verifyTimeout },
+    services: [{ name: "api", check: { http: url, timeout: "300ms" }, restart: { command: restart } }],
+  });
+  control.status = 502;
+  return { control, hook };
+}
+
+const spooled = () =>
+  existsSync(join(box.state, "notify-spool.jsonl")) ? readFileSync(join(box.state, "notify-spool.jsonl"), "utf8") : "";
+
+for (const signal of ["SIGTERM", "SIGKILL"] as const) {
+  test(`${signal} while a restart is verified: counted once, its ⚠️ kept, the next pass finishes it (✅)`, async () => {
+    const { control, hook } = world(["true"]);
+    const pass = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
+    box.track(pass.pid);
+    await waitFor(() => box.read("watchdog.log").includes("[RESTART] api: command true"), 10_000, "the restart");
+    // Spooled as the action returned, then sent by the pass's delivery (the pass lock was free by then).
+    await waitFor(() => spooled().includes("⚠️") || hook.got.length > 0, 5000, "the ⚠️ spooled or sent");
+    const killedAt = Date.now();
+    pass.kill(signal);
+    await pass.exited;
+    expect(Date.now() - killedAt).toBeLessThan(5000);
+    // Recorded before the action: the count, the window, the pending restart with its deadline.
+    const recorded = box.stateOf("api");
+    expect(recorded).toMatchObject({ restartsTotal: 1, restarting: { acted: true, reason: "hung_restart" } });
+    expect(recorded.restartTimes).toHaveLength(1);
+    control.status = 200;
+    const next = await box.tend(["watchdog", "pass"]);
+    expect(next.code).toBe(0);
+    expect(next.stdout).toMatch(/\[RECOVERED\] api recovered .* after restart \(HTTP 200\)/);
+    const state = box.stateOf("api");
+    expect(state).toMatchObject({ restartsTotal: 1, recoveriesOk: 1, restarting: null });
+    expect(state.restartTimes).toHaveLength(1);
+    const log = box.read("watchdog.log");
+    expect(log.match(/\[RESTART\] api:/g)).toHaveLength(1);
+    // One ⚠️ (what was done said with it), then its ✅; none twice.
+    expect(hook.got.map((message) => message.event)).toEqual(["restart", "recovered"]);
+    expect(hook.got[0].message).toMatch(/^⚠️ api failed 1 check in a row .*: restarting \(command true\)$/);
+    expect(spooled()).toBe("");
+  }, 30_000);
+}
+
+test("SIGKILL during the restart action: the next pass says what the action left, sends the ⚠️ it owes", async () => {
+  const { control, hook } = world(["sleep", "2"], "4s");
+  const pass = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
+  box.track(pass.pid);
+  const acting = () => box.read("services/api.json").includes('"acted":false');
+  await waitFor(acting, 10_000, "the restart recorded, acting");
+  pass.kill("SIGKILL");
+  await pass.exited;
+  expect(box.read("watchdog.log")).not.toContain("[RESTART]");
+  expect(hook.got).toEqual([]); // nothing was said yet: the ⚠️ is owed
+  control.status = 200;
+  const next = await box.tend(["watchdog", "pass"]);
+  expect(next.stdout).toContain("[RESTART] api: the pass that restarted it was stopped during its action");
+  expect(next.stdout).toMatch(/\[RECOVERED\] api recovered/);
+  expect(box.stateOf("api")).toMatchObject({ restartsTotal: 1, recoveriesOk: 1, restarting: null });
+  expect(hook.got.map((message) => message.event)).toEqual(["restart", "recovered"]);
+  // A later pass: nothing more to finish, nothing counted again.
+  await box.tend(["watchdog", "pass"]);
+  expect(box.stateOf("api").restartsTotal).toBe(1);
+  expect(hook.got).toHaveLength(2);
+}, 30_000);
