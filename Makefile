@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-timings test-deps typecheck fmt docs clean bench faults battery render powercut screenshots
+.PHONY: all cross cross-check demo test test-timings test-deps typecheck fmt docs clean bench faults battery render powercut screenshots truth
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -104,6 +104,15 @@ faults: build/tend
 	$(BUN) bench/faults.ts $(FAULT_ARGS)
 	@if [ -n "$(TRIAL_PERIOD_MS)" ]; then TEND_BIN=$(CURDIR)/build/tend TRIAL_PERIOD_MS=$(TRIAL_PERIOD_MS) \
 	  $(BUN) test --timeout 120000 test/migrating.test.ts; fi
+
+# The ground-truth harness (bench/truth.ts): real services, a stopwatch probing them 10x as often as tend,
+# a seeded schedule of faults under cron-like passes and the loop; every view held to what happened.
+# `make truth SEED=n MODE=cron|loop|both SEEDS=count`; a failing seed prints its schedule. make test runs a short seed.
+SEED ?= 1
+SEEDS ?= 1
+MODE ?= both
+truth: build/tend
+	$(BUN) bench/truth.ts --seed $(SEED) --seeds $(SEEDS) --mode $(MODE) $(TRUTH_ARGS)
 
 # What watching 20 services costs a phone per hour: tend's cron pass vs its loop vs monit (bench/battery.ts).
 battery: build/tend

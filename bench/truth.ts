@@ -20,7 +20,9 @@ const STOPWATCH = join(import.meta.dir, "truth", "stopwatch.ts");
 
 /** tend's period (cron's tick, the loop's interval) and its check timeout: the harness's resolution. */
 const INTERVAL_MS = 1000;
-const TIMEOUT_MS = 500;
+// Well above a healthy answer even with both cores busy (the suite runs beside it): a probe tend
+// makes and the stopwatch's are asked the same question, and a timeout under load is no outage of theirs.
+const TIMEOUT_MS = 1000;
 /**
  * How far a number tend gives may lie from the stopwatch's: one probe interval (tend probes once a
  * period: it learns of a change up to a period late), plus the probe's own timeout (a hang is known
@@ -74,7 +76,8 @@ export function schedule(seed: number, faultSeconds: number, mode: "cron" | "loo
     let at = between(2000, 6000);
     while (at < endMs) {
       const kind = pick(SERVICE_FAULTS[service]);
-      const forMs = kind === "kill" ? 0 : kind === "flap" ? between(6000, 10_000) : between(2500, 6000);
+      // A flapping spell long enough for 6 changes in tend's probes (one a second), with room to spare.
+      const forMs = kind === "kill" ? 0 : kind === "flap" ? between(10_000, 14_000) : between(2500, 6000);
       faults.push({ at, kind, service, forMs });
       at += forMs + between(6000, 12_000);
     }
@@ -145,7 +148,7 @@ const signal = (pid: number | null, name: NodeJS.Signals) => {
 };
 
 export async function runSeed(options: RunOptions): Promise<RunResult> {
-  const { seed, mode, faultSeconds = 45, quietSeconds = 12, say = () => {} } = options;
+  const { seed, mode, faultSeconds = 45, quietSeconds = 22, say = () => {} } = options;
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), `tend-truth-${seed}-${mode}-`));
   const state = join(dir, "state");
@@ -203,7 +206,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         `name = "${name}"`,
         `pidfile = "${pidfile(name)}"`,
         ...(name === "api" ? [`failures = 3`] : []),
-        ...(name === "flappy" ? [`failures = 3`] : []),
+        // monit's "3 times within 5 cycles": a service failing every other probe is restarted.
+        ...(name === "flappy" ? [`failures = 3`, `failures_within = 5`] : []),
         `[service.check]`,
         `http = "http://127.0.0.1:${ports[name]}/"`,
         ...(name === "leaky"
@@ -258,7 +262,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     );
     children.push(stopwatch.pid);
     await waitFor(
-      () => existsSync(truthFile) && readFileSync(truthFile, "utf8").split("\n").length > SERVICES.length,
+      () => existsSync(truthFile) && readFileSync(truthFile, "utf8").split("\n").length > 4 * SERVICES.length,
       5000,
       "the stopwatch's first look",
     );
@@ -378,8 +382,14 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     const statusJson = JSON.parse(status.stdout);
     for (const name of SERVICES) {
       const stateJson = JSON.parse(readFileSync(join(state, "services", `${name}.json`), "utf8"));
+      // The stopwatch's changes, and each kill as the harness made it: down from that instant, even
+      // when tend (or the crash watch) brought it back between two of the stopwatch's looks.
       const truth = downSpans(
-        samples.filter((s) => s.name === name && typeof s.ok === "boolean"),
+        samples
+          .filter(
+            (s) => s.name === name && (typeof s.ok === "boolean" || s.fault === "kill" || s.fault === "hangstart"),
+          )
+          .map((s) => (typeof s.ok === "boolean" ? s : { at: s.at, ok: false })),
         t0,
         endedAt,
       );
@@ -393,7 +403,29 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       ].filter((o: { to: number }) => o.to >= t0);
       truthOutages += truth.length;
       tendOutages += recorded.length;
-      compareOutages(name, truth, recorded, kills, disagree, flaps);
+      // What tend said of its failures, for a disagreement's words.
+      const tendSaid = (from: number, to: number) =>
+        [
+          ...logText.matchAll(
+            new RegExp(`^\\[([\\d-]+ [\\d:]+)\\] \\[WARN\\] ${name} failed health check \\((.*)\\)$`, "gm"),
+          ),
+        ]
+          .filter((match) => {
+            const at = Date.parse(match[1].replace(" ", "T") + "Z");
+            return at >= from - 1000 && at <= to + 1000;
+          })
+          .map((match) => match[2])
+          .slice(0, 3);
+      compareOutages(name, truth, recorded, kills, disagree, flaps, tendSaid);
+      // A flapping spell is found: its WARN line while it lasts (6 changes take 7 probes, one a second).
+      const flapLines = [
+        ...logText.matchAll(new RegExp(`^\\[([\\d-]+ [\\d:]+)\\] \\[WARN\\] ${name} is flapping`, "gm")),
+      ].map((match) => Date.parse(match[1].replace(" ", "T") + "Z"));
+      for (const [from, to] of flaps)
+        if (!flapLines.some((at) => at >= from - 1000 && at <= to + TOLERANCE_MS))
+          disagree(
+            `${name}: flapped ${((to - from) / 1000).toFixed(1)}s from ${new Date(from).toISOString()}, not found`,
+          );
       // downtime.log says the same outages (to the second).
       const logged = [...logText.matchAll(new RegExp(`\\[DOWNTIME\\] ${name} was unavailable for (\\d+)s`, "g"))];
       const closed = stateJson.outages.filter((o: { to: number }) => o.to >= t0);
@@ -479,6 +511,7 @@ export function compareOutages(
   kills: { at: number }[],
   disagree: (what: string) => void,
   flaps: [number, number][] = [],
+  said: (from: number, to: number) => string[] = () => [],
 ) {
   const T = TOLERANCE_MS;
   const sorted = [...recorded].sort((a, b) => a.from - b.from);
@@ -497,7 +530,10 @@ export function compareOutages(
     outage.from <= b + T && outage.to >= a - T;
   for (const outage of sorted)
     if (!clusters.some((cluster) => near(outage, cluster)))
-      disagree(`${name}: an outage the stopwatch never saw: ${at(outage.from)}-${at(outage.to)} (${outage.reason})`);
+      disagree(
+        `${name}: an outage the stopwatch never saw: ${at(outage.from)}-${at(outage.to)} (${outage.reason}; ` +
+          `tend saw: ${said(outage.from, outage.to).join(" | ") || "no WARN line"})`,
+      );
   for (const cluster of clusters) {
     // A flapping spell is many short outages at random: tend sees those its probes meet, not their
     // edges. What it must see there is the flapping (judged apart), not the stopwatch's spans.

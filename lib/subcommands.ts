@@ -139,13 +139,20 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     },
   },
   report: {
-    takes: "none",
+    takes: "some",
     flags: ["since", "json"],
-    async run({ args, config, io }) {
+    async run({ args, names, config, io }) {
       const { buildReport, renderReport } = await import("./views/report.ts");
       const { tendNow } = await import("./state/clock.ts");
       const now = (await tendNow(config.watchdog.stateDir))();
-      const report = buildReport(config, durationFlag("since", args.since) ?? 7 * 86_400_000, now);
+      const report = buildReport(
+        config,
+        durationFlag("since", args.since) ?? 7 * 86_400_000,
+        now,
+        48,
+        undefined,
+        names,
+      );
       const pictures = { paint: await paintFor(io), pictures: io.tty };
       return (io.out(args.json ? JSON.stringify(report, null, 2) : renderReport(report, pictures)), 0);
     },

@@ -11,7 +11,7 @@ const USAGE = `usage: watchdog [pass] [--dry-run] [--interval D]  one pass (what
        watchdog serve [--listen ADDR:PORT]    read-only HTTP: the page /, /healthz, /api/status
        watchdog status [NAME...] [--json] [--cached] [--nagios]
        watchdog stats [NAME...] [--json]      probe latency percentiles, timeouts, histogram
-       watchdog report [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
+       watchdog report [NAME...] [--since D] [--json]  availability, downtime, restarts, MTTR (default: 7d)
        watchdog validate | plan [--show-secrets]
        watchdog pause NAME [--for D] | resume NAME | reset NAME
        watchdog restart NAME | stop NAME | start NAME   verified; stop pauses, start resumes

@@ -1165,3 +1165,63 @@ describe("no data is not downtime: a gap cuts an open outage at its last failed 
     expect(decision.log.filter((line) => line.event === "recovered")).toEqual([]);
   });
 });
+
+describe("failures_within (monit's N of M) and flapping (Nagios's share of changes)", () => {
+  const FAIL: ProbeResult = { ok: false, detail: "HTTP 502", latencyMs: 5, timedOut: false };
+  /** Probe the same service once a minute with these results; every decision, in order. */
+  const run = (service: ServiceConfig, results: boolean[]) => {
+    let state = freshState();
+    return results.map((ok, index) => {
+      const decision = decide(service, state, facts({ now: NOW + index * MIN }), ok ? OK : FAIL);
+      state = decision.next;
+      return decision;
+    });
+  };
+  const alternating = (count: number) => Array.from({ length: count }, (_, index) => index % 2 === 1);
+
+  test("N = 3 within M = 5: a service failing every other probe is restarted at its 5th probe", () => {
+    const decisions = run({ ...SERVICE, failuresWithin: 5 }, alternating(5));
+    expect(decisions.map((decision) => decision.kind)).toEqual(["strike", "ok", "strike", "ok", "restart"]);
+    expect(decisions[2].log[0].message).toBe(
+      "blog failed health check (HTTP 502, failure 2/3 within the last 5 probes)",
+    );
+  });
+
+  test("M = N (the default): in a row, one success resets: the alternating service is never restarted", () => {
+    const decisions = run(SERVICE, alternating(20));
+    expect(decisions.every((decision) => decision.kind === "strike" || decision.kind === "ok")).toBe(true);
+    expect(Math.max(...decisions.map((decision) => decision.next.strikes))).toBe(1);
+  });
+
+  test("after a restart, the failures before it never count toward the next one", () => {
+    const decisions = run({ ...SERVICE, failuresWithin: 5, graceMs: 0 }, alternating(5));
+    const restarted = recordRestart(
+      { ...SERVICE, failuresWithin: 5 },
+      decisions[4].next,
+      { issued: true, recovered: true, elapsedMs: 500, detail: "HTTP 200", lastProbe: OK },
+      NOW + 4 * MIN,
+      NOW + 4 * MIN + 500,
+    );
+    expect(restarted.next.strikeWindow).toBe("");
+    const FAILED: ProbeResult = { ok: false, detail: "HTTP 502", latencyMs: 5, timedOut: false };
+    const next = decide({ ...SERVICE, failuresWithin: 5 }, restarted.next, facts({ now: NOW + 10 * MIN }), FAILED);
+    expect([next.kind, next.next.strikes]).toEqual(["strike", 1]);
+  });
+
+  test("6 changes in the last 20 probes: flapping, said once (🔀) with the share, its end said, the word", () => {
+    const decisions = run(SERVICE, [...alternating(12), ...Array(20).fill(true)]);
+    const said = decisions.flatMap((decision) => decision.log.filter((line) => /flap/.test(line.message)));
+    expect(said.map((line) => [line.tag, line.event])).toEqual([
+      ["WARN", "flapping"],
+      ["RECOVERED", undefined],
+    ]);
+    expect(said[0].message).toBe("blog is flapping (4 of 7 probes failed, 6 changes)");
+    expect(said[1].message).toMatch(/^blog no longer flaps \(5 changes in its last 20 probes; flapped for 1\d+m\)$/);
+    // Whatever the last probe said: flapping on a healthy answer and on a failed one alike.
+    expect(decisions[6].next.verdict!.word).toBe("flapping");
+    expect(decisions[7].next.verdict!.word).toBe("flapping");
+    expect(decisions.at(-1)!.next.verdict!.word).toBe("healthy");
+    expect(decisions.at(-1)!.next.flaps).toHaveLength(1);
+    expect(WORDS.flapping).toMatchObject({ calm: false, nagios: 1, up: 1 });
+  });
+});

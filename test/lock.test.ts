@@ -80,7 +80,7 @@ describe("one owner per service: a pass leaves a service to its owner and judges
     }
   }, 60_000);
 
-  test("a restart's verification holds only its service: the next tick (a 1-second cron) judges the others", async () => {
+  test("a verification holds only its service: the next tick of a 1-second cron judges the others", async () => {
     const box = new Sandbox();
     const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
     box.configure({

@@ -4,8 +4,8 @@
 //   ok     200
 //   502    502 Bad Gateway
 //   hang   accepts, never answers (a process hung from its start, or a deadlock)
-//   flap   502 or 200 at random, half and half (a half-broken upstream; random, not by turns, so the
-//          stopwatch's own probes do not choose what tend's see)
+//   flap   502 on every other request (a half-broken upstream), counted apart for the stopwatch's
+//          requests (X-Stopwatch) and everyone else's, so its own probes never choose what tend's see
 //   leak   200, and 4 MiB more resident every 100 ms (seed 004), up to 400 MiB
 import { readFileSync } from "node:fs";
 
@@ -18,6 +18,7 @@ const mode = () => {
   }
 };
 const kept: Buffer[] = [];
+const turns = { stopwatch: 0, others: 0 };
 setInterval(() => {
   if (mode() === "leak" && kept.length < 100) kept.push(Buffer.alloc(4 << 20, 1));
 }, 100);
@@ -25,10 +26,12 @@ Bun.serve({
   port: Number(port),
   hostname: "127.0.0.1",
   idleTimeout: 0,
-  fetch() {
+  fetch(request) {
     const now = mode();
+    const turn = request.headers.has("x-stopwatch") ? "stopwatch" : "others";
     if (now === "hang") return new Promise<Response>(() => {});
-    if (now === "502" || (now === "flap" && Math.random() < 0.5)) return new Response("bad gateway\n", { status: 502 });
+    if (now === "502" || (now === "flap" && turns[turn]++ % 2 === 0))
+      return new Response("bad gateway\n", { status: 502 });
     return new Response("ok\n");
   },
 });

@@ -8,7 +8,7 @@ import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
 import { checkServiceGraph } from "./graph.ts";
 import { isTable, Reader, show, type Table } from "./reader.ts";
-import { BUILTIN_TUNABLES, readService, readTunables, TUNABLE_KEYS } from "./service-table.ts";
+import { BUILTIN_TUNABLES, checkWithin, readService, readTunables, TUNABLE_KEYS } from "./service-table.ts";
 import {
   NOTIFY_FORMATS,
   TELEGRAM_NEEDS_CHAT,
@@ -102,6 +102,7 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
   const defaultsTable = root.sub("defaults");
   if (defaultsTable) {
     readTunables(defaultsTable, defaults);
+    checkWithin(defaultsTable, defaults);
     defaultsTable.finish(Object.keys(TUNABLE_KEYS));
   }
 

@@ -70,6 +70,7 @@ function flattenService(service: ServiceConfig, shown: Shown): Flat {
   const flat: Flat = {
     enabled: service.enabled,
     failures: service.failures,
+    failures_within: service.failuresWithin || service.failures,
     timeout: formatDuration(service.timeoutMs),
     grace: formatDuration(service.graceMs),
     cooldown: formatDuration(service.cooldownMs),

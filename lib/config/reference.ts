@@ -36,6 +36,12 @@ const key = (name: string, type: string, value: string, doc: string): KeyDoc => 
 const TUNABLES: KeyDoc[] = [
   key("timeout", "duration", "5s", "probe timeout; set it above the p99 of normal answers, not in the middle of them"),
   key("failures", "count", "3", "consecutive failed probes before a restart; one success resets the count"),
+  key(
+    "failures_within",
+    "count",
+    "",
+    "N of the last M: a strike counts when `failures` of the last M probes failed; unset: M = N, in a row (at most 20)",
+  ),
   key("grace", "duration", "30s", "after a start, no probing for this long"),
   key("cooldown", "duration", "10m", "at least this long between two restarts of one service (a crash is not held)"),
   key("backoff", "duration", "10s", "after a restart that did not recover: wait this long, doubling each time ..."),

@@ -14,6 +14,7 @@ export const SERVICE_NAME = /^[A-Za-z0-9_@][A-Za-z0-9_.@-]{0,63}$/;
 /** Built-in defaults, overridden by [defaults], then by the service, then (timeout) by the check. */
 export const BUILTIN_TUNABLES: Tunables = {
   failures: 3,
+  failuresWithin: 0,
   timeoutMs: 5_000,
   graceMs: 30_000,
   cooldownMs: 600_000,
@@ -31,6 +32,7 @@ export const BUILTIN_TUNABLES: Tunables = {
 
 export const TUNABLE_KEYS: Record<string, { field: keyof Tunables; kind: "duration" | "count" }> = {
   failures: { field: "failures", kind: "count" },
+  failures_within: { field: "failuresWithin", kind: "count" },
   timeout: { field: "timeoutMs", kind: "duration" },
   grace: { field: "graceMs", kind: "duration" },
   cooldown: { field: "cooldownMs", kind: "duration" },
@@ -64,6 +66,21 @@ export const SERVICE_KEYS = [
 export const BUSY_KEYS = ["port", "log", "fresh", "max"];
 export const MEMORY_KEYS = ["limit", "warn_within", "restart_above"];
 
+/** The probes a strike window may span: those a flapping verdict looks at (FLAP_WINDOW). */
+export const MAX_FAILURES_WITHIN = 20;
+
+/** failures_within = M: at least `failures` (N of the last M), at most the 20 probes tend keeps. */
+export function checkWithin(table: Reader, tunables: Tunables) {
+  const within = tunables.failuresWithin;
+  // Said where the table sets it (a service's `failures` above [defaults] failures_within too).
+  const key = table.has("failures_within") ? "failures_within" : table.has("failures") ? "failures" : null;
+  if (!within || !key) return;
+  if (within < tunables.failures)
+    table.fail(key, `failures_within = ${within} is below failures = ${tunables.failures} (N of the last M: M >= N)`);
+  else if (within > MAX_FAILURES_WITHIN)
+    table.fail(key, `failures_within = ${within} is above ${MAX_FAILURES_WITHIN} (the probes tend keeps per service)`);
+}
+
 export function readTunables(table: Reader, into: Tunables) {
   for (const [key, { field, kind }] of Object.entries(TUNABLE_KEYS)) {
     const value = kind === "duration" ? table.duration(key) : table.integer(key, key === "max_restarts" ? 0 : 1);
@@ -89,6 +106,7 @@ export function readService(
 
   const tunables = { ...defaults };
   readTunables(table, tunables);
+  checkWithin(table, tunables);
   const pidfile = table.string("pidfile");
   const tmux = table.string("tmux");
   const unit = table.string("unit");

@@ -20,6 +20,8 @@ export interface MemoryConfig {
 
 export interface Tunables {
   failures: number;
+  /** monit's "N times within M cycles": a strike is counted when `failures` of the last M probes failed. 0: M = N. */
+  failuresWithin: number;
   timeoutMs: number;
   graceMs: number;
   cooldownMs: number;

@@ -196,6 +196,8 @@ function shiftState(state: ServiceState, step: ClockStep): ServiceState {
     },
     outages: state.outages.map((span) => ({ ...span, from: at(span.from), to: at(span.to) })),
     gaps: state.gaps.map((span) => ({ ...span, from: at(span.from), to: at(span.to) })),
+    flappingSince: maybe(state.flappingSince),
+    flaps: state.flaps?.map((span) => ({ from: at(span.from), to: at(span.to) })),
     lastProbe: state.lastProbe && { ...state.lastProbe, at: at(state.lastProbe.at) },
     latencyLog: samples.length
       ? encodeSamples(samples.map(([when, ...rest]) => [at(when), ...rest] as (typeof samples)[0]))

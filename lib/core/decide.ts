@@ -187,9 +187,11 @@ export function verdictOf(service: ServiceConfig, decision: Decision, now: numbe
     case "skip":
       return verdict(SKIPPED[decision.reason], decision.until);
     case "ok":
-      return verdict(decision.slow ? "slow" : decision.warning ? "warning" : "healthy");
+      return verdict(
+        decision.next.flappingSince ? "flapping" : decision.slow ? "slow" : decision.warning ? "warning" : "healthy",
+      );
     case "strike":
-      return verdict("failing");
+      return verdict(decision.next.flappingSince ? "flapping" : "failing");
     case "busy":
       return verdict("busy");
     case "wait":
@@ -352,11 +354,66 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
 
 /** After probing: ok, busy, wait, strike k/N, restart (at N, busy too long, memory), held, or give up. */
 function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, facts: Facts): Decision {
+  const decision = judgeProbe(service, state, probe, facts);
+  const flap = flapping(service, decision.next, facts.now);
+  return { ...decision, next: flap.next, log: [...decision.log, ...flap.log] } as Decision;
+}
+
+/** Nagios's flap detection: changes of the probe result among the last FLAP_WINDOW probes. */
+export const FLAP_WINDOW = 20;
+const FLAP_CHANGES = 6;
+
+/** Changes between consecutive results ("0101" has 3), and how many failed. */
+export function flapCount(probes: string): { changes: number; failed: number } {
+  let changes = 0;
+  for (let i = 1; i < probes.length; i++) if (probes[i] !== probes[i - 1]) changes++;
+  return { changes, failed: [...probes].filter((result) => result === "0").length };
+}
+
+/**
+ * A service whose result changed at least 6 times in its last 20 probes is flapping, whatever the
+ * last one said: said when the spell begins (🔀 once), and when it ends; the spell is kept for report.
+ */
+function flapping(service: ServiceConfig, state: ServiceState, now: number): Outcome {
+  const probes = state.probes ?? "";
+  const { changes, failed } = flapCount(probes);
+  const flaps = changes >= FLAP_CHANGES;
+  if (flaps && !state.flappingSince) {
+    const message = `${service.name} is flapping (${failed} of ${probes.length} probes failed, ${changes} changes)`;
+    return { next: { ...state, flappingSince: now }, log: [{ tag: "WARN", event: "flapping", message }] };
+  }
+  if (!flaps && state.flappingSince) {
+    const spell = { from: Math.min(state.flappingSince, now), to: now };
+    const message =
+      `${service.name} no longer flaps (${changes} changes in its last ${probes.length} probes; ` +
+      `flapped for ${humanDuration(spell.to - spell.from)})`;
+    const next = { ...state, flappingSince: null, flaps: [...(state.flaps ?? []), spell].slice(-FLAP_HISTORY) };
+    return { next, log: [{ tag: "RECOVERED", message }] };
+  }
+  return { next: state, log: [] };
+}
+const FLAP_HISTORY = 100;
+
+/** failures_within = M (> N): the results since the last restart, at most M; null when M = N (in a row). */
+function strikeWindow(service: ServiceConfig, state: ServiceState, ok: boolean): string | null {
+  const within = service.failuresWithin;
+  if (!within || within <= service.failures) return null;
+  return ((state.strikeWindow ?? "") + (ok ? "1" : "0")).slice(-within);
+}
+
+function judgeProbe(service: ServiceConfig, state: ServiceState, probe: ProbeResult, facts: Facts): Decision {
   const { now } = facts;
-  const recorded = recordProbe(state, probe, now);
+  const window = strikeWindow(service, state, probe.ok);
+  const recorded = {
+    ...recordProbe(state, probe, now, service.check.timeoutMs),
+    ...(window !== null ? { strikeWindow: window } : {}),
+  };
   if (probe.ok) return judgeHealthy(service, { ...recorded, busySince: null }, probe, facts);
 
-  const failing = openOutage(recorded, now, "failing");
+  // Down from the moment the unanswered request was sent, not from when its timeout ran out (never
+  // inside time the watchdog did not see).
+  const sent = Math.max(now - probe.latencyMs, facts.gap?.to ?? 0);
+  const failing = openOutage(recorded, Math.min(sent, now), "failing");
   if (facts.busy?.busy && service.busy) {
     const busySince = state.busySince ?? now;
     if (now - busySince > service.busy.maxMs) {
@@ -391,11 +448,16 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
     const waited = { ...notBusy, outage: notBusy.outage && { ...notBusy.outage, waited: true } };
     return { kind: "wait", reason: facts.waitReason, next: waited, log: [{ tag: "WAIT", message }] };
   }
-  const strikes = Math.min(state.strikes + 1, service.failures);
+  // N in a row (one success resets), or with failures_within = M: N of the last M probes failed.
+  const strikes = Math.min(
+    window === null ? state.strikes + 1 : [...window].filter((result) => result === "0").length,
+    service.failures,
+  );
   const next = { ...notBusy, strikes };
+  const within = window === null ? "" : ` within the last ${service.failuresWithin} probes`;
   const warn: LogLine = {
     tag: "WARN",
-    message: `${service.name} failed health check (${probe.detail}, failure ${strikes}/${service.failures})`,
+    message: `${service.name} failed health check (${probe.detail}, failure ${strikes}/${service.failures}${within})`,
   };
   if (strikes < service.failures) return { kind: "strike", next, log: [warn] };
   return restartOrHold({
@@ -612,6 +674,11 @@ export interface RestartOutcome {
   lastProbe: ProbeResult | null;
   /** The restarted process exited during verification, this long after the restart: FAILED at once. */
   exitedAfterMs?: number;
+  /**
+   * When the probe that answered was made: the outage ends there, not when the verification
+   * finished looking (a process tend started is looked at again a second after its start).
+   */
+  answeredAt?: number;
 }
 
 export interface Verified extends Outcome {
@@ -639,6 +706,7 @@ export function beginRestart(
     restartTimes: towardLimit ? [...windowed, at] : windowed,
     lastRestartAt: at,
     startedAt: at,
+    strikeWindow: "", // failures before a restart never count toward the next one
     restarting: {
       at,
       until: at + service.verifyTimeoutMs,
@@ -663,7 +731,9 @@ export function recordRestart(
     ...(state.restarting ? state : beginRestart(service, state, "restart", startedAt, [], { towardLimit })),
     restarting: null,
   };
-  if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
+  const answeredAt = Math.min(outcome.answeredAt ?? now, now);
+  if (outcome.lastProbe)
+    next = recordProbe(next, outcome.lastProbe, outcome.recovered ? answeredAt : now, service.check.timeoutMs);
   if (outcome.recovered) {
     const ok = {
       ...remember(next, { at: now, what: "recovered" }),
@@ -672,7 +742,7 @@ export function recordRestart(
       failedInRow: 0,
       backoffUntil: null,
     };
-    const closed = closeOutage(service, ok, outcome.lastProbe!, now, false);
+    const closed = closeOutage(service, ok, outcome.lastProbe!, answeredAt, false);
     const message = `${service.name} recovered ${humanDuration(outcome.elapsedMs)} after restart (${outcome.detail})`;
     return {
       recovered: true,
@@ -707,7 +777,7 @@ export function recordStart(
 ): Verified {
   let next: ServiceState = { ...state, startedAt };
   const start = afterReboot ? "its start after the reboot" : "its first start";
-  if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now);
+  if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now, service.check.timeoutMs);
   if (outcome.recovered)
     return { recovered: true, next: { ...next, verdict: verified("healthy", "started", null, now) }, log: [] };
   const what = !outcome.issued
@@ -750,21 +820,23 @@ const verified = (word: StateWord, reason: string, until: number | null, at: num
   at,
 });
 
-function recordProbe(state: ServiceState, probe: ProbeResult, now: number): ServiceState {
+function recordProbe(state: ServiceState, probe: ProbeResult, now: number, timeoutMs: number): ServiceState {
   // A sample that did not time out leaves the flag out: a thousand of them are in every state write.
+  // One that did keeps the timeout that cut it: "more than 5s", never the latency of a later timeout.
   const sample: LatencySample = probe.timedOut
-    ? [now, probe.latencyMs, probe.ok ? 1 : 0, 1]
+    ? [now, probe.latencyMs, probe.ok ? 1 : 0, 1, timeoutMs]
     : [now, probe.latencyMs, probe.ok ? 1 : 0];
   const latencies = appendSample(state.latencyLog, state.latencyCount, sample, LATENCY_HISTORY);
   const lastProbe = { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs };
   const expiry = probe.certExpiresAt !== undefined ? { certExpiresAt: probe.certExpiresAt } : {};
-  if (!probe.ok) return { ...state, ...latencies, lastProbe, ...expiry };
+  const probes = ((state.probes ?? "") + (probe.ok ? "1" : "0")).slice(-FLAP_WINDOW);
+  if (!probe.ok) return { ...state, ...latencies, lastProbe, ...expiry, probes };
   const healthy = {
     lastHealthyAt: now,
     firstHealthyAt: state.firstHealthyAt ?? now,
     checkWarning: probe.warning ?? null,
   };
-  return { ...state, ...latencies, lastProbe, ...healthy, ...expiry };
+  return { ...state, ...latencies, lastProbe, ...healthy, ...expiry, probes };
 }
 
 function openOutage(state: ServiceState, now: number, reason: string): ServiceState {

@@ -20,6 +20,7 @@ export const EVENTS = {
   slow: { emoji: "🐢", priority: "default", title: "NAME is slow" },
   reminder: { emoji: "🔔", priority: "high", title: "NAME is still down" },
   "plugin-warning": { emoji: "🟠", priority: "high", title: "NAME warns" },
+  flapping: { emoji: "🔀", priority: "high", title: "NAME is flapping" },
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 

@@ -1,6 +1,7 @@
 import type { LatencySample } from "./state.ts";
 
-// The latency history is one string, "at,ms,ok[,1]" per sample (1: it timed out), oldest first,
+// The latency history is one string, "at,ms,ok[,1,cut]" per sample (1: it timed out, under the timeout
+// `cut`), oldest first,
 // space-separated. A pass reads and rewrites every service's state file: 1,000 samples as JSON
 // arrays are 4,000 numbers to parse and print each time (milliseconds per pass on a phone); as a
 // string they cost JSON next to nothing. Only stats and the page decode it.
@@ -24,12 +25,12 @@ export function appendSample(
   return { latencyLog: kept === "" ? entry : `${kept} ${entry}`, latencyCount: keptCount + 1 };
 }
 
-/** The samples a log holds; an entry that is not four or three numbers is skipped. */
+/** The samples a log holds; an entry that is not three to five numbers is skipped. */
 export function parseSamples(log: string): LatencySample[] {
   const samples: LatencySample[] = [];
   for (const entry of log.split(" ")) {
     const fields = entry.split(",").map(Number);
-    if ((fields.length === 3 || fields.length === 4) && fields.every(Number.isFinite))
+    if (fields.length >= 3 && fields.length <= 5 && fields.every(Number.isFinite))
       samples.push(fields as LatencySample);
   }
   return samples;

@@ -108,6 +108,14 @@ export interface ServiceState {
    * and the next pass finishes its story: the ⚠️ it owes, the verification until the same deadline.
    */
   restarting?: PendingRestart | null;
+  /** The last FLAP_WINDOW probe results, oldest first: "1" answered, "0" failed (flapping, failures_within). */
+  probes?: string;
+  /** failures_within = M > N: the results since the last restart, at most M (a strike: N of them failed). */
+  strikeWindow?: string;
+  /** A flapping spell open now (6 or more changes in the last 20 probes): since when. */
+  flappingSince?: number | null;
+  /** Flapping spells that ended, newest last (report and the page show them). */
+  flaps?: { from: number; to: number }[];
 }
 
 export interface PendingRestart {
@@ -151,7 +159,8 @@ export interface GapRecord {
 }
 export const EVENT_HISTORY = 1000;
 
-export type LatencySample = [at: number, latencyMs: number, ok: number, timedOut?: number];
+/** timedOut 1: no answer within `cutMs`, the timeout in force then (older samples: their latency). */
+export type LatencySample = [at: number, latencyMs: number, ok: number, timedOut?: number, cutMs?: number];
 export interface HistoryEntry {
   at: number;
   what: "restart" | "recovered" | "failed" | "auto-restart";
@@ -278,6 +287,7 @@ const TIMES = [
   "remindedAt",
   "givenUpAt",
   "certExpiresAt",
+  "flappingSince",
 ];
 const isTime = (value: unknown) => typeof value === "number" && Number.isFinite(value);
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -316,7 +326,10 @@ function wrongShape(record: Record<string, unknown>): string | null {
       !Array.isArray(pending.owed))
   )
     return bad("restarting");
-  for (const key of ["outages", "gaps"]) {
+  for (const key of ["probes", "strikeWindow"])
+    if (record[key] !== undefined && (typeof record[key] !== "string" || !/^[01]*$/.test(record[key] as string)))
+      return bad(key);
+  for (const key of ["outages", "gaps", "flaps"]) {
     const spans = record[key];
     if (Array.isArray(spans) && !spans.every((span) => isRecord(span) && isTime(span.from) && isTime(span.to)))
       return `${key} holds an entry that is not {from, to}`;
@@ -345,6 +358,8 @@ const OBSERVATIONS = new Set<string>([
   "certExpiresAt",
   "rss",
   "watch",
+  "probes",
+  "strikeWindow",
 ]);
 
 /** Whether `next` differs from `previous` only in observations (strikes, outages, restarts, events: no). */

@@ -134,6 +134,8 @@ interface Seen {
   last: ProbeResult | null;
   /** The restarted process exited during verification, this long after the restart. */
   exitedAfterMs?: number;
+  /** When the probe that answered was made. */
+  answeredAt?: number;
   current?: MainProcess | null;
 }
 
@@ -161,6 +163,7 @@ async function verify(
     // Only evidence produced after the restart counts: a log the old process wrote is not an answer.
     last = await probe(service.check, { ...probeContext(current), since: startedAt });
     if (last.ok) {
+      const answeredAt = now();
       // ... and from a process that is still there: one that answered and died at once did not recover.
       // A process tend started is looked at again a second after its start: `sh -c 'exit 3'` is
       // "running" for the first milliseconds.
@@ -169,7 +172,7 @@ async function verify(
         await sleep(Math.min(settleMs, Math.max(0, deadline - now())));
       const after = await mainProcess(service, state);
       if (gone(after, true)) return { issued: true, detail: after!.detail, last, exitedAfterMs: now() - startedAt };
-      return { issued: true, recovered: true, detail: last.detail, last, current: after ?? current };
+      return { issued: true, recovered: true, detail: last.detail, last, current: after ?? current, answeredAt };
     }
     detail = `last probe: ${last.detail}`;
     if (now() >= deadline) return { issued: true, detail, last };
@@ -195,11 +198,12 @@ function settle(
   const result = {
     issued: seen.issued,
     recovered: seen.recovered === true,
-    elapsedMs: now() - startedAt,
+    elapsedMs: (seen.answeredAt ?? now()) - startedAt,
     detail: seen.detail,
     full: seen.issued ? undefined : restart?.full,
     lastProbe: seen.last,
     exitedAfterMs: seen.exitedAfterMs,
+    answeredAt: seen.answeredAt,
   };
   return first
     ? recordStart(service, next, result, startedAt, now(), { afterReboot: how === "boot" })

@@ -94,7 +94,10 @@ function availabilityWords(report: ServiceReport, window: Report, span: string):
   const noData = share > 0 && share < 0.01 ? "<1" : share < 1 && share > 0.99 ? ">99" : String(Math.round(share * 100));
   return (
     `${span}: ${available} of the ${humanDuration(report.observed_s * 1000)} observed (no data ${noData}%), ` +
-    `${counted(report.outages, "outage")}, downtime ${humanDuration(report.downtime_s * 1000)}`
+    `${counted(report.outages, "outage")}, downtime ${humanDuration(report.downtime_s * 1000)}` +
+    (report.flapping_spells
+      ? `, flapping ${counted(report.flapping_spells, "spell")} (${humanDuration(report.flapping_s * 1000)})`
+      : "")
   );
 }
 

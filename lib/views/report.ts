@@ -2,6 +2,7 @@ import { watchedServices } from "./watched.ts";
 import { coveredBy, mergeSpans, overlap, type Span } from "../core/spans.ts";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
+import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
 import type { ServiceState } from "../core/state.ts";
@@ -24,6 +25,9 @@ export interface ServiceReport {
   recoveries_failed: number;
   /** Mean time to recovery: the mean length of the outages that ended in the window. */
   mttr_s: number | null;
+  /** Flapping spells (6+ changes in 20 probes) that touch the window, and their time in it. */
+  flapping_spells: number;
+  flapping_s: number;
   timeline: Cell[];
 }
 
@@ -45,10 +49,17 @@ export function buildReport(
   now = Date.now(),
   cells = 48,
   read: StateReader = stateReader(config.watchdog.stateDir),
+  names: string[] = [],
 ): Report {
-  const rows = watchedServices(config, read).map((service) =>
-    serviceReport(service.name, read(service.name), sinceMs, now, cells),
-  );
+  const all = watchedServices(config, read);
+  const unknown = names.filter((name) => !all.some((service) => service.name === name));
+  if (unknown.length)
+    throw usageError(
+      `no such service: ${unknown.join(", ")} (configured: ${all.map((s) => s.name).join(", ") || "none"})`,
+    );
+  const rows = all
+    .filter((service) => !names.length || names.includes(service.name))
+    .map((service) => serviceReport(service.name, read(service.name), sinceMs, now, cells));
   return reportOf(rows, sinceMs, now, cells);
 }
 
@@ -123,10 +134,22 @@ export function serviceReport(
     auto_restarts: count("auto-restart"),
     recoveries_ok: count("recovered"),
     recoveries_failed: count("failed"),
+    ...flappingIn(state, window),
     mttr_s: ended.length
       ? Math.round(ended.reduce((sum, outage) => sum + (outage.to - outage.from), 0) / ended.length / 1000)
       : null,
     timeline,
+  };
+}
+
+/** The flapping spells recorded (and one open now) inside the window. */
+function flappingIn(state: ServiceState, window: Span): { flapping_spells: number; flapping_s: number } {
+  const spells: Span[] = (state.flaps ?? []).map(({ from, to }) => [from, to]);
+  if (state.flappingSince) spells.push([state.flappingSince, window[1]]);
+  const inside = spells.filter(([from, to]) => to >= window[0] && from <= window[1]);
+  return {
+    flapping_spells: inside.length,
+    flapping_s: Math.round(coveredBy(mergeSpans(inside, window), window) / 1000),
   };
 }
 
@@ -145,6 +168,7 @@ export function renderReport(report: Report, { paint, pictures }: { paint: Paint
     "AUTO",
     "RECOVERIES",
     "MTTR",
+    "FLAPPING",
   ];
   const windowS = (Date.parse(report.until) - Date.parse(report.since)) / 1000;
   const rows = report.services.map((s) => [
@@ -158,6 +182,7 @@ export function renderReport(report: Report, { paint, pictures }: { paint: Paint
     String(s.auto_restarts),
     `${s.recoveries_ok} ok/${s.recoveries_failed} failed`,
     s.mttr_s === null ? "-" : humanDuration(s.mttr_s * 1000),
+    s.flapping_spells ? `${s.flapping_spells} (${humanDuration(s.flapping_s * 1000)})` : "-",
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) =>

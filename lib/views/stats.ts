@@ -31,6 +31,9 @@ export interface ServiceStats {
   histogram: [number, number][];
 }
 
+/** Fewer samples than this under the current timeout, beside probes a shorter one cut: no advice yet. */
+const MIN_ADVICE_SAMPLES = 20;
+
 /** Nearest-rank percentile of sorted values. */
 export function percentile(sorted: number[], p: number): number | null {
   if (!sorted.length) return null;
@@ -69,17 +72,33 @@ export function serviceStats(
   const inHang = ([at]: LatencySample) => inSpans(hangs, at);
   const latencies = samples.filter((sample) => !inHang(sample));
   const hangProbes = samples.length - latencies.length;
-  const values = latencies.map(([, ms, , timedOut]) => (timedOut ? Math.max(ms, timeoutMs) : ms)).sort((a, b) => a - b);
+  // A probe cut by a timeout is "more than" that timeout (the one in force then), never a latency of
+  // the timeout in force now: raising the timeout as advised must never make the advice climb.
+  const cutAt = ([, ms, , , cut]: LatencySample) => cut ?? ms;
+  const valueOf = (sample: LatencySample) => (sample[3] ? cutAt(sample) : sample[1]);
+  const values = latencies.map(valueOf).sort((a, b) => a - b);
   const timeouts = latencies.filter(([, , , timedOut]) => timedOut).length;
   const p99 = percentile(values, 99);
   const max = values.at(-1) ?? null;
+  // Advice rests only on what the current timeout would have seen: not on probes a shorter one cut.
+  const shorterCut = (sample: LatencySample) => sample[3] === 1 && cutAt(sample) < timeoutMs * 0.99;
+  const advisable = latencies.filter((sample) => !shorterCut(sample));
+  const cutShorter = latencies.length - advisable.length;
+  const basis = advisable.map(valueOf).sort((a, b) => a - b);
+  const basisTimeouts = advisable.filter(([, , , timedOut]) => timedOut).length;
+  const basisP99 = percentile(basis, 99);
+  const basisMax = basis.at(-1) ?? null;
   let warning: string | null = null;
   let suggested: number | null = null;
-  if (p99 !== null && max !== null && (p99 >= timeoutMs || timeouts / values.length > 0.01)) {
-    suggested = suggest(p99, max);
+  if (cutShorter && basis.length < MIN_ADVICE_SAMPLES) {
+    warning =
+      `${service.name}: not enough samples under the current timeout ${humanDuration(timeoutMs)} ` +
+      `(${basis.length}; ${counted(cutShorter, "probe")} cut by a shorter one say only "more than" it)`;
+  } else if (basisP99 !== null && basisMax !== null && (basisP99 >= timeoutMs || basisTimeouts / basis.length > 0.01)) {
+    suggested = suggest(basisP99, basisMax);
     warning =
       `${service.name}: timeout ${humanDuration(timeoutMs)} is below the observed p99 ` +
-      `(${timeouts} of ${counted(values.length, "probe")} timed out): it cuts into normal latency; ` +
+      `(${basisTimeouts} of ${counted(basis.length, "probe")} timed out): it cuts into normal latency; ` +
       `consider timeout = "${suggested / 1000}s" and failures >= 3`;
   }
   const top = Math.max(timeoutMs * 1.25, max ?? 0, 1);

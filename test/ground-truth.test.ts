@@ -1,0 +1,22 @@
+// The ground-truth harness's short seed (make truth runs the long ones): real services, a stopwatch
+// probing them ten times as often as tend, a seeded schedule of kills, freezes, 502 spells, a hang
+// from the start, a leak, a flapping upstream, a receiver answering 500 and passes killed by SIGTERM
+// or SIGKILL; then downtime.log, report, status, the state's counts and the notifications the receiver
+// got are held to what happened (bench/truth.ts). A disagreement prints the schedule to replay.
+import { expect, test } from "bun:test";
+import { describeFault, runSeed } from "../bench/truth.ts";
+
+for (const mode of ["cron", "loop"] as const) {
+  const watch = mode === "cron" ? "cron-like passes" : "the loop";
+  test(`ground truth, seed 7 under ${watch}: every view agrees with the stopwatch`, async () => {
+    const result = await runSeed({ seed: 7, mode, faultSeconds: 30, keep: true, say: console.log });
+    if (result.disagreements.length) {
+      console.log(`replay: make truth SEED=7 MODE=${mode}`);
+      for (const fault of result.faults) console.log(`  ${describeFault(fault)}`);
+    }
+    expect(result.disagreements).toEqual([]);
+    // It saw something worth comparing: outages on both sides, restarts, messages.
+    expect(result.counts.truthOutages).toBeGreaterThan(3);
+    expect(result.counts.restarts).toBeGreaterThan(2);
+  }, 180_000);
+}
