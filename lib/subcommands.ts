@@ -1,4 +1,7 @@
 import { homedir } from "node:os";
+import { LiveConfig } from "./config/live.ts";
+import { Logger } from "./state/logger.ts";
+import { localStamp } from "./core/time.ts";
 import { durationFlag, paintFor, type Args } from "./cli.ts";
 import type { Config } from "./config/types.ts";
 import { usageError } from "./core/errors.ts";
@@ -44,9 +47,27 @@ const operation = (kind: "restart" | "stop" | "start"): Subcommand => ({
 });
 
 /** `watchdog serve` / `run --serve`: listening, and saying where. */
-async function serveFor(args: Args, config: Config, io: Io) {
+/**
+ * `serve`, or `run --serve` (then the loop looks at the configuration file and this server shows what
+ * the loop loaded); alone, it looks itself and says an invalid edit once in the watchdog log.
+ */
+async function serveFor(args: Args, config: Config, io: Io, loop: LiveConfig | null = null) {
   const { startServer } = await import("./views/serve.ts");
-  const serving = startServer(config, args.listen ?? config.serve.listen);
+  const live = loop ?? new LiveConfig(config, io.env);
+  const logger = new Logger(config.watchdog.log, () => {}, Date.now, config.watchdog.rotation);
+  const current = loop
+    ? () => loop.config
+    : () => {
+        const { config: latest, broken } = live.refresh();
+        if (broken)
+          logger.write(
+            "ERROR",
+            `configuration: ${broken.split("\n").join("; ")} — still serving with the configuration loaded at ` +
+              localStamp(new Date(live.loadedAt)),
+          );
+        return latest;
+      };
+  const serving = startServer(config, args.listen ?? config.serve.listen, current);
   io.out(`serving ${serving.url} (${config.serve.token ? "token required" : "loopback only, no token"})`);
   return serving;
 }
@@ -81,9 +102,10 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       const intervalMs = durationFlag("interval", args.interval) ?? config.watchdog.intervalMs;
       await lean.becomeLean(io.env); // re-executes itself (same argv): before any socket is open
       lean.normalJitPolicy();
-      const serving = args.serve || args.listen ? await serveFor(args, config, io) : null;
+      const live = new LiveConfig(config, io.env);
+      const serving = args.serve || args.listen ? await serveFor(args, config, io, live) : null;
       try {
-        return await runLoop({ config, intervalMs, echo: io.out, env: io.env });
+        return await runLoop({ config, intervalMs, echo: io.out, env: io.env, live });
       } finally {
         serving?.stop();
       }

@@ -293,6 +293,20 @@ const ROWS: Row[] = [
     strikes: 3,
   },
   {
+    name: "another user's process (hidepid): at N no restart, not counted; FAILED, 🚨 once, down",
+    service: { pidfile: "/x.pid", restart: { kind: "spawn", argv: ["web"], cwd: null, env: {}, output: "/x.out" } },
+    state: { strikes: 2 },
+    facts: {
+      process: { running: true, startedAt: null, detail: "pid 42 runs as another user (not visible)", hidden: true },
+    },
+    probe: TIMEOUT,
+    kind: "held",
+    word: "down",
+    tags: ["WARN", "FAILED"],
+    events: [undefined, "failed"],
+    next: { restartsTotal: 0 },
+  },
+  {
     name: "given-up holds the restart",
     state: { strikes: 3, givenUp: true },
     probe: TIMEOUT,

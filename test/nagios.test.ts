@@ -2,7 +2,7 @@
 // check_http against local servers, check_disk on a tmpfs the test mounts and fills; and
 // `watchdog status --nagios` run as Nagios/Icinga run a check (exit code, one line, perfdata).
 import { afterEach, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, Sandbox } from "./helpers.ts";
 
@@ -91,10 +91,13 @@ test("watchdog status --nagios, run as Nagios runs a check: exit 0/1/2, one line
   const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok", answer) });
   cleanups.push(() => web.stop(true));
   box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n` +
+    `[watchdog]\nstate_dir = "${box.state}"\nmetrics_file = "${join(box.dir, "tend.prom")}"\n` +
       service("web", [`${PLUGINS}/check_tcp`, "-H", "127.0.0.1", "-p", String(web.port)]),
   );
   await box.tend(["watchdog"]);
+  // Every perfdata the plugin gave is passed on: in /metrics, and on --nagios's line under the service.
+  const metricsFile = readFileSync(join(box.dir, "tend.prom"), "utf8");
+  expect(metricsFile).toMatch(/^tend_plugin_perfdata\{service="web",label="time",uom="s"\} [\d.e-]+$/m);
   // As Nagios does: the exit code is the state, stdout's first line the text, perfdata after |.
   const asNagios = async () => {
     const run = await box.tend(["watchdog", "status", "--nagios"]);
@@ -113,6 +116,8 @@ test("watchdog status --nagios, run as Nagios runs a check: exit 0/1/2, one line
   expect(ok.lines).toBe(1);
   expect(ok.text).toStartWith("TEND OK");
   expect(Object.keys(ok.metrics).length).toBeGreaterThan(0);
+  // check_tcp's own `time=0.000123s;;;0.000000;10.000000`, thresholds as it gave them.
+  expect(ok.metrics.web_time).toMatch(/^[\d.e-]+s;;;0(\.0+)?;10(\.0+)?$/);
   web.stop(true);
   await box.tend(["watchdog"]);
   const critical = await asNagios();

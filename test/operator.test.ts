@@ -54,6 +54,8 @@ test("restart: verified, notified, ignores given-up and backoff, not counted tow
   await waitFor(() => !alive(first), 5000, "the old process gone");
   const after = box.stateOf("web");
   expect(after).toMatchObject({ restartsTotal: 1, restartTimes: [], givenUp: false, recoveriesOk: 1 });
+  // LAST EVENT is what happened last: the RECOVERED, not the RESTART before it.
+  expect(after.lastEvent).toMatchObject({ tag: "RECOVERED", message: expect.stringMatching(/^web recovered/) });
   await waitFor(() => hook.bodies.some((body) => body.startsWith("⚠️ web: manual restart")), 5000, "⚠️");
   hook.server.stop(true);
 }, 30_000);

@@ -107,9 +107,12 @@ spawn = ["bun", "${SERVER}", "${port}"]
   stops.push(() => server.kill("SIGCONT")); // a Subprocess: no throw if it is gone already
   for (let pass = 0; pass < 3; pass++) await box.tendRun(["watchdog"]);
   expect(log()).toContain("failure 3/3");
-  expect(log()).toMatch(
-    /\[FAILED\] api could not be restarted \(pid \d+ runs as another user \(not visible\): tend cannot stop it/,
-  );
+  // Not a restart: not counted, no RESTART, no ⚠️; down, said once.
+  expect(
+    log().match(/\[FAILED\] api cannot be restarted by tend \(pid \d+ runs as another user \(not visible\)\)/g),
+  ).toHaveLength(1);
+  expect(log()).not.toContain("[RESTART]");
+  expect(stateOf("api")).toMatchObject({ restartsTotal: 0, verdict: { word: "down" } });
   const listening = Bun.spawnSync(["ss", "-Hltn", `sport = :${port}`])
     .stdout.toString()
     .trim()

@@ -592,3 +592,24 @@ test("given_up_retry and remind_every: a given-up service is tried once every D,
   expect(receiver.received.slice(before)).toEqual(["🔔 api is still down after 3h (given up)"]);
   expect((await box.tend(["watchdog"])).stdout).not.toContain("still down"); // not again within the hour
 });
+
+test("a pass running now (its probes slow) is the watchdog running: status does not call it stale", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  box.writeConfig(serviceConfig(url, { watchdog: 'interval = "1s"' }).replace('timeout = "1s"', 'timeout = "10s"'));
+  await box.tend(["watchdog"]);
+  ageHeartbeat(box.state, Date.now() - 60_000); // its last pass a minute ago: stale by 2 x 1s + 30s
+  expect((await json(["watchdog", "status", "--json", "--cached"])).report.watchdog.stale).toBe(true);
+  control.delayMs = 4000; // the next pass waits on its probe
+  const pass = Bun.spawn([TEND, "watchdog"], { env: box.env(), stdout: "ignore" });
+  box.track(pass.pid);
+  await waitFor(() => box.read("watchdog.lock").startsWith("pass pid "), 5000, "the pass's record");
+  const { report } = await json(["watchdog", "status", "--json", "--cached"]);
+  expect(report.watchdog).toMatchObject({ stale: false, running_pass: pass.pid });
+  expect((await box.tend(["watchdog", "status", "--cached"])).stdout).toContain(
+    `(a pass is running now: pid ${pass.pid})`,
+  );
+  await pass.exited;
+  expect((await json(["watchdog", "status", "--json", "--cached"])).report.watchdog.running_pass).toBeUndefined();
+}, 30_000);

@@ -19,6 +19,8 @@ export interface ProbeResult {
   timedOut: boolean;
   /** The HTTP status of the answer (http checks); null: no answer. */
   status?: number | null;
+  /** A plugin's perfdata (check.nagios), every item as it gave it. */
+  perfdata?: Perfdata[];
   /** Healthy, but worth a warning without a strike (a certificate that expires soon). */
   warning?: string | null;
   /** A TLS check's peer certificate: when it expires (epoch ms), for tend_tls_cert_expiry_timestamp_seconds. */
@@ -74,4 +76,15 @@ export function stopwatch() {
     ...extra,
     latencyMs: Math.round(performance.now() - started),
   });
+}
+
+/** One perfdata item of a plugin's answer: `label=value[uom];warn;crit;min;max` (the thresholds as given). */
+export interface Perfdata {
+  label: string;
+  value: number;
+  uom: string;
+  warn: string;
+  crit: string;
+  min: string;
+  max: string;
 }

@@ -1,7 +1,7 @@
 import { humanDuration } from "../core/duration.ts";
 import { runCommand } from "../os/run.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { defineCheck, stopwatch } from "./kind.ts";
+import { defineCheck, stopwatch, type Perfdata } from "./kind.ts";
 
 export type NagiosCheck = {
   kind: "nagios";
@@ -27,6 +27,29 @@ export function perfdataLatencyMs(stdout: string): number | null {
 
 const STATES = ["OK", "WARNING", "CRITICAL", "UNKNOWN"];
 
+/** At most this many perfdata items are kept from one answer (a plugin's output is outside text). */
+const PERFDATA_LIMIT = 32;
+
+/**
+ * Every perfdata item of the plugin's first line (the Nagios plugin guidelines: `'label'=value[UOM];
+ * [warn];[crit];[min];[max]`, space-separated, a label quoted when it holds spaces): kept as given.
+ */
+export function parsePerfdata(stdout: string): Perfdata[] {
+  const text = stdout.split("\n")[0].split("|").slice(1).join("|");
+  const items: Perfdata[] = [];
+  for (const match of text.matchAll(
+    /('(?:[^']|'')+'|[^\s=']+)=(-?[\d.]+(?:[eE][-+]?\d+)?)([a-zA-Z%]*)((?:;[^;\s]*){0,4})/g,
+  )) {
+    const label = oneLine(match[1].replace(/^'|'$/g, "").replaceAll("''", "'"), 64);
+    const value = Number(match[2]);
+    if (!Number.isFinite(value) || !label) continue;
+    const [warn = "", crit = "", min = "", max = ""] = match[4].split(";").slice(1);
+    items.push({ label, value, uom: oneLine(match[3], 8), warn, crit, min, max });
+    if (items.length >= PERFDATA_LIMIT) break;
+  }
+  return items;
+}
+
 /**
  * A monitoring-plugins / Nagios plugin, run without a shell: exit 0 healthy, 1 WARNING (healthy,
  * with a warning: a WARN line and 🟠 at most daily, no strike), 2 CRITICAL and 3 UNKNOWN fail. The
@@ -49,8 +72,10 @@ export const nagios = defineCheck<NagiosCheck>({
     const code = result.exitCode ?? 3;
     const seen = finish(code === 0 || code === 1, code in STATES ? said : `exit ${code} (not a plugin's 0-3): ${said}`);
     const latency = perfdataLatencyMs(result.stdout);
+    const perfdata = parsePerfdata(result.stdout);
     return {
       ...seen,
+      ...(perfdata.length ? { perfdata } : {}),
       ...(latency !== null ? { latencyMs: latency } : {}),
       ...(code === 1 ? { warning: said, warningEvent: "plugin-warning" as const } : {}),
     };

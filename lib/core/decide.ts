@@ -31,6 +31,11 @@ export interface Facts {
     supervised?: boolean;
     /** The source cannot say (a pidfile that is not a PID): not gone, so never started beside it. */
     unreadable?: boolean;
+    /**
+     * Alive but another user's (Android's hidepid), and the restart would have to stop it: tend
+     * cannot, so it cannot restart the service.
+     */
+    hidden?: boolean;
   } | null;
   /** Set when a restart cannot help: a dependency is failing, a required name does not resolve. */
   waitReason: string | null;
@@ -573,6 +578,11 @@ function holdOf({ service, state, facts, reason }: RestartWanted): Hold | null {
   if (facts.unit?.activeState === "failed") {
     return { hold: `${facts.unit.name} is failed (systemd's start limit is respected)`, until: null, word: "down" };
   }
+  // A process tend cannot see cannot be stopped: a restart would start a second copy beside it. Not a
+  // restart at all (not counted, no ⚠️): the service is down and tend says it cannot help.
+  if (facts.process?.hidden) {
+    return { hold: `cannot be restarted by tend (${facts.process.detail})`, until: null, word: "down" };
+  }
   if (state.givenUp && !givenUpRetryDue(service, state, now)) {
     const retryAt = service.givenUpRetryMs ? givenUpFrom(state, now) + service.givenUpRetryMs : null;
     const hold = retryAt ? `given up (tried again at ${clock(retryAt)})` : "given up (watchdog reset to retry)";
@@ -643,6 +653,10 @@ function heldLog({ service, state, facts, before = [], detail, why, reason }: Re
     : [{ tag: "WARN", message: `${why}; not restarting: ${held.hold}` }];
   // A failed unit said its own 🚨 when it failed (observe).
   if (held.word === "given-up" || state.outage?.notified || facts.unit?.activeState === "failed") return said;
+  if (facts.process?.hidden && held.hold.startsWith("cannot be restarted")) {
+    const message = `${service.name} ${held.hold}`;
+    return [...said, { tag: "FAILED", event: "failed", message }];
+  }
   const what =
     reason === "crash"
       ? `not running: ${detail}`
@@ -827,7 +841,13 @@ function recordProbe(state: ServiceState, probe: ProbeResult, now: number, timeo
     ? [now, probe.latencyMs, probe.ok ? 1 : 0, 1, timeoutMs]
     : [now, probe.latencyMs, probe.ok ? 1 : 0];
   const latencies = appendSample(state.latencyLog, state.latencyCount, sample, LATENCY_HISTORY);
-  const lastProbe = { at: now, ok: probe.ok, detail: probe.detail, latencyMs: probe.latencyMs };
+  const lastProbe = {
+    at: now,
+    ok: probe.ok,
+    detail: probe.detail,
+    latencyMs: probe.latencyMs,
+    ...(probe.perfdata?.length ? { perfdata: probe.perfdata } : {}),
+  };
   const expiry = probe.certExpiresAt !== undefined ? { certExpiresAt: probe.certExpiresAt } : {};
   const probes = ((state.probes ?? "") + (probe.ok ? "1" : "0")).slice(-FLAP_WINDOW);
   if (!probe.ok) return { ...state, ...latencies, lastProbe, ...expiry, probes };

@@ -21,6 +21,7 @@ export const EVENTS = {
   reminder: { emoji: "🔔", priority: "high", title: "NAME is still down" },
   "plugin-warning": { emoji: "🟠", priority: "high", title: "NAME warns" },
   flapping: { emoji: "🔀", priority: "high", title: "NAME is flapping" },
+  configuration: { emoji: "🛠️", priority: "high", title: "tend's configuration on HOST is invalid" },
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 

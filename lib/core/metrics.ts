@@ -16,6 +16,7 @@ const METRICS = [
   ["tend_probe_duration_seconds", "gauge", "duration of the last probe"],
   ["tend_service_auto_restarts_total", "counter", "restarts systemd did on its own (NRestarts increases)"],
   ["tend_tls_cert_expiry_timestamp_seconds", "gauge", "unix time the TLS check's peer certificate expires"],
+  ["tend_plugin_perfdata", "gauge", "each perfdata item a check.nagios plugin gave in its last answer"],
   ["tend_last_pass_timestamp_seconds", "gauge", "unix time of the last completed watchdog pass"],
 ] as const;
 
@@ -46,6 +47,10 @@ export function renderMetrics(
         `tend_probe_duration_seconds{${service}} ${state.lastProbe.latencyMs / 1000}`,
       );
     samples.tend_service_auto_restarts_total.push(`tend_service_auto_restarts_total{${service}} ${state.autoRestarts}`);
+    for (const item of state.lastProbe?.perfdata ?? [])
+      samples.tend_plugin_perfdata.push(
+        `tend_plugin_perfdata{${service},label="${label(item.label)}",uom="${label(item.uom)}"} ${item.value}`,
+      );
     if (typeof state.certExpiresAt === "number")
       samples.tend_tls_cert_expiry_timestamp_seconds.push(
         `tend_tls_cert_expiry_timestamp_seconds{${service}} ${Math.floor(state.certExpiresAt / 1000)}`,

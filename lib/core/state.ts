@@ -7,6 +7,8 @@ export interface ProbeRecord {
   ok: boolean;
   detail: string;
   latencyMs: number;
+  /** A plugin's perfdata items, as it gave them (status --nagios and /metrics pass them on). */
+  perfdata?: { label: string; value: number; uom: string; warn: string; crit: string; min: string; max: string }[];
 }
 
 export interface EventRecord {

@@ -1,4 +1,5 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
+import { withEvent } from "../core/state.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import type { LogLine } from "../core/events.ts";
 import { eventMessage, sendEvents } from "../notify/alert.ts";
@@ -92,14 +93,17 @@ export async function operate(
       const how = operation === "start" ? "operator-start" : "manual";
       if (operation === "restart") notify({ tag: "RESTART", event: "restart", message: `${name}: manual restart` });
       const verified = await restartAndVerify(service, state, main, logger, { now, sleep, env }, how);
+      state = verified.next;
       for (const line of verified.log) {
         logger.write(line.tag, line.message, {
           downtime: line.downtime ? statePaths(stateDir).downtime : undefined,
           full: line.full,
         });
+        // The service's last event is what happened last (RECOVERED or FAILED), as a pass records it.
+        const at = logger.entries.at(-1)!.at.getTime();
+        if (!line.downtime) state = withEvent(state, { at, tag: line.tag, message: line.message, event: line.event });
         notify(line);
       }
-      state = verified.next;
       code = verified.recovered ? 0 : 1;
     }
     writeState(stateDir, name, state);

@@ -6,6 +6,9 @@ import type { Env } from "../config/types.ts";
 import { readRegularFile } from "../os/files.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
+import type { Config } from "../config/types.ts";
+import { localStamp } from "../core/time.ts";
+import { eventMessage, sendEvents } from "../notify/alert.ts";
 
 /**
  * A pass (from cron) that cannot read its configuration says so in the log of the state dir it
@@ -25,4 +28,22 @@ export function logConfigError(path: string | undefined, env: Env, message: stri
     ensureStateDir(stateDir); // tend's own, or nothing is written
     new Logger(statePaths(stateDir).log).write("ERROR", `configuration: ${message.split("\n").join("; ")}`);
   } catch {}
+}
+
+/**
+ * `watchdog run` or `serve` found its configuration file edited into an invalid one: said once (the
+ * log, and a notification through the last good configuration), and it goes on with that one.
+ */
+export async function sayBrokenConfig(
+  config: Config,
+  logger: Logger,
+  message: string,
+  loadedAt: number,
+  now: () => number,
+): Promise<void> {
+  const since = localStamp(new Date(loadedAt));
+  const said = `${message.split("\n").join("; ")} — still watching with the configuration loaded at ${since}`;
+  logger.write("ERROR", `configuration: ${said}`);
+  const note = eventMessage("watchdog", { tag: "ERROR", event: "configuration", message: said }, new Date(now()));
+  if (note && config.notify.format !== "alertmanager") await sendEvents(config, [note], logger, now);
 }

@@ -202,6 +202,7 @@ export async function gatherFacts(
       detail: main.detail,
       supervised: main.supervised,
       unreadable: main.unreadable,
+      hidden: main.hidden && service.restart !== null && restartKind(service.restart).stopsTheProcess === true,
     },
     waitReason: null,
     unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,

@@ -5,6 +5,8 @@ import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { lockHolder, tryLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
 import { judgeServices, runPass } from "./pass.ts";
+import { LiveConfig } from "../config/live.ts";
+import { sayBrokenConfig } from "./config-error.ts";
 import { sendEvents } from "../notify/alert.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
@@ -21,6 +23,8 @@ export interface LoopOptions {
   maxPasses?: number;
   /** The host's clocks (default), or a test's. */
   clock?: ClockSource;
+  /** The configuration as its file says now (run --serve shares it with its server). */
+  live?: LiveConfig;
 }
 
 /**
@@ -51,12 +55,13 @@ const TICK_MS = 1000;
 
 /** `watchdog run`: a pass every interval until SIGTERM/SIGINT; a crash in one pass is logged, not fatal. */
 export async function runLoop({
-  config,
+  config: initial,
   intervalMs,
   echo = () => {},
   env,
   maxPasses = Infinity,
   clock: source = systemClock,
+  live: given,
 }: LoopOptions): Promise<number> {
   let stopping = false;
   let wake: (() => void) | null = null;
@@ -66,6 +71,7 @@ export async function runLoop({
   };
   // tend's time (core/clock.ts), read again after every full pass (which follows a clock step);
   // the schedule itself runs on the monotonic clock: a step never delays nor hurries a pass.
+  let config = initial;
   let clock: TendClock = await tendClock(config.watchdog.stateDir, source);
   const now = () => clock.now();
   const monotonic = () => source.monotonic();
@@ -94,6 +100,16 @@ export async function runLoop({
   };
   // Read again only what a pass rewrote: a tick then costs a stat per service, not a JSON parse (bench battery).
   const read = stateReader(config.watchdog.stateDir, { unchanged: true });
+  // The configuration file is looked at again before every pass and tick: an edit takes effect at
+  // once; an invalid one is said once and the loop goes on with the last good configuration.
+  // (state_dir and log stay those this loop started with: its lock and log are there.)
+  const live = given ?? new LiveConfig(initial, env ?? process.env, now());
+  const current = async () => {
+    const { config: latest, broken } = live.refresh(now());
+    if (broken) await sayBrokenConfig(latest, logger, broken, live.loadedAt, now).catch(() => {});
+    const { stateDir, log, rotation } = initial.watchdog;
+    return { ...latest, watchdog: { ...latest.watchdog, stateDir, log, rotation } };
+  };
   // Everything started here and not yet ended: full passes (with their verifications) and crash-watch starts.
   const running = new Set<Promise<void>>();
   const track = (work: Promise<void>) => {
@@ -103,6 +119,7 @@ export async function runLoop({
   try {
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
       const started = monotonic();
+      config = await current();
       // The next full pass waits only for this one's pass lock: a restart it verifies holds its own
       // service's lock, never the schedule (its service is left to it by the passes meanwhile).
       let released!: () => void;
@@ -121,6 +138,7 @@ export async function runLoop({
         const waitMs = monotonic() < next ? Math.min(TICK_MS, next - monotonic()) : TICK_MS;
         await new Promise<void>((resolve) => ((wake = resolve), after(waitMs, resolve)));
         if (stopping || (passDone && monotonic() >= next)) break;
+        config = await current();
         const due = dueBetweenPasses(config, intervalMs, now(), read);
         // Each due service under its own lock only: one held (a verification, an operator, the full
         // pass judging it) is tried again next second.

@@ -69,6 +69,11 @@ export interface RestartKind<A extends RestartConfig = RestartConfig> {
   /** tend writes the service's pidfile, so the service must name one. */
   needsPidfile?: boolean;
   /**
+   * Its restart stops the old process itself (not a supervisor): one tend cannot see (another user's)
+   * cannot be restarted, or a second copy would run beside it.
+   */
+  stopsTheProcess?: boolean;
+  /**
    * The pid source the action implies when the service names none: restart.tmux alone makes its
    * pane one; restart.systemd's unit is where a pass reads ActiveState and NRestarts.
    */

@@ -32,6 +32,7 @@ export const spawn = defineRestart<SpawnRestart>({
   kind: "spawn",
   keys: ["spawn", "cwd", "env", "output"],
   needsPidfile: true,
+  stopsTheProcess: true,
   read(table, { inState, name, paths }) {
     const argv = table.argv("spawn");
     const cwd = table.string("cwd");

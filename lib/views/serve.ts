@@ -283,7 +283,11 @@ export function loopbackHost(host: string | null, port: number | undefined): boo
 }
 
 /** Listen on `listen` (else `[serve] listen`); loopback, or a token. */
-export function startServer(config: Config, listen = config.serve.listen): Serving {
+export function startServer(
+  config: Config,
+  listen = config.serve.listen,
+  current: () => Config = () => config,
+): Serving {
   const address = parseListen(listen);
   if (!address) throw usageError(`--listen: ${JSON.stringify(listen)} is not ADDR:PORT (127.0.0.1:9841, [::1]:9841)`);
   if (!address.loopback && config.serve.token === null)
@@ -304,7 +308,9 @@ export function startServer(config: Config, listen = config.serve.listen): Servi
         if (address.loopback && !loopbackHost(request.headers.get("host"), server.port))
           return text(421, "misdirected request: this server answers only localhost, 127.0.0.1 and [::1]");
         // tend's time: the records' frame, whatever the wall clock did since the last pass.
-        return tendNow(config.watchdog.stateDir).then((now) => answer(config, request, now()));
+        // The configuration as its file says now (an edit shows at once; an invalid one keeps the last good).
+        const latest = current();
+        return tendNow(latest.watchdog.stateDir).then((now) => answer(latest, request, now()));
       },
       error: () => text(500, "internal error"),
     });

@@ -8,7 +8,9 @@ import { isCalm, isWatched, viewOf, WORDS, type StateWord } from "../core/verdic
 import { decide, type Decision } from "../core/decide.ts";
 import { addFailureFacts, gatherFacts } from "../pass/judge.ts";
 import { failingNow } from "../pass/wait.ts";
-import { bootTimeMs, uptimeMs } from "../os/proc.ts";
+import { bootTimeMs, isRunning, readProc, uptimeMs } from "../os/proc.ts";
+import { lockHolder } from "../os/lock.ts";
+import { statePaths } from "../state/dir.ts";
 import { tendNow } from "../state/clock.ts";
 import { fittingConcurrency } from "../os/fdlimit.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
@@ -16,7 +18,7 @@ import { limiter } from "../core/limiter.ts";
 import { mainProcess, probeContext } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
-import { type ServiceState } from "../core/state.ts";
+import { type ProbeRecord, type ServiceState } from "../core/state.ts";
 import { deadCount, readNotifyState, spoolCount } from "../notify/spool.ts";
 
 export interface StatusRow {
@@ -40,7 +42,14 @@ export interface StatusRow {
   failures: number;
   /** The check's timeout: the latency that counts as no answer. */
   timeout_ms: number;
-  probe: { ok: boolean; detail: string; latency_ms: number; at: string | null } | null;
+  probe: {
+    ok: boolean;
+    detail: string;
+    latency_ms: number;
+    at: string | null;
+    /** A plugin's perfdata (check.nagios), every item as it gave it. */
+    perfdata?: ProbeRecord["perfdata"];
+  } | null;
   restarts: number;
   recoveries_ok: number;
   recoveries_failed: number;
@@ -50,7 +59,14 @@ export interface StatusRow {
 export interface StatusReport {
   last_pass: string | null;
   /** The watchdog itself: stale when its last pass is older than 2 x interval + 30 s. */
-  watchdog: { last_pass: string | null; stale: boolean; never_ran?: boolean; expected_every_s: number };
+  watchdog: {
+    last_pass: string | null;
+    stale: boolean;
+    never_ran?: boolean;
+    /** A pass is running now (its record in watchdog.lock, its process alive): the PID. */
+    running_pass?: number;
+    expected_every_s: number;
+  };
   services: StatusRow[];
   /** Notifications waiting in the spool, and the last delivery failure (cleared by a clean delivery). */
   notify: { spooled: number; dead: number; last_error: { at: string; detail: string } | null };
@@ -151,11 +167,15 @@ export function watchdogFreshness(config: Config, now: number): StatusReport["wa
   const heartbeat = readHeartbeat(config.watchdog.stateDir);
   const intervalMs = heartbeat?.intervalMs ?? config.watchdog.intervalMs;
   const lastPass = heartbeat ? Date.parse(heartbeat.at) : null;
+  // A pass running right now (a long one: slow probes) is the watchdog running, not a stale one.
+  const holder = /^pass pid (\d+)/.exec(lockHolder(statePaths(config.watchdog.stateDir).lock))?.[1];
+  const running = holder && isRunning(readProc(Number(holder))) ? Number(holder) : null;
   // Never run (no heartbeat yet) is said as stale is: nothing watches, so nothing is fine.
   return {
     last_pass: heartbeat?.at ?? null,
-    stale: lastPass === null || isStale(lastPass, intervalMs, now),
-    ...(lastPass === null ? { never_ran: true } : {}),
+    stale: running === null && (lastPass === null || isStale(lastPass, intervalMs, now)),
+    ...(lastPass === null && running === null ? { never_ran: true } : {}),
+    ...(running !== null ? { running_pass: running } : {}),
     expected_every_s: Math.round(intervalMs / 1000),
   };
 }
@@ -193,6 +213,7 @@ function describe(
       detail: result.detail,
       latency_ms: result.latencyMs,
       at: at ? new Date(at).toISOString() : null,
+      ...(result.perfdata?.length ? { perfdata: result.perfdata } : {}),
     },
     restarts: state.restartsTotal,
     recoveries_ok: state.recoveriesOk,
@@ -311,7 +332,11 @@ export function renderNagios(report: StatusReport, now = Date.now()): { line: st
     const label = perfLabel(row.name);
     const latency = row.probe ? [`${label}=${seconds(row.probe.latency_ms)}s;;${seconds(row.timeout_ms)};0`] : [];
     const strikesLabel = perfLabel(`${row.name}_strikes`);
-    return [...latency, `${strikesLabel}=${row.strikes};;${row.failures};0`];
+    // Every perfdata a plugin gave, under the service's name, thresholds as it gave them.
+    const plugin = (row.probe?.perfdata ?? []).map(({ label: item, value, uom, warn, crit, min, max }) =>
+      `${perfLabel(`${row.name}_${item}`)}=${value}${uom};${warn};${crit};${min};${max}`.replace(/;+$/, ""),
+    );
+    return [...latency, `${strikesLabel}=${row.strikes};;${row.failures};0`, ...plugin];
   });
   const word = ["OK", "WARNING", "CRITICAL"][code];
   return { line: `TEND ${word} - ${said.join("; ")}${perfdata.length ? ` | ${perfdata.join(" ")}` : ""}`, code };
@@ -399,7 +424,9 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
     .map((row) => paint.dim(`${row.name}: ${row.hidden_process}: the probe judges it, tend never signals it`));
   return [
     ...dead,
-    paint.dim(`last pass: ${lastPass}`),
+    paint.dim(
+      `last pass: ${lastPass}${watchdog.running_pass ? ` (a pass is running now: pid ${watchdog.running_pass})` : ""}`,
+    ),
     ...notify,
     ...(wide ? [paint.dim(line(header))] : []),
     ...body,
