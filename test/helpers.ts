@@ -79,6 +79,28 @@ export class Sandbox {
     this.children.push(pid);
   }
 
+  /** `watchdog serve` on a port the kernel picks (killed by cleanup); its URL once it says where it listens. */
+  async serve(): Promise<string> {
+    const child = Bun.spawn([TEND, "watchdog", "serve", "--listen", "127.0.0.1:0"], {
+      env: this.env(),
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    this.track(child.pid);
+    const reader = child.stdout.getReader();
+    let said = "";
+    await waitFor(
+      async () => {
+        const { value } = await reader.read();
+        said += new TextDecoder().decode(value ?? new Uint8Array());
+        return /serving (http:\/\/\S+)/.test(said);
+      },
+      10_000,
+      "serve listening",
+    );
+    return /serving (http:\/\/\S+?)\/?\s/.exec(said + " ")![1];
+  }
+
   read(name: string): string {
     const path = join(this.state, name);
     return existsSync(path) ? readFileSync(path, "utf8") : "";

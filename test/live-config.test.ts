@@ -49,24 +49,7 @@ test("serve: /api/status follows an edit of the configuration; an invalid edit k
   const config = (timeout: string) => box.configure({ services: [{ name: "api", check: { http: url, timeout } }] });
   config("5s");
   await box.tend(["watchdog"]);
-  const serve = Bun.spawn([TEND, "watchdog", "serve", "--listen", "127.0.0.1:0"], {
-    env: box.env(),
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  box.track(serve.pid);
-  stops.push(() => serve.kill("SIGKILL"));
-  const reader = serve.stdout.getReader();
-  let said = "";
-  await waitFor(
-    async () => (
-      (said += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array())),
-      /serving/.test(said)
-    ),
-    10_000,
-    "serve listening",
-  );
-  const base = /serving (http:\/\/\S+?)\/?\s/.exec(said + " ")![1];
+  const base = await box.serve();
   const timeout = async () => (await (await fetch(`${base}/api/status`)).json()).services[0].timeout_ms;
   expect(await timeout()).toBe(5000);
   config("9s");

@@ -44,29 +44,6 @@ const json = async (args: string[]) => {
   return { code: result.code, report: JSON.parse(result.stdout), stdout: result.stdout };
 };
 
-/** `watchdog serve` on a port the kernel picks; its URL once it says where it listens. */
-async function serve(): Promise<string> {
-  const child = Bun.spawn([TEND, "watchdog", "serve", "--listen", "127.0.0.1:0"], {
-    env: box.env(),
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  box.track(child.pid);
-  stops.push(() => child.kill("SIGKILL"));
-  const reader = child.stdout.getReader();
-  let said = "";
-  await waitFor(
-    async () => {
-      const { value } = await reader.read();
-      said += new TextDecoder().decode(value ?? new Uint8Array());
-      return /serving (http:\/\/\S+)/.test(said);
-    },
-    10_000,
-    "serve listening",
-  );
-  return /serving (http:\/\/\S+?)\/?\s/.exec(said + " ")![1];
-}
-
 test("inside boot_delay: `starting` in status, --json, /api/status, the page and metrics", async () => {
   box = new Sandbox();
   const { control, server, url } = controlledServer();
@@ -87,7 +64,7 @@ test("inside boot_delay: `starting` in status, --json, /api/status, the page and
   expect(metrics).toContain('tend_service_state{service="api",state="starting"} 1');
   expect(metrics).toContain('tend_service_up{service="api"} 1'); // not down: skipped on purpose
 
-  const base = await serve();
+  const base = await box.serve();
   const api = await (await fetch(`${base}/api/status`)).json();
   expect(api.services[0]).toMatchObject({ state: "starting", strikes: 0 });
   const served = await (await fetch(`${base}/metrics`)).text();
@@ -115,13 +92,19 @@ test("inside grace of a process tend did not start: starting (its own start time
   expect(metrics).toContain('tend_service_state{service="api",state="starting"} 1');
 });
 
-test("--json state is the bare word with strikes beside it; STRIKES and the word never disagree", async () => {
+/** A watch-only service the last pass struck once (502); the answer stays the test's to change. */
+async function struckOnce() {
   box = new Sandbox();
   const { control, server, url } = controlledServer();
   stops.push(() => server.stop(true));
   box.writeConfig(serviceConfig(url));
   control.status = 502;
   await box.tend(["watchdog"]);
+  return control;
+}
+
+test("--json state is the bare word with strikes beside it; STRIKES and the word never disagree", async () => {
+  await struckOnce();
   const { code, report } = await json(["watchdog", "status", "--json"]);
   expect(code).toBe(1);
   // Decided now: the probe made now is the second strike; the last pass's strike 1 beside it.
@@ -193,12 +176,7 @@ test("frozen after a healthy pass: status says failing 1/3 (now), never healthy 
 });
 
 test("struck 1/3 by the last pass and answering now: healthy (now), exit 0", async () => {
-  box = new Sandbox();
-  const { control, server, url } = controlledServer();
-  stops.push(() => server.stop(true));
-  box.writeConfig(serviceConfig(url));
-  control.status = 502;
-  await box.tend(["watchdog"]);
+  const control = await struckOnce();
   expect(box.stateOf("api").strikes).toBe(1);
   control.status = 200;
   const text = await box.tend(["watchdog", "status"]);
