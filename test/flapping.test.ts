@@ -91,6 +91,7 @@ test("failures_within = 5: 3 failed of the last 5 probes, restarted at the 5th p
   expect(log).toContain(
     "[WARN] flappy failed health check (HTTP 502 (expected 2xx/3xx), failure 3/3 within the last 5 probes)",
   );
+  expect(log).toContain("[HUNG] flappy failed 3 of the last 5 checks (last: HTTP 502 (expected 2xx/3xx)): restarting");
   expect(log.match(/\[RESTART\] flappy: command true/g)).toHaveLength(1);
   expect(box.stateOf("flappy").restartsTotal).toBe(1);
   expect(got.filter((message) => message.event === "restart")).toHaveLength(1);

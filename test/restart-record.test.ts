@@ -13,7 +13,10 @@ afterEach(() => {
   box?.cleanup();
 });
 
-/** A JSON receiver that keeps what it accepted, by idempotency key. */
+/**
+ * A JSON receiver that honours the idempotency key, as ntfy and webhooks do: a message sent again
+ * with its key (delivered in the instant before the pass was killed, unacknowledged) is kept once.
+ */
 function receiver() {
   const got: { key: string | null; event: string; message: string }[] = [];
   const server = Bun.serve({
@@ -21,7 +24,9 @@ function receiver() {
     hostname: "127.0.0.1",
     async fetch(request) {
       const body = await request.json();
-      got.push({ key: request.headers.get("idempotency-key"), event: body.event, message: body.message });
+      const key = request.headers.get("idempotency-key");
+      expect(key).toMatch(/^tend-[0-9a-f]{32}$/);
+      if (!got.some((message) => message.key === key)) got.push({ key, event: body.event, message: body.message });
       return new Response("ok");
     },
   });

@@ -460,6 +460,8 @@ function judgeProbe(service: ServiceConfig, state: ServiceState, probe: ProbeRes
   );
   const next = { ...notBusy, strikes };
   const within = window === null ? "" : ` within the last ${service.failuresWithin} probes`;
+  const failedHow =
+    window === null ? `${checks(strikes)} in a row` : `${strikes} of the last ${service.failuresWithin} checks`;
   const warn: LogLine = {
     tag: "WARN",
     message: `${service.name} failed health check (${probe.detail}, failure ${strikes}/${service.failures}${within})`,
@@ -470,13 +472,13 @@ function judgeProbe(service: ServiceConfig, state: ServiceState, probe: ProbeRes
     state: next,
     facts,
     reason: "hung_restart",
-    why: `${service.name} failed ${checks(strikes)} in a row`,
+    why: `${service.name} failed ${failedHow}`,
     before: [warn],
     lines: [
       {
         tag: "HUNG",
         event: "restart",
-        message: `${service.name} failed ${checks(strikes)} in a row (last: ${probe.detail}): restarting`,
+        message: `${service.name} failed ${failedHow} (last: ${probe.detail}): restarting`,
       },
     ],
     detail: probe.detail,
@@ -760,7 +762,8 @@ export function recordRestart(
     const message = `${service.name} recovered ${humanDuration(outcome.elapsedMs)} after restart (${outcome.detail})`;
     return {
       recovered: true,
-      next: { ...closed.next, verdict: verified("healthy", "recovered", null, now) },
+      // Healthy again, unless its results still flap (the spell is the state's, whatever answered last).
+      next: { ...closed.next, verdict: verified(answeredWord(closed.next), "recovered", null, now) },
       log: [{ tag: "RECOVERED", event: "recovered", message }, ...closed.log],
     };
   }
@@ -793,7 +796,7 @@ export function recordStart(
   const start = afterReboot ? "its start after the reboot" : "its first start";
   if (outcome.lastProbe) next = recordProbe(next, outcome.lastProbe, now, service.check.timeoutMs);
   if (outcome.recovered)
-    return { recovered: true, next: { ...next, verdict: verified("healthy", "started", null, now) }, log: [] };
+    return { recovered: true, next: { ...next, verdict: verified(answeredWord(next), "started", null, now) }, log: [] };
   const what = !outcome.issued
     ? "could not be started"
     : outcome.exitedAfterMs !== undefined
@@ -824,6 +827,9 @@ function failedVerification(
   const next = markNotified({ ...state, strikes, failedInRow, backoffUntil, verdict }, [line], now);
   return { recovered: false, next, log: [line] };
 }
+
+/** A verified start's word: healthy, or flapping while a flapping spell is open. */
+const answeredWord = (state: ServiceState): StateWord => (state.flappingSince ? "flapping" : "healthy");
 
 /** The verdict after a restart or a first start was verified. */
 const verified = (word: StateWord, reason: string, until: number | null, at: number): Verdict => ({
