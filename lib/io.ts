@@ -17,9 +17,20 @@ export interface Io {
  */
 export function processIo(): Io & { close: () => Promise<void> } {
   const sinks = [Bun.stdout.writer(), Bun.stderr.writer()];
-  const writer = (sink: (typeof sinks)[number]) => (text: string) => {
-    sink.write(text.endsWith("\n") ? text : text + "\n");
-    sink.flush();
+  // A stream that failed once (EPIPE, ENOSPC, EBADF) throws that once, to whoever says it (the
+  // Logger logs it), and takes nothing more: a command never fails twice on its stdout.
+  const writer = (sink: (typeof sinks)[number]) => {
+    let failed = false;
+    return (text: string) => {
+      if (failed) return;
+      try {
+        sink.write(text.endsWith("\n") ? text : text + "\n");
+        sink.flush();
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    };
   };
   let tty: boolean | undefined;
   return {

@@ -11,6 +11,8 @@ const WORDS: Record<string, string> = {
   EROFS: "read-only file system",
   EEXIST: "already exists",
   ENXIO: "no such device",
+  EPIPE: "broken pipe",
+  EBADF: "closed",
 };
 
 /** A file error in words ("no such file"), never an errno code alone. */

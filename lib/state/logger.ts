@@ -2,6 +2,7 @@ import { appendRotating, DEFAULT_ROTATION, type Rotation } from "../os/rotate.ts
 import { escapeControls } from "../core/sanitize.ts";
 import { formatLine, type Tag } from "../core/time.ts";
 import { isFullDisk } from "./spill.ts";
+import { inWords } from "../os/files.ts";
 
 export interface LogEntry {
   tag: Tag;
@@ -18,6 +19,8 @@ export class Logger {
   readonly entries: LogEntry[] = [];
   /** Lines that could not be written because the disk is full (echoed instead): how many. */
   unwritten = 0;
+  /** stdout could not be written (a broken pipe, a full disk, a closed descriptor): said once, then left alone. */
+  private echoFailed = false;
   constructor(
     private readonly file: string | null,
     private readonly echo: (line: string) => void = () => {},
@@ -42,7 +45,7 @@ export class Logger {
       if (this.file) appendRotating(this.file, logged, this.rotation);
       if (downtime) appendRotating(downtime, logged, this.rotation);
     } catch (error) {
-      this.echo(line); // it reaches stdout at least (cron mails it, or cron.log keeps it)
+      this.say(line); // it reaches stdout at least (cron mails it, or cron.log keeps it)
       // A full disk must not stop a pass from judging and restarting: the line went to stdout.
       if (isFullDisk(error)) {
         this.unwritten++;
@@ -50,7 +53,29 @@ export class Logger {
       }
       throw error;
     }
-    if (!this.echoUnloggedOnly || !this.file) this.echo(line);
+    if (!this.echoUnloggedOnly || !this.file) this.say(line);
     return line;
+  }
+
+  /**
+   * tend's stdout is the least reliable thing it writes to: a broken pipe (`| head -1`, a dead
+   * `| logger`), a full disk or a closed descriptor there is one line in the log, never an error of
+   * the pass, never the end of `watchdog run`; nothing more is printed after it.
+   */
+  private say(line: string): void {
+    if (this.echoFailed) return;
+    try {
+      this.echo(line);
+    } catch (error) {
+      this.echoFailed = true;
+      const said = formatLine(
+        "WARN",
+        `stdout: ${inWords(error)} (what tend prints is in this log)`,
+        new Date(this.clock()),
+      );
+      try {
+        if (this.file) appendRotating(this.file, said + "\n", this.rotation);
+      } catch {} // the log cannot take it either: nothing more can be said
+    }
   }
 }

@@ -1,0 +1,78 @@
+// tend's own stdout is the least reliable thing it writes to (#39): a full disk, a broken pipe, a closed
+// descriptor there is one line in the log, never a failed pass, never the end of `watchdog run`.
+import { afterEach, expect, test } from "bun:test";
+import { join } from "node:path";
+import { alive, BUN, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+afterEach(() => box?.cleanup([join(box.state, "web.pid")]));
+
+async function crashedWorld() {
+  box = new Sandbox();
+  const port = await freePort();
+  box.configure({
+    defaults: { grace: "0s" },
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        check: { http: `http://127.0.0.1:${port}/` },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+    ],
+  });
+  return port;
+}
+const pid = () => Number(box.read("web.pid"));
+/** A shell runs tend with its stdout as given ("> /dev/full", "| true", ">&-"). */
+const tendWith = (args: string, redirect: string) =>
+  Bun.spawnSync(["sh", "-c", `'${TEND}' ${args} ${redirect}; echo "exit $?" >&2`], { env: box.env() });
+
+for (const [what, redirect, words] of [
+  ["a full disk (/dev/full)", "> /dev/full", "no space left on the device"],
+  ["a broken pipe (| true)", "| (exec true)", "broken pipe"],
+  ["a closed descriptor (>&-)", ">&-", ""],
+] as const) {
+  test(`a pass whose stdout is ${what}: the crashed service is started, exit 0, one line in the log`, async () => {
+    await crashedWorld();
+    expect((await box.tend(["watchdog"])).code).toBe(0);
+    await waitFor(() => box.read("web.pid") !== "", 10_000, "the first start");
+    const first = pid();
+    process.kill(first, "SIGKILL");
+    await waitFor(() => !alive(first), 5000, "killed");
+    const run = tendWith("watchdog pass", redirect);
+    const said = run.stderr.toString();
+    // In a pipe, the shell's status is the last command's: tend's own exit is judged by what it did.
+    if (!redirect.startsWith("|")) expect(said).toContain("exit 0");
+    expect(said).not.toContain("internal error");
+    expect(pid()).not.toBe(first);
+    expect(alive(pid())).toBe(true);
+    const log = box.read("watchdog.log");
+    expect(log).toContain("[RESTART] web: started pid");
+    expect(log).toMatch(/\[RECOVERED\] web recovered/);
+    if (words) expect(log.match(new RegExp(`\\[WARN\\] stdout: ${words}`, "g"))).toHaveLength(1);
+  }, 30_000);
+}
+
+test("watchdog run | head -1: the loop outlives its reader and still starts a crashed service", async () => {
+  await crashedWorld();
+  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], {
+    env: box.env(),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  box.track(loop.pid);
+  // As `| head -1`: one line read, then the reader is gone (the pipe's read end closed).
+  const reader = loop.stdout.getReader();
+  await reader.read();
+  await reader.cancel();
+  await waitFor(() => box.read("web.pid") !== "" && alive(pid()), 15_000, "the first start");
+  const first = pid();
+  process.kill(first, "SIGKILL");
+  await waitFor(() => pid() !== first && alive(pid()), 15_000, "started again by the loop, its reader gone");
+  expect(box.read("watchdog.log")).toContain("[WARN] stdout: broken pipe (what tend prints is in this log)");
+  expect(loop.exitCode).toBeNull(); // still watching
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+  expect(await new Response(loop.stderr).text()).not.toContain("internal error");
+}, 60_000);
