@@ -64,6 +64,12 @@ export function scrub(text: string, url: string | null): string {
   return clean;
 }
 
+/**
+ * Outside text (a receiver's answer, an error) as one safe line: its secrets removed first, then
+ * escaped and cut — never cut first, or a secret split by the cut would be left half (and unrecognised).
+ */
+export const scrubbedLine = (text: string, url: string | null, max = 200): string => oneLine(scrub(text, url), max);
+
 /** A URL in an error message: scheme://host[:port]/… when it parses, else its first characters, escaped. */
 export function shownUrl(url: string): string {
   const shown = redactUrl(url);

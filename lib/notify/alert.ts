@@ -3,10 +3,10 @@ import type { Config } from "../config/types.ts";
 import { EVENTS, type LogLine } from "../core/decide.ts";
 import { eventTitle } from "../core/events.ts";
 import { errorMessage } from "../core/errors.ts";
-import { escapeControls, oneLine } from "../core/sanitize.ts";
+import { escapeControls } from "../core/sanitize.ts";
 import type { Logger } from "../state/logger.ts";
 import type { Message } from "./send.ts";
-import { redactUrl, scrub } from "../core/redact.ts";
+import { redactUrl, scrub, scrubbedLine } from "../core/redact.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { deliver, deliveryOptions, readSpool, spoolNow } from "./spool.ts";
 import { logDelivery } from "./log.ts";
@@ -144,7 +144,7 @@ export async function pingHeartbeat(
       redirect: "manual",
       signal: AbortSignal.timeout(config.notify.timeoutMs),
     });
-    const body = oneLine(await readBounded(response, ANSWER_BODY_LIMIT));
+    const body = scrubbedLine(await readBounded(response, ANSWER_BODY_LIMIT), url);
     if (response.status < 200 || response.status > 299) {
       const said = scrub(`HTTP ${response.status}${body ? `: ${body}` : ""}`, url);
       if (KUMA_GONE.test(body)) {

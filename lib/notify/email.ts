@@ -7,7 +7,7 @@
 // The recipients and the sender ride in the URL's query (`to`, `from`), so a spooled email keeps
 // its own destination as every other message does.
 import { oneLine } from "../core/sanitize.ts";
-import { scrub } from "../core/redact.ts";
+import { scrubbedLine } from "../core/redact.ts";
 import type { SendResult } from "./send.ts";
 
 export interface Mail {
@@ -67,7 +67,7 @@ export async function sendMail(url: string, mail: Mail, timeoutMs: number): Prom
   } catch (error) {
     const failure = error as SmtpError;
     const code = failure.responseCode;
-    const said = scrub(oneLine(failure.response ?? failure.message, 200), url);
+    const said = scrubbedLine(failure.response ?? failure.message, url);
     // Credentials need TLS: a server that has no STARTTLS (or refuses it) gets none, now or later.
     if (failure.code === "ETLS" || failure.command === "STARTTLS" || /STARTTLS/i.test(failure.message))
       return {

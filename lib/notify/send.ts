@@ -3,7 +3,7 @@ import { TELEGRAM_NEEDS_CHAT, type NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { runCommand, saidBy } from "../os/run.ts";
-import { redactUrl, scrub } from "../core/redact.ts";
+import { redactUrl, scrub, scrubbedLine } from "../core/redact.ts";
 import { escapeControls, oneLine } from "../core/sanitize.ts";
 import { usageError } from "../core/errors.ts";
 import type { Mail } from "./email.ts";
@@ -353,17 +353,17 @@ export async function send(
           return {
             ok: false,
             status: response.status,
-            detail: scrub(`HTTP ${response.status}: ${oneLine(text)}`, channel.url),
+            detail: `HTTP ${response.status}: ${scrubbedLine(text, channel.url)}`,
             attempts: attempt,
             forGood: true,
           };
         return { ok: true, status: response.status, detail: `HTTP ${response.status}`, attempts: attempt };
       }
-      const said = oneLine(text);
+      const said = scrubbedLine(text, channel.url);
       last = {
         ok: false,
         status: response.status,
-        detail: scrub(`HTTP ${response.status}${said ? `: ${said}` : ""}`, channel.url),
+        detail: `HTTP ${response.status}${said ? `: ${said}` : ""}`,
         attempts: attempt,
       };
       if (!retryable(response.status) || (channel.format === "pushover" && refusedByPushover(text)))
