@@ -309,7 +309,7 @@ function jsonRetryAfter(text: string): number | null {
   try {
     const answer = JSON.parse(text);
     const seconds = answer?.parameters?.retry_after ?? answer?.retry_after;
-    return typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds * 1000) : null;
+    return typeof seconds === "number" && Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds * 1000) : null;
   } catch {
     return null;
   }
@@ -388,9 +388,14 @@ function refusedByPushover(text: string): boolean {
   }
 }
 
-function parseRetryAfter(value: string | null): number | null {
-  if (!value) return null;
-  if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+/**
+ * Retry-After: delay-seconds (a positive number) or an HTTP-date in the future; anything else
+ * (`-5`, `0`, a date past) is ignored, and the normal backoff applies.
+ */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  const text = value?.trim() ?? "";
+  if (/^\d+$/.test(text)) return Number(text) > 0 ? Number(text) * 1000 : null;
+  if (!/^[A-Za-z]{3}, /.test(text)) return null; // an HTTP-date starts with its day's name: "Wed, 21 Oct 2015 …"
+  const at = Date.parse(text);
+  return Number.isNaN(at) || at <= now ? null : at - now;
 }

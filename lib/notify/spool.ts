@@ -1,5 +1,6 @@
 import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
 import type { Config, NotifyFormat } from "../config/types.ts";
+import { oneLine } from "../core/sanitize.ts";
 import { lastStep, stepped, steppedIso, type ClockStep } from "../core/clock.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
@@ -180,29 +181,90 @@ function stepEntry<T extends Spooled & { deadAt?: string }>(entry: T, steps: Clo
   return { ...entry, clockStep, time, ...(entry.deadAt ? { deadAt: steppedIso(entry.deadAt, steps, taken) } : {}) };
 }
 
-/** JSON lines; a torn or edited line is counted as unreadable, never fatal. */
-function readLines<T>(path: string): { entries: T[]; unreadable: number } {
+/**
+ * What is wrong with a spool line, field by field (a hand edit, another program, an older tend): a
+ * line with a wrong type must never stop the spool (`tags: "x"` once wedged it for good).
+ */
+export function spooledProblem(entry: Record<string, unknown>): string | null {
+  const optionalString = (key: string) =>
+    entry[key] === undefined || entry[key] === null || typeof entry[key] === "string";
+  if (typeof entry.message !== "string") return "message is not a string";
+  for (const key of ["title", "priority", "event", "service", "key", "lastError"])
+    if (!optionalString(key)) return `${key} is not a string`;
+  if (!Array.isArray(entry.tags) || !entry.tags.every((tag) => typeof tag === "string"))
+    return "tags is not a list of strings";
+  if (typeof entry.time !== "string" || Number.isNaN(Date.parse(entry.time))) return "time is not a date";
+  if (typeof entry.id !== "string") return "id is not a string";
+  if (entry.url !== undefined && typeof entry.url !== "string") return "url is not a string";
+  if (entry.format !== undefined && typeof entry.format !== "string") return "format is not a string";
+  if (entry.attempts !== undefined && (typeof entry.attempts !== "number" || !Number.isFinite(entry.attempts)))
+    return "attempts is not a number";
+  if (entry.alerts !== undefined && !Array.isArray(entry.alerts)) return "alerts is not a list";
+  return null;
+}
+
+/** JSON lines; a torn line is counted as unreadable, a line of wrong types kept apart, never fatal. */
+function readLines<T>(path: string): {
+  entries: T[];
+  unreadable: number;
+  invalid: { entry: Record<string, unknown>; problem: string }[];
+} {
   const { text, cut } = readTail(path, SPOOL_BYTES_LIMIT);
   const entries: T[] = [];
+  const invalid: { entry: Record<string, unknown>; problem: string }[] = [];
   // Over its bound, the oldest are what is lost (the newest are what is read): counted as unreadable.
   let unreadable = cut ? 1 : 0;
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     try {
       const parsed = JSON.parse(line);
-      if (typeof parsed?.message === "string") entries.push(parsed);
-      else unreadable++;
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) unreadable++;
+      else {
+        const problem = spooledProblem(parsed);
+        if (problem) invalid.push({ entry: parsed, problem });
+        else entries.push(parsed);
+      }
     } catch {
       unreadable++;
     }
   }
-  return { entries, unreadable };
+  return { entries, unreadable, invalid };
 }
 
-export function readSpool(stateDir: string): { messages: Spooled[]; unreadable: number } {
-  const { entries, unreadable } = readLines<Spooled>(spoolFile(stateDir));
+/** A spool line of wrong types as a dead letter that reads: what could be kept, and why it is dead. */
+function deadOfInvalid(
+  { entry, problem }: { entry: Record<string, unknown>; problem: string },
+  now: number,
+): DeadLetter {
+  const text = (key: string) => (typeof entry[key] === "string" ? (entry[key] as string) : null);
+  return {
+    message: text("message") ?? oneLine(JSON.stringify(entry), 200),
+    title: text("title"),
+    priority: null,
+    tags: [],
+    event: text("event"),
+    service: text("service"),
+    time: text("time") && !Number.isNaN(Date.parse(text("time")!)) ? text("time")! : new Date(now).toISOString(),
+    id: text("id") ?? newId(),
+    url: text("url") ?? "",
+    format: (text("format") ?? "text") as NotifyFormat,
+    status: null,
+    answer: `unreadable spool line: ${problem}`,
+    deadAt: new Date(now).toISOString(),
+  };
+}
+
+export function readSpool(
+  stateDir: string,
+  now = Date.now(),
+): { messages: Spooled[]; unreadable: number; invalid: DeadLetter[] } {
+  const { entries, unreadable, invalid } = readLines<Spooled>(spoolFile(stateDir));
   const steps = clockSteps(stateDir);
-  return { messages: entries.map((entry) => stepEntry(entry, steps)), unreadable };
+  return {
+    messages: entries.map((entry) => stepEntry(entry, steps)),
+    unreadable,
+    invalid: invalid.map((line) => deadOfInvalid(line, now)),
+  };
 }
 
 export function readDead(stateDir: string): DeadLetter[] {
@@ -297,10 +359,12 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
   const maxAgeMs = options.spoolMaxAgeMs ?? 86_400_000;
   const maxAttempts = options.spoolMaxAttempts ?? 100;
   const state = readNotifyState(stateDir);
-  const spool = readSpool(stateDir);
-  const dead = readDead(stateDir);
+  const spool = readSpool(stateDir, now());
+  // A line of wrong types is a dead letter with its reason, never a reason for the spool to stop.
+  const dead = [...readDead(stateDir), ...spool.invalid];
   state.dropped += spool.unreadable;
   const report = emptyReport(null);
+  report.buried += spool.invalid.length;
   // The spool's share of this run, whatever the number of destinations (they go side by side).
   const budgetEnd = performance.now() + (options.spoolBudgetMs ?? SPOOL_BUDGET_MS);
   const attempt = async (message: Message, to: Channel, late = false) => {
@@ -415,8 +479,9 @@ export async function spoolNow(messages: Message[], options: DeliverOptions): Pr
   await withSpool(options, async () => {
     const now = options.now ?? (await tendNow(stateDir));
     const state = readNotifyState(stateDir);
-    const spool = readSpool(stateDir);
+    const spool = readSpool(stateDir, now());
     state.dropped += spool.unreadable;
+    if (spool.invalid.length) saveLines(deadFile(stateDir), [...readDead(stateDir), ...spool.invalid]);
     const fresh = admit(
       messages,
       state,
@@ -428,7 +493,7 @@ export async function spoolNow(messages: Message[], options: DeliverOptions): Pr
     );
     const queue = [...spool.messages, ...fresh.map(({ entry }) => ({ ...entry, ahead: true }))];
     if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
-    if (fresh.length || spool.unreadable) saveLines(spoolFile(stateDir), queue);
+    if (fresh.length || spool.unreadable || spool.invalid.length) saveLines(spoolFile(stateDir), queue);
     writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
   });
 }
@@ -605,8 +670,9 @@ export async function sendDirect(message: Message, channel: Channel, options: Se
 export function dropLetters(options: Pick<DeliverOptions, "stateDir" | "lockWaitMs" | "sleep">, id: string) {
   return withSpool(options, async () => {
     const keep = <T extends Spooled>(entries: T[]) => entries.filter((entry) => id !== "all" && entry.id !== id);
-    const spool = readSpool(options.stateDir).messages;
-    const dead = readDead(options.stateDir);
+    const read = readSpool(options.stateDir);
+    const spool = read.messages;
+    const dead = [...readDead(options.stateDir), ...read.invalid];
     const [spoolKept, deadKept] = [keep(spool), keep(dead)];
     saveLines(spoolFile(options.stateDir), spoolKept);
     saveLines(deadFile(options.stateDir), deadKept);
@@ -619,8 +685,9 @@ export function reviveDead(options: Pick<DeliverOptions, "stateDir" | "lockWaitM
   return withSpool(options, async () => {
     const dead = readDead(options.stateDir);
     const revived: Spooled[] = dead.map(({ status: _status, answer: _answer, deadAt: _deadAt, ...entry }) => entry);
-    saveLines(spoolFile(options.stateDir), [...readSpool(options.stateDir).messages, ...revived]);
-    saveLines(deadFile(options.stateDir), []);
+    const spool = readSpool(options.stateDir);
+    saveLines(spoolFile(options.stateDir), [...spool.messages, ...revived]);
+    saveLines(deadFile(options.stateDir), spool.invalid); // a line of wrong types stays dead, with why
     return revived.length;
   });
 }
