@@ -17,7 +17,7 @@ test("one helper: scrubbed first, then cut", () => {
   for (let size = 4; size <= TOKEN.length; size++) expect(line).not.toContain(TOKEN.slice(0, size));
 });
 
-test("a receiver's 400 quoting the token across the cut: none of it on stderr, in the log, in dead letters", async () => {
+test("a receiver's 400 quoting the token across the cut: none of it on stderr, the log, dead letters", async () => {
   box = new Sandbox();
   const receiver = Bun.serve({
     port: 0,
