@@ -78,12 +78,71 @@ export function loadConfigOrDefaults(options: LoadOptions = {}): Config {
 
 export function parseDocument(text: string, path: string): unknown {
   const json = path.endsWith(".json") || (!path.endsWith(".toml") && text.trimStart().startsWith("{"));
+  let document: unknown;
   try {
-    return json ? JSON.parse(text) : Bun.TOML.parse(text);
+    document = json ? JSON.parse(text) : Bun.TOML.parse(text);
   } catch (error) {
     if (json) throw usageError(`${path}: not valid JSON: ${(error as Error).message}`);
     throw usageError(`${path}:${tomlError(text, error as Error)}`);
   }
+  // JSON keeps the last of two equal keys without a word (TOML refuses them): said, as TOML would.
+  const duplicate = json ? duplicateJsonKey(text) : null;
+  if (duplicate) throw usageError(`${path}: ${duplicate} is given twice (the second would silently win)`);
+  return document;
+}
+
+/**
+ * The key path of the first key an object of this (valid) JSON text holds twice, or null. A scan of
+ * the text itself: JSON.parse keeps only the last.
+ */
+export function duplicateJsonKey(text: string): string | null {
+  let at = 0;
+  const space = () => {
+    while (/\s/.test(text[at] ?? "")) at++;
+  };
+  const string = (): string => {
+    const start = at;
+    at++; // the opening quote
+    while (text[at] !== '"') at += text[at] === "\\" ? 2 : 1;
+    at++;
+    return JSON.parse(text.slice(start, at));
+  };
+  const value = (path: string): string | null => {
+    space();
+    if (text[at] === "{") {
+      at++;
+      const seen = new Set<string>();
+      for (space(); text[at] !== "}"; space()) {
+        const key = string();
+        const here = path ? `${path}.${key}` : key;
+        if (seen.has(key)) return here;
+        seen.add(key);
+        space();
+        at++; // the colon
+        const found = value(here);
+        if (found) return found;
+        space();
+        if (text[at] === ",") at++;
+      }
+      at++;
+      return null;
+    }
+    if (text[at] === "[") {
+      at++;
+      for (let index = 0; space(), text[at] !== "]"; index++) {
+        const found = value(`${path}[${index}]`);
+        if (found) return found;
+        space();
+        if (text[at] === ",") at++;
+      }
+      at++;
+      return null;
+    }
+    if (text[at] === '"') return (string(), null);
+    while (at < text.length && !/[\s,\]}]/.test(text[at])) at++; // a number, true, false, null
+    return null;
+  };
+  return value("");
 }
 
 export function parseConfig(text: string, path: string, env: Env = process.env): Config {

@@ -6,7 +6,11 @@ export type Table = Record<string, unknown>;
 export const isTable = (value: unknown): value is Table =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 export const show = (value: unknown) =>
-  typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  typeof value === "string"
+    ? JSON.stringify(value)
+    : typeof value === "number" && !Number.isFinite(value)
+      ? `${value} (a number past what a duration or count can hold)` // 1e309 is Infinity, never "null"
+      : (JSON.stringify(value) ?? String(value));
 /**
  * Keys whose values are secrets (URLs, header and env values, tokens, peers): an error about them
  * never quotes the value, whatever its type (a type slip in `headers` must not print the Bearer).

@@ -194,7 +194,7 @@ export function spooledProblem(entry: Record<string, unknown>): string | null {
   if (!Array.isArray(entry.tags) || !entry.tags.every((tag) => typeof tag === "string"))
     return "tags is not a list of strings";
   if (typeof entry.time !== "string" || Number.isNaN(Date.parse(entry.time))) return "time is not a date";
-  if (typeof entry.id !== "string") return "id is not a string";
+  if (entry.id !== undefined && typeof entry.id !== "string") return "id is not a string"; // older spools had none
   if (entry.url !== undefined && typeof entry.url !== "string") return "url is not a string";
   if (entry.format !== undefined && typeof entry.format !== "string") return "format is not a string";
   if (entry.attempts !== undefined && (typeof entry.attempts !== "number" || !Number.isFinite(entry.attempts)))
