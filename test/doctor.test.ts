@@ -104,7 +104,7 @@ function asDoctorUser(args: string[], env: Record<string, string> = {}) {
 
 test("doctor checks what cron will really do: the tend line, programs on cron's PATH", async () => {
   box = new Sandbox();
-  chmodSync(box.dir, 0o777);
+  chmodSync(box.dir, 0o1777); // sticky, as /tmp: the config beside it stays its owner's
   const bin = join(box.dir, "bin");
   mkdirSync(bin);
   // A program found on this shell's PATH but not on cron's /usr/bin:/bin.

@@ -23,7 +23,7 @@ afterAll(() => Bun.spawnSync(["crontab", "-r", "-u", USER]));
 /** A sandbox the unprivileged test user can use: its own copy of the binary, readable config. */
 function setup(interval = "5m") {
   box = new Sandbox();
-  chmodSync(box.dir, 0o777);
+  chmodSync(box.dir, 0o1777); // sticky: the test user writes its HOME here, never replaces the root-owned config
   binary = join(box.dir, "tend");
   copyFileSync(TEND, binary);
   chmodSync(binary, 0o755);

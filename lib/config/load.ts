@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { refuseUnsafeConfig } from "./strict.ts";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
@@ -51,6 +52,7 @@ export function findConfig({ path, env = process.env }: LoadOptions = {}): strin
 /** Read, parse and validate the configuration; throws TendError (exit 2) naming every bad key. */
 export function loadConfig(options: LoadOptions = {}): Config {
   const path = findConfig(options);
+  refuseUnsafeConfig(path);
   let text: string;
   try {
     // One byte past the limit: a bigger file is refused, never cut (services past a cut would go unwatched).

@@ -191,7 +191,7 @@ export function spooledProblem(entry: Record<string, unknown>): string | null {
   if (typeof entry.message !== "string") return "message is not a string";
   for (const key of ["title", "priority", "event", "service", "key", "lastError"])
     if (!optionalString(key)) return `${key} is not a string`;
-  if (!Array.isArray(entry.tags) || !entry.tags.every((tag) => typeof tag === "string"))
+  if (entry.tags !== undefined && (!Array.isArray(entry.tags) || !entry.tags.every((tag) => typeof tag === "string")))
     return "tags is not a list of strings";
   if (typeof entry.time !== "string" || Number.isNaN(Date.parse(entry.time))) return "time is not a date";
   if (entry.id !== undefined && typeof entry.id !== "string") return "id is not a string"; // older spools had none
@@ -221,8 +221,9 @@ function readLines<T>(path: string): {
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) unreadable++;
       else {
         const problem = spooledProblem(parsed);
+        // What an older tend left out reads as empty; only a field of the wrong type is a problem.
         if (problem) invalid.push({ entry: parsed, problem });
-        else entries.push(parsed);
+        else entries.push({ title: null, priority: null, tags: [], event: null, service: null, ...parsed });
       }
     } catch {
       unreadable++;

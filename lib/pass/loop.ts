@@ -82,7 +82,11 @@ export async function runLoop({
   const loopLock = statePaths(config.watchdog.stateDir).loopLock;
   const held = await tryLock(loopLock);
   if (!held) {
-    const holder = /^pid (\d+)/.exec(lockHolder(loopLock))?.[1] ?? "?";
+    // Two loops started together: the holder writes its PID a moment after it took the lock.
+    let holder: string | undefined;
+    for (let waited = 0; !(holder = /^pid (\d+)/.exec(lockHolder(loopLock))?.[1]) && waited < 1000; waited += 20)
+      await Bun.sleep(20);
+    holder ??= "unrecorded";
     logger.write("SKIP", `another loop watches (pid ${holder}): this one exits`);
     return 0;
   }
