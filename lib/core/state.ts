@@ -125,8 +125,9 @@ export interface PendingRestart {
   at: number;
   until: number;
   reason: string;
-  /** The action returned: its RESTART line is written and its ⚠️ spooled. */
+  /** The action returned (its RESTART line and ⚠️ follow at once), and what it did. */
   acted: boolean;
+  detail?: string;
   /** The lines whose notifications (⚠️) the restart owes once its action returns, with their time. */
   owed: { at: number; line: { tag: string; message: string; event?: string } }[];
 }

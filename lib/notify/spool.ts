@@ -483,8 +483,11 @@ export async function spoolNow(messages: Message[], options: DeliverOptions): Pr
     const spool = readSpool(stateDir, now());
     state.dropped += spool.unreadable;
     if (spool.invalid.length) saveLines(deadFile(stateDir), [...readDead(stateDir), ...spool.invalid]);
+    // A message spooled once already (the same key: a restart's ⚠️ said again by the pass that
+    // finishes its story) is not spooled twice.
+    const waiting = new Set(spool.messages.map((entry) => entry.key));
     const fresh = admit(
-      messages,
+      messages.filter((message) => !message.key || !waiting.has(message.key)),
       state,
       channel,
       minIntervalMs,

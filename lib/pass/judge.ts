@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describeCheck, probe, type ProbeResult } from "../checks/index.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { decide, explain, type Decision, type Facts, type LogLine, type RestartReason } from "../core/decide.ts";
@@ -89,12 +90,17 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   };
   const hooks: RestartHooks = {
     persist: (next) => save(next),
+    // Each owed ⚠️ keyed by the restart itself: said again by a pass that finishes its story, it is
+    // the same message (a receiver that honours the key, and the spool, keep it once).
     announce: (owed, detail) =>
       spoolEvents(
         config,
-        owed.flatMap(({ at, line }) => {
+        owed.flatMap(({ at, line }, index) => {
           const said = { ...line, message: `${line.message} (${detail})` } as LogLine;
-          return eventMessage(service.name, said, new Date(at)) ?? [];
+          const message = eventMessage(service.name, said, new Date(at));
+          const digest = createHash("sha256").update(`${service.name}\0${at}\0${index}`).digest("hex");
+          const key = `tend-${digest.slice(0, 32)}`;
+          return message ? [{ ...message, key }] : [];
         }),
         logger,
         now,

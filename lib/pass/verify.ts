@@ -65,6 +65,12 @@ export async function restartAndVerify(
   }
   const restart = await restartService(service, main, { sleep, env });
   if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
+  // The action returned: recorded first, then said (its RESTART line, its ⚠️). A pass killed in
+  // between leaves `acted` for the next, which sends the ⚠️ again under the same key (kept once).
+  if (next.restarting) {
+    next = { ...next, restarting: { ...next.restarting, acted: true, detail: restart.detail } };
+    hooks?.persist(next);
+  }
   if (restart.issued) {
     const tag = first ? "START" : "RESTART";
     logger.write(tag, `${service.name}: ${said(restart.detail)}`, {
@@ -78,11 +84,7 @@ export async function restartAndVerify(
       event: first ? undefined : "restart",
     });
   }
-  if (next.restarting) {
-    await hooks?.announce(next.restarting.owed, restart.detail);
-    next = { ...next, restarting: { ...next.restarting, acted: true } };
-    hooks?.persist(next);
-  }
+  if (next.restarting) await hooks?.announce(next.restarting.owed, restart.detail);
   const deadline = startedAt + service.verifyTimeoutMs;
   const verdict = { first, how, startedAt, restart };
   hooks?.verifying?.();
@@ -117,10 +119,10 @@ export async function finishRestart(
     const written = logger.entries.at(-1)!;
     next = withEvent(next, { at: written.at.getTime(), tag: "RESTART", message: written.message, event: "restart" });
     if (current?.running && current.info) next = { ...next, watch: watchOf(current) };
-    await hooks.announce(pending.owed, left);
-    next = { ...next, restarting: { ...pending, acted: true } };
+    next = { ...next, restarting: { ...pending, acted: true, detail: left } };
     hooks.persist(next);
-  }
+    await hooks.announce(pending.owed, left);
+  } else await hooks.announce(pending.owed, pending.detail ?? ""); // said already? the same key: kept once
   const verdict = { first: false, how: pending.reason as How, startedAt: pending.at, restart: null };
   hooks.verifying?.();
   return settle(service, next, verdict, options.now, await verify(service, next, pending.at, pending.until, options));
