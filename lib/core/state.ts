@@ -128,6 +128,8 @@ export interface PendingRestart {
   /** The action returned (its RESTART line and ⚠️ follow at once), and what it did. */
   acted: boolean;
   detail?: string;
+  /** Its ⚠️ is in the spool (or sent): a pass finishing its story owes none. */
+  announced?: boolean;
   /** The lines whose notifications (⚠️) the restart owes once its action returns, with their time. */
   owed: { at: number; line: { tag: string; message: string; event?: string } }[];
 }

@@ -84,7 +84,11 @@ export async function restartAndVerify(
       event: first ? undefined : "restart",
     });
   }
-  if (next.restarting) await hooks?.announce(next.restarting.owed, restart.detail);
+  if (next.restarting && hooks) {
+    await hooks.announce(next.restarting.owed, restart.detail);
+    next = { ...next, restarting: { ...next.restarting, announced: true } };
+    hooks.persist(next);
+  }
   const deadline = startedAt + service.verifyTimeoutMs;
   const verdict = { first, how, startedAt, restart };
   hooks?.verifying?.();
@@ -121,8 +125,14 @@ export async function finishRestart(
     if (current?.running && current.info) next = { ...next, watch: watchOf(current) };
     next = { ...next, restarting: { ...pending, acted: true, detail: left } };
     hooks.persist(next);
-    await hooks.announce(pending.owed, left);
-  } else await hooks.announce(pending.owed, pending.detail ?? ""); // said already? the same key: kept once
+  }
+  // Owed still (the pass was killed between its action and its ⚠️): sent under the restart's own key,
+  // so a ⚠️ that did leave in that instant is kept once by a receiver that honours it.
+  if (!pending.announced) {
+    await hooks.announce(pending.owed, next.restarting!.detail ?? "");
+    next = { ...next, restarting: { ...next.restarting!, announced: true } };
+    hooks.persist(next);
+  }
   const verdict = { first: false, how: pending.reason as How, startedAt: pending.at, restart: null };
   hooks.verifying?.();
   return settle(service, next, verdict, options.now, await verify(service, next, pending.at, pending.until, options));
