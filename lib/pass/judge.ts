@@ -56,6 +56,8 @@ export interface ServiceOutcome {
   events: Message[];
   /** A restart was verified after the service was claimed: its events come after the pass's own. */
   claimed?: boolean;
+  /** Of `events`, how many the claimed outcome already held (the pass sent those with its own). */
+  eventsAtClaim?: number;
 }
 
 /** Gather the facts, decide (probing when the decision needs it), act, and save the state. */
@@ -168,7 +170,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
     save(state);
     decision = { ...decision, next: state };
-    return { name: service.name, decision, probe: result, events, claimed: true };
+    return { name: service.name, decision, probe: result, events, claimed: true, eventsAtClaim: claimed.events.length };
   }
   return { name: service.name, decision, probe: result, events };
 }

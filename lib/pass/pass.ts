@@ -180,7 +180,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   if (!dryRun && verified.length)
     await sendEvents(
       config,
-      verified.flatMap((outcome) => outcome.events),
+      // What the pass sent with its own already (the decision's lines) is not sent again.
+      verified.flatMap((outcome) => outcome.events.slice(outcome.eventsAtClaim ?? 0)),
       logger,
       now,
     );
