@@ -179,3 +179,41 @@ function decodeQ(text: string): string {
     .replace(/=([0-9A-F]{2})/gi, (_whole, hex) => String.fromCharCode(parseInt(hex, 16)));
   return Buffer.from(bytes, "latin1").toString("utf8");
 }
+
+test("email: one deadline for the whole delivery: a tarpit answering each step just in time", async () => {
+  box = new Sandbox();
+  // Each answer 1.5 s late: inside nodemailer's per-step 2 s, so per step it never times out.
+  const sockets: import("node:net").Socket[] = [];
+  const tarpit = (await import("node:net")).createServer((socket) => {
+    sockets.push(socket);
+    const say = (line: string) => setTimeout(() => !socket.destroyed && socket.write(`${line}\r\n`), 1500);
+    say("220 tarpit ESMTP");
+    socket.on("data", (data) => {
+      for (const line of data.toString().split("\r\n").filter(Boolean))
+        say(/^(EHLO|HELO)/i.test(line) ? "250 tarpit" : /^DATA/i.test(line) ? "354 go on" : "250 ok");
+    });
+  });
+  await new Promise<void>((resolve) => tarpit.listen(0, "127.0.0.1", resolve));
+  try {
+    const port = (tarpit.address() as { port: number }).port;
+    box.configure({
+      notify: {
+        url: `smtp://127.0.0.1:${port}`,
+        format: "email",
+        from: "t@b.c",
+        to: "o@b.c",
+        timeout: "2s",
+        retries: 0,
+      },
+    });
+    const started = Date.now();
+    const run = await box.tend(["notify", "hello"]);
+    const tookMs = Date.now() - started;
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("no answer within 2.0s (the whole delivery)");
+    expect(tookMs).toBeLessThan(6000); // one 2 s deadline; per step it was 5 x 1.5 s and more
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    tarpit.close();
+  }
+}, 30_000);

@@ -7,6 +7,7 @@
 // The recipients and the sender ride in the URL's query (`to`, `from`), so a spooled email keeps
 // its own destination as every other message does.
 import { oneLine } from "../core/sanitize.ts";
+import { humanDuration } from "../core/duration.ts";
 import { scrubbedLine } from "../core/redact.ts";
 import type { SendResult } from "./send.ts";
 
@@ -44,7 +45,10 @@ export function smtpTarget(url: string): { secure: boolean; host: string; port: 
 /** Send one email; SMTP 4xx and network failures are passing, 5xx and a refused TLS are for good. */
 export async function sendMail(url: string, mail: Mail, timeoutMs: number): Promise<SendResult> {
   const { createTransport } = (await import("nodemailer")) as unknown as {
-    createTransport: (options: object) => { sendMail: (mail: object) => Promise<{ response?: string }> };
+    createTransport: (options: object) => {
+      sendMail: (mail: object) => Promise<{ response?: string }>;
+      close: () => void;
+    };
   };
   const target = smtpTarget(url);
   const credentials = target.user !== "";
@@ -61,8 +65,19 @@ export async function sendMail(url: string, mail: Mail, timeoutMs: number): Prom
     disableFileAccess: true,
     disableUrlAccess: true,
   });
+  // One deadline for the whole delivery (connect, greeting, each command, the body): nodemailer's own
+  // are per step, so a server that answers each command just in time would hold a pass for minutes.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      transport.close();
+      reject(new Error(`no answer within ${humanDuration(timeoutMs)} (the whole delivery)`));
+    }, timeoutMs);
+  });
   try {
-    const sent = await transport.sendMail({ ...mail, disableFileAccess: true, disableUrlAccess: true });
+    const sending = transport.sendMail({ ...mail, disableFileAccess: true, disableUrlAccess: true });
+    sending.catch(() => {}); // after the deadline, its own end says nothing more
+    const sent = await Promise.race([sending, deadline]);
     return { ok: true, status: null, detail: `SMTP ${oneLine(sent.response ?? "250", 120)}`, attempts: 1 };
   } catch (error) {
     const failure = error as SmtpError;
@@ -81,5 +96,7 @@ export async function sendMail(url: string, mail: Mail, timeoutMs: number): Prom
       return { ok: false, status: code, detail: `SMTP ${said}`, attempts: 1, forGood: code >= 500 };
     }
     return { ok: false, status: null, detail: `SMTP ${said}`, attempts: 1 };
+  } finally {
+    clearTimeout(timer);
   }
 }
