@@ -34,7 +34,7 @@ export const TOLERANCE_MS = INTERVAL_MS + TIMEOUT_MS + 700;
 // ---------- the schedule ----------
 
 export type FaultKind =
-  "kill" | "freeze" | "spell502" | "hangstart" | "leak" | "flap" | "receiver500" | "passterm" | "passkill";
+  "kill" | "freeze" | "spell502" | "hangstart" | "leak" | "flap" | "slow" | "receiver500" | "passterm" | "passkill";
 
 export interface Fault {
   at: number; // ms from the start
@@ -57,8 +57,8 @@ function prng(seed: number) {
 
 export const SERVICES = ["web", "api", "leaky", "flappy"] as const;
 const SERVICE_FAULTS: Record<string, FaultKind[]> = {
-  web: ["kill", "freeze", "spell502", "hangstart"],
-  api: ["kill", "freeze", "spell502", "hangstart"],
+  web: ["kill", "freeze", "spell502", "hangstart", "slow"],
+  api: ["kill", "freeze", "spell502", "hangstart", "slow"],
   leaky: ["leak", "kill"],
   flappy: ["flap", "spell502"],
 };
@@ -207,7 +207,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         `[[service]]`,
         `name = "${name}"`,
         `pidfile = "${pidfile(name)}"`,
-        ...(name === "api" ? [`failures = 3`] : []),
+        // api says when its answers are slow (600 ms answers, a 300 ms mark): slow, never failing.
+        ...(name === "api" ? [`failures = 3`, `slow_above = "300ms"`] : []),
         // monit's "3 times within 5 cycles": a service failing every other probe is restarted.
         ...(name === "flappy" ? [`failures = 3`, `failures_within = 5`] : []),
         `[service.check]`,
@@ -340,6 +341,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         case "spell502":
         case "leak":
         case "flap":
+        case "slow":
           setMode(name, fault.kind === "spell502" ? "502" : fault.kind);
           await Bun.sleep(fault.forMs);
           return setMode(name, "ok");
@@ -405,6 +407,18 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       ].filter((o: { to: number }) => o.to >= t0);
       truthOutages += truth.length;
       tendOutages += recorded.length;
+      // A slow spell (answers inside the timeout) is no outage (the phantom check holds that) and, where
+      // slow_above is set, is said: its WARN line while it lasts, or a slow spell still open.
+      if (name === "api")
+        for (const fault of faults.filter((f) => f.service === name && f.kind === "slow" && f.forMs >= 3000)) {
+          const [from, to] = [t0 + fault.at, t0 + fault.at + fault.forMs];
+          const said = [...logText.matchAll(/^\[([\d-]+ [\d:]+)\] \[WARN\] api is slow \(/gm)].some((match) => {
+            const at = Date.parse(match[1].replace(" ", "T") + "Z");
+            return at >= from - 1000 && at <= to + TOLERANCE_MS;
+          });
+          if (!said)
+            disagree(`api: slow ${(fault.forMs / 1000).toFixed(1)}s from ${new Date(from).toISOString()}, not said`);
+        }
       // What tend said of its failures, for a disagreement's words.
       const tendSaid = (from: number, to: number) =>
         [

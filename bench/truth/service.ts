@@ -7,6 +7,7 @@
 //   flap   502 on every other request (a half-broken upstream), counted apart for the stopwatch's
 //          requests (X-Stopwatch) and everyone else's, so its own probes never choose what tend's see
 //   leak   200, and 4 MiB more resident every 100 ms (seed 004), up to 400 MiB
+//   slow   200 after 600 ms (inside the 1 s timeout: slow, not failing)
 import { readFileSync } from "node:fs";
 
 const [port, control] = process.argv.slice(2);
@@ -30,6 +31,7 @@ Bun.serve({
     const now = mode();
     const turn = request.headers.has("x-stopwatch") ? "stopwatch" : "others";
     if (now === "hang") return new Promise<Response>(() => {});
+    if (now === "slow") return Bun.sleep(600).then(() => new Response("ok\n"));
     if (now === "502" || (now === "flap" && turns[turn]++ % 2 === 0))
       return new Response("bad gateway\n", { status: 502 });
     return new Response("ok\n");
