@@ -1,6 +1,6 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { withEvent } from "../core/state.ts";
-import { TendError, usageError } from "../core/errors.ts";
+import { usageError } from "../core/errors.ts";
 import type { LogLine } from "../core/events.ts";
 import { eventMessage, sendEvents } from "../notify/alert.ts";
 import type { Message } from "../notify/send.ts";

@@ -15,7 +15,7 @@ import { tendNow } from "../state/clock.ts";
 import { fittingConcurrency } from "../os/fdlimit.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
-import { mainProcess, probeContext } from "../os/pidsource.ts";
+import { probeContext } from "../os/pidsource.ts";
 import { probe, type ProbeResult } from "../checks/index.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
 import { type ProbeRecord, type ServiceState } from "../core/state.ts";
