@@ -21,9 +21,10 @@ const STOPWATCH = join(import.meta.dir, "truth", "stopwatch.ts");
 
 /** tend's period (cron's tick, the loop's interval) and its check timeout: the harness's resolution. */
 const INTERVAL_MS = 1000;
-// Well above a healthy answer even with both cores busy (the suite runs beside it): a probe tend
-// makes and the stopwatch's are asked the same question, and a timeout under load is no outage of theirs.
-const TIMEOUT_MS = 1000;
+// Well above a healthy answer even with both cores busy (CI runs the suite's files side by side beside
+// it: a 1 s timeout once cut a starved pass's probe of a service that answered the stopwatch all along).
+// tend's probes and the stopwatch's are asked the same question with the same timeout.
+const TIMEOUT_MS = 2000;
 /**
  * How far a number tend gives may lie from the stopwatch's: one probe interval (tend probes once a
  * period: it learns of a change up to a period late), plus the probe's own timeout (a hang is known
