@@ -133,6 +133,19 @@ export function killAll(pids: number[]) {
   }
 }
 
+/** One line of notify-spool.jsonl as tend writes it (the fields every version had), with `fields` over it. */
+export const spooledLine = (fields: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    message: "m",
+    title: null,
+    priority: null,
+    tags: [],
+    event: null,
+    service: null,
+    time: new Date().toISOString(),
+    ...fields,
+  });
+
 /** A local receiver on port 0 that answers 200 and keeps every body it got. */
 /** A receiver that keeps what it accepted; `control.status` other than 2xx refuses (and keeps nothing). */
 export function recordingReceiver() {

@@ -2,7 +2,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { freePort, Sandbox, spooledLine, TEND, waitFor } from "./helpers.ts";
 
 type Mode = "ok" | "500" | "404" | "429" | "hang" | "401" | "424" | "429-telegram" | "429-discord" | "kuma-gone";
 interface Seen {
@@ -380,17 +380,7 @@ describe("spool and dedup", () => {
   test("the spool keeps at most 1000; the next delivered message says how many were dropped", async () => {
     setup("retries = 0");
     mkdirSync(box.state, { recursive: true, mode: 0o700 });
-    const old = Array.from({ length: 1000 }, (_, i) =>
-      JSON.stringify({
-        message: `old ${i}`,
-        title: null,
-        priority: null,
-        tags: [],
-        event: null,
-        service: null,
-        time: new Date().toISOString(),
-      }),
-    );
+    const old = Array.from({ length: 1000 }, (_, i) => spooledLine({ message: `old ${i}` }));
     writeFileSync(join(box.state, "notify-spool.jsonl"), old.join("\n") + "\n");
     hook.modes = ["500"];
     expect((await notify("newest")).code).toBe(1);

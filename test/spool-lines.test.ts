@@ -4,7 +4,7 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseRetryAfter } from "../lib/notify/send.ts";
-import { recordingReceiver, Sandbox } from "./helpers.ts";
+import { recordingReceiver, Sandbox, spooledLine } from "./helpers.ts";
 
 let box: Sandbox;
 afterEach(() => box?.cleanup());
@@ -16,19 +16,7 @@ test("a spool line with a wrong type is a dead letter with the reason; the rest 
     box.configure({ notify: { url: receiver.url, format: "json" } });
     mkdirSync(box.state, { recursive: true, mode: 0o700 });
     const line = (fields: Record<string, unknown>) =>
-      JSON.stringify({
-        message: "m",
-        title: null,
-        priority: null,
-        tags: [],
-        event: null,
-        service: null,
-        time: new Date().toISOString(),
-        id: "00000000",
-        url: `${receiver.url}/`,
-        format: "json",
-        ...fields,
-      });
+      spooledLine({ id: "00000000", url: `${receiver.url}/`, format: "json", ...fields });
     writeFileSync(
       join(box.state, "notify-spool.jsonl"),
       [

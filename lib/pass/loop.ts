@@ -108,11 +108,14 @@ export async function runLoop({
   // once; an invalid one is said once and the loop goes on with the last good configuration.
   // (state_dir and log stay those this loop started with: its lock and log are there.)
   const live = given ?? new LiveConfig(initial, env ?? process.env, now());
+  // Built again only when the file was read again (a tick costs a stat, not a copy of the configuration).
+  let inUse = initial;
   const current = async () => {
-    const { config: latest, broken } = live.refresh(now());
+    const { config: latest, broken, reloaded } = live.refresh(now());
     if (broken) await sayBrokenConfig(latest, logger, broken, live.loadedAt, now).catch(() => {});
     const { stateDir, log, rotation } = initial.watchdog;
-    return { ...latest, watchdog: { ...latest.watchdog, stateDir, log, rotation } };
+    if (reloaded) inUse = { ...latest, watchdog: { ...latest.watchdog, stateDir, log, rotation } };
+    return inUse;
   };
   // Everything started here and not yet ended: full passes (with their verifications) and crash-watch starts.
   const running = new Set<Promise<void>>();
