@@ -16,6 +16,8 @@ export interface Context {
   names: string[];
   config: Config;
   io: Io;
+  /** Fired by SIGTERM/SIGINT during a pass (its reason: the signal's name). */
+  stop?: AbortSignal;
 }
 
 interface Subcommand {
@@ -83,13 +85,13 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   pass: {
     takes: "none",
     flags: ["dry-run", "interval"],
-    async run({ args, config, io }) {
+    async run({ args, config, io, stop }) {
       const { runPass } = await import("./pass/pass.ts");
       // --interval: the period the scheduler runs this pass at (the installed entry says it); the heartbeat keeps it.
       const intervalMs = durationFlag("interval", args.interval) ?? undefined;
       const stdoutIsLog = io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog) ?? false;
       return (
-        await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env, intervalMs, stdoutIsLog }),
+        await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env, intervalMs, stdoutIsLog, stop }),
         0
       );
     },

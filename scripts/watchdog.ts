@@ -34,6 +34,9 @@ export async function main(argv: string[], io: Io): Promise<number> {
   return 3;
 }
 
+/** A pass stopped by a signal has exited by then, whatever it was waiting for. */
+const STOP_WITHIN_MS = 4500;
+
 function watchdog(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "watchdog",
@@ -54,15 +57,23 @@ function watchdog(argv: string[], io: Io): Promise<number> {
       if (args.nagios) return (io.out(`TEND UNKNOWN - ${oneLine(errorMessage(error))}`), 3);
       throw error;
     }
-    if (name === "pass") {
-      // Stopped by a signal: the check commands this pass started go with it.
-      for (const [signal, code] of [
-        ["SIGTERM", 143],
-        ["SIGINT", 130],
-      ] as const) {
-        process.once(signal, () => (killRunningChecks(), process.exit(code)));
-      }
+    if (name !== "pass") return command.run({ args, names, config, io });
+    // Stopped by a signal: the check commands it started go at once; it records what it did and
+    // exits within 5 s (a restart action that hangs past that is finished by the next pass).
+    const stopping = new AbortController();
+    let stoppedWith: number | null = null;
+    for (const [signal, code] of [
+      ["SIGTERM", 143],
+      ["SIGINT", 130],
+    ] as const) {
+      process.once(signal, () => {
+        stoppedWith ??= code;
+        stopping.abort(signal);
+        killRunningChecks();
+        setTimeout(() => process.exit(code), STOP_WITHIN_MS).unref();
+      });
     }
-    return command.run({ args, names, config, io });
+    const code = await command.run({ args, names, config, io, stop: stopping.signal });
+    return stoppedWith ?? code;
   });
 }

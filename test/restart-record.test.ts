@@ -104,3 +104,69 @@ test("SIGKILL during the restart action: the next pass says what the action left
   expect(box.stateOf("api").restartsTotal).toBe(1);
   expect(hook.got).toHaveLength(2);
 }, 30_000);
+
+test("SIGTERM during the action: let finish, recorded, ⚠️ spooled, exit 143 within 5 s; a probe in flight no strike", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  const hook = receiver();
+  const configure = (slowCheck: string[]) =>
+    box.configure({
+      notify: { url: hook.url, format: "json", min_interval: "0s" },
+      defaults: { grace: "0s", cooldown: "0s", failures: 1, verify_timeout: "8s" },
+      services: [
+        { name: "api", check: { http: url, timeout: "300ms" }, restart: { command: ["sleep", "1.5"] } },
+        { name: "slow", check: { command: slowCheck, timeout: "40s" } },
+      ],
+    });
+  configure(["sleep", "30"]); // it answers after 30 s: the pass is stopped while it waits
+  control.status = 502;
+  const pass = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
+  box.track(pass.pid);
+  await waitFor(() => box.read("services/api.json").includes('"acted":false'), 10_000, "the restart acting");
+  const stoppedAt = Date.now();
+  pass.kill("SIGTERM");
+  expect(await pass.exited).toBe(143);
+  expect(Date.now() - stoppedAt).toBeLessThan(5000);
+  const log = box.read("watchdog.log");
+  // The action it had begun was let finish and recorded; its verification is the next pass's.
+  expect(log).toContain("[RESTART] api: command sleep 1.5");
+  expect(log).toContain("[WARN] api: the pass was stopped: its restart's verification is left to the next pass");
+  expect(log).toContain("[WARN] the pass was stopped by SIGTERM: what it did is recorded; left to the next pass: api");
+  expect(box.stateOf("api")).toMatchObject({ restartsTotal: 1, restarting: { acted: true, announced: true } });
+  // Spooled, not sent: the receiver may take seconds; the next pass delivers it.
+  expect(spooled()).toContain("⚠️ api");
+  expect(hook.got).toEqual([]);
+  // The check it was waiting for was killed: no answer, so no strike (and no first record).
+  expect(log).not.toContain("slow failed");
+  expect(existsSync(join(box.state, "services", "slow.json")) ? box.stateOf("slow").strikes : 0).toBe(0);
+  control.status = 200;
+  configure(["true"]);
+  const next = await box.tend(["watchdog", "pass"]);
+  expect(next.stdout).toMatch(/\[RECOVERED\] api recovered/);
+  expect(box.read("watchdog.log").match(/\[RESTART\] api:/g)).toHaveLength(1);
+  expect(box.stateOf("api")).toMatchObject({ restartsTotal: 1, recoveriesOk: 1, restarting: null });
+  expect(hook.got.map((message) => message.event)).toEqual(["restart", "recovered"]);
+}, 90_000);
+
+test("SIGTERM to the loop while it verifies a restart: exits within 5 s, the restart left recorded", async () => {
+  const { control, hook } = world(["true"], "60s");
+  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], {
+    env: box.env(),
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  box.track(loop.pid);
+  await waitFor(() => box.read("watchdog.log").includes("[RESTART] api: command true"), 10_000, "the restart");
+  await waitFor(() => box.read("services/api.json").includes('"announced":true'), 5000, "the ⚠️ spooled");
+  const stoppedAt = Date.now();
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+  // Not the 60 s verify_timeout: the verification is the next pass's.
+  expect(Date.now() - stoppedAt).toBeLessThan(5000);
+  expect(box.read("watchdog.log")).toContain("api: the pass was stopped: its restart's verification is left");
+  expect(box.stateOf("api")).toMatchObject({ restartsTotal: 1, restarting: { acted: true, announced: true } });
+  control.status = 200;
+  expect((await box.tend(["watchdog", "pass"])).stdout).toMatch(/\[RECOVERED\] api recovered/);
+  expect(hook.got.map((message) => message.event)).toEqual(["restart", "recovered"]);
+}, 60_000);

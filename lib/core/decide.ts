@@ -56,7 +56,10 @@ export interface Facts {
   degraded?: string[];
 }
 
-/** `owned`: another owner (a verification, an operator) holds the service's lock this time. */
+/**
+ * `owned`: not judged this time — another owner (a verification, an operator) holds the service's
+ * lock, or the pass was stopped (SIGTERM) before its answer was recorded.
+ */
 export type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error" | "owned";
 /** start: the first start of a service tend never started nor saw healthy (not a restart: not counted). */
 /** `start`: a new service's first start; `boot`: found not running after a reboot (neither is counted). */

@@ -20,6 +20,7 @@ import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
 import { waitReason } from "./wait.ts";
 import { spilled } from "../state/spill.ts";
+import { STOPPED, untilStopped } from "./stopping.ts";
 
 /** What a probe's words say when the watchdog itself ran out (EMFILE, ENFILE, ENOMEM in words). */
 const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|out of memory/;
@@ -46,6 +47,8 @@ export interface JudgeOptions {
    * until the outcome is recorded), and the pass may go on without it. Given the outcome so far.
    */
   verifying?: (outcome: ServiceOutcome) => void;
+  /** The pass is stopped (SIGTERM/SIGINT): nothing new begins; a probe in flight is dropped (pass/stopping.ts). */
+  stop?: AbortSignal;
 }
 
 export interface ServiceOutcome {
@@ -131,7 +134,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   let step = decide(service, state, facts, null);
   let result: ProbeResult | null = null;
   if (step.kind === "probe") {
-    result = await probe(service.check, probeContext(main));
+    const answer = await untilStopped(probe(service.check, probeContext(main)), options.stop);
+    // Stopped meanwhile: its check was killed, so the answer says nothing of the service.
+    if (answer === STOPPED) return leftAsRecorded(service.name, loaded.state, options);
+    result = answer;
     facts.now = now();
     if (!result.ok) await addFailureFacts(service, facts, options.failingDependencies);
     // The watchdog's own resource failure (out of descriptors or memory) says nothing of the
@@ -145,6 +151,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
       );
     }
     step = decide(service, state, facts, result);
+    if (options.stop?.aborted) return leftAsRecorded(service.name, loaded.state, options);
   }
   let decision = step as Decision;
   options.publish(decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok");
@@ -173,6 +180,24 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     return { name: service.name, decision, probe: result, events, claimed: true, eventsAtClaim: claimed.events.length };
   }
   return { name: service.name, decision, probe: result, events };
+}
+
+/**
+ * Not judged this time — another owner holds its lock, or the pass was stopped before its answer
+ * was recorded: what was recorded stands, nothing is decided here.
+ */
+export function leftAsRecorded(
+  name: string,
+  state: ServiceState,
+  options: Pick<JudgeOptions, "publish"> | null = null,
+): ServiceOutcome {
+  options?.publish(state.lastProbe?.ok === false);
+  return {
+    name,
+    decision: { kind: "skip", reason: "owned", until: null, next: state, log: [] },
+    probe: null,
+    events: [],
+  };
 }
 
 /**

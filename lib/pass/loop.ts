@@ -7,7 +7,7 @@ import { after } from "../os/timer.ts";
 import { judgeServices, runPass } from "./pass.ts";
 import { LiveConfig } from "../config/live.ts";
 import { sayBrokenConfig } from "./config-error.ts";
-import { sendEvents } from "../notify/alert.ts";
+import { sendEvents, spoolEvents } from "../notify/alert.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
 import { stateReader } from "../state/service-state.ts";
@@ -65,8 +65,11 @@ export async function runLoop({
 }: LoopOptions): Promise<number> {
   let stopping = false;
   let wake: (() => void) | null = null;
-  const stop = () => {
+  // Its passes and crash-watch starts stop too: what they did recorded, a verification left to the next run.
+  const stopped = new AbortController();
+  const stop = (signal: string) => {
     stopping = true;
+    stopped.abort(signal);
     wake?.();
   };
   // tend's time (core/clock.ts), read again after every full pass (which follows a clock step);
@@ -132,7 +135,7 @@ export async function runLoop({
       let released!: () => void;
       const lockFree = new Promise<void>((resolve) => (released = resolve));
       track(
-        runPass({ config, echo, env, intervalMs, inLoop: true, clock: source, released })
+        runPass({ config, echo, env, intervalMs, inLoop: true, clock: source, released, stop: stopped.signal })
           .then(() => {})
           .catch((error) => failed("pass failed", error))
           .finally(released),
@@ -150,7 +153,11 @@ export async function runLoop({
         // Each due service under its own lock only: one held (a verification, an operator, the full
         // pass judging it) is tried again next second.
         if (due.length)
-          track(crashWatch(config, due, { echo, env, now, logger }).catch((error) => failed(due.join(", "), error)));
+          track(
+            crashWatch(config, due, { echo, env, now, logger, stop: stopped.signal }).catch((error) =>
+              failed(due.join(", "), error),
+            ),
+          );
       }
       await lockFree;
       clock = await tendClock(config.watchdog.stateDir, source);
@@ -179,7 +186,14 @@ async function crashWatch(
     env,
     now,
     logger,
-  }: { echo: (line: string) => void; env?: Record<string, string | undefined>; now: () => number; logger: Logger },
+    stop,
+  }: {
+    echo: (line: string) => void;
+    env?: Record<string, string | undefined>;
+    now: () => number;
+    logger: Logger;
+    stop: AbortSignal;
+  },
 ): Promise<void> {
   const services = config.services.filter((service) => due.includes(service.name));
   const { done } = judgeServices(config, services, {
@@ -192,8 +206,17 @@ async function crashWatch(
     uptime: uptimeClock(now),
     gap: null,
     holder: "loop",
+    stop,
   });
   const outcomes = await done;
+  // Stopped: said by the next pass (spooled), not sent now.
+  if (stop.aborted)
+    return void (await spoolEvents(
+      config,
+      outcomes.flatMap((outcome) => outcome.events),
+      logger,
+      now,
+    ));
   await sendEvents(
     config,
     outcomes.flatMap((outcome) => outcome.events),

@@ -5,7 +5,7 @@ import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { notJudged, viewOf } from "../core/verdict.ts";
-import { eventMessage, pingHeartbeat, sendEvents } from "../notify/alert.ts";
+import { eventMessage, pingHeartbeat, sendEvents, spoolEvents } from "../notify/alert.ts";
 import { syncAlerts } from "../notify/alertmanager.ts";
 import type { Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
@@ -28,7 +28,7 @@ import { stateReader, writeState } from "../state/service-state.ts";
 import { findGap, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";
-import { judgeService, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
+import { judgeService, leftAsRecorded, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
 
 export type { ServiceOutcome } from "./judge.ts";
 
@@ -53,6 +53,11 @@ export interface PassOptions {
   stdoutIsLog?: boolean;
   /** The pass lock is free again (every service judged or claimed by its verification): the next pass may run. */
   released?: () => void;
+  /**
+   * Fired by SIGTERM/SIGINT (its reason: the signal's name): nothing new begins, what was done is
+   * recorded, its notifications spooled for the next pass (none sent now), a verification left to the next pass.
+   */
+  stop?: AbortSignal;
 }
 
 export interface PassReport {
@@ -126,8 +131,12 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const judging = judgeServices(config, config.services, { ...options, dryRun, echo, now, uptime, gap, logger });
     const services = await judging.judged;
     verifications = judging.done;
+    const stopped = options.stop?.aborted === true;
     if (gap?.name === "host" && !dryRun) gapEvents.push(rebootMessage(gap, services, new Date(now())));
-    if (!dryRun) {
+    if (!dryRun && stopped) {
+      // What it did is said by the next pass: spooled now, delivered then (a receiver may take seconds).
+      await spoolEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger, now);
+    } else if (!dryRun) {
       if (config.notify.format === "alertmanager") {
         // One alert per service and condition, re-sent while it holds, resolved when it ends.
         await sendEvents(config, [], logger, now); // what an earlier format left in the spool
@@ -153,6 +162,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
         .filter((service) => service.decision.next.outage !== null && service.decision.kind !== "skip")
         .map((service) => service.name);
       await pingHeartbeat(config, down, logger, fetch, { pingMs: performance.now() - passStarted, now: now() });
+    }
+    if (!dryRun) {
       const passAt = now();
       if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
       try {
@@ -177,14 +188,14 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   // (RECOVERED, FAILED) and notifications come after the pass lock is free for the next tick.
   const finished = await verifications!;
   const verified = finished.filter((outcome) => outcome.claimed);
-  if (!dryRun && verified.length)
-    await sendEvents(
-      config,
-      // What the pass sent with its own already (the decision's lines) is not sent again.
-      verified.flatMap((outcome) => outcome.events.slice(outcome.eventsAtClaim ?? 0)),
-      logger,
-      now,
-    );
+  // What the pass sent with its own already (the decision's lines) is not sent again.
+  const verifiedEvents = verified.flatMap((outcome) => outcome.events.slice(outcome.eventsAtClaim ?? 0));
+  if (!dryRun && options.stop?.aborted) {
+    await spoolEvents(config, verifiedEvents, logger, now);
+    const left = finished.filter((outcome) => outcome.decision.next.restarting).map((outcome) => outcome.name);
+    const leaving = left.length ? `; left to the next pass: ${left.join(", ")}` : "";
+    logger.write("WARN", `the pass was stopped by ${String(options.stop.reason)}: what it did is recorded${leaving}`);
+  } else if (!dryRun && verified.length) await sendEvents(config, verifiedEvents, logger, now);
   return { ran: true, services: finished };
 }
 
@@ -231,12 +242,14 @@ export function judgeServices(
         if (await failing.get(dependency)) failingDependencies.push(dependency);
       const say = publish.get(service.name)!;
       return limit(async () => {
+        // Stopped (SIGTERM/SIGINT): nothing new begins.
+        if (context.stop?.aborted) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
         let lock: Awaited<ReturnType<typeof tryLock>> = null;
         try {
           if (!context.dryRun) {
             lock = await tryLock(paths.serviceLock(service.name));
             // Its owner (a verification, an operator, the crash watch) records what happens to it.
-            if (!lock) return (recorded(service.name), ownedOutcome(service.name, read(service.name)));
+            if (!lock) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
             lock.record(holderRecord(context.holder ?? "pass"));
           }
           return await judgeService(service, {
@@ -262,14 +275,6 @@ export function judgeServices(
   done.catch(() => {}); // said through `judged` when it fails before any claim
   return { judged, done };
 }
-
-/** Left to the owner of its lock this time: what was recorded, nothing decided here. */
-const ownedOutcome = (name: string, state: ServiceState): ServiceOutcome => ({
-  name,
-  decision: { kind: "skip", reason: "owned", until: null, next: state, log: [] },
-  probe: null,
-  events: [],
-});
 
 /** The service could not be judged this time: it keeps its last state, and says why (status, the page, metrics). */
 function notJudgedOutcome(config: Config, name: string, error: unknown, context: PassContext): ServiceOutcome {

@@ -12,6 +12,7 @@ import { mainProcess, probeContext, watchOf, type MainProcess } from "../os/pids
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
 import { withEvent, type PendingRestart, type ServiceState } from "../core/state.ts";
+import { STOPPED, stoppableSleep, untilStopped } from "./stopping.ts";
 
 /** How long after its start a process tend started must still run to count as recovered. */
 const SETTLE_MS = 1000;
@@ -20,6 +21,8 @@ export interface VerifyOptions {
   now: () => number;
   sleep: (ms: number) => Promise<void>;
   env?: Record<string, string | undefined>;
+  /** The pass is stopped (SIGTERM/SIGINT): a verification in flight is left to the next pass. */
+  stop?: AbortSignal;
 }
 
 /** What a counted restart does outside the state it returns, as soon as each step is done. */
@@ -94,7 +97,18 @@ export async function restartAndVerify(
   hooks?.verifying?.();
   if (!restart.issued)
     return settle(service, next, verdict, now, { issued: false, detail: restart.detail, last: null });
-  return settle(service, next, verdict, now, await verify(service, next, startedAt, deadline, options));
+  const seen = await verify(service, next, startedAt, deadline, options);
+  return seen.stopped ? leftToNextPass(service, next, logger) : settle(service, next, verdict, now, seen);
+}
+
+/**
+ * The pass was stopped while it verified: the restart stays recorded (counted, its ⚠️ spooled), and
+ * the next pass finishes verifying it until its original deadline (finishRestart).
+ */
+function leftToNextPass(service: ServiceConfig, state: ServiceState, logger: Logger): Verified {
+  const what = state.restarting ? "restart" : "start";
+  logger.write("WARN", `${service.name}: the pass was stopped: its ${what}'s verification is left to the next pass`);
+  return { next: state, log: [], recovered: false };
 }
 
 /**
@@ -135,7 +149,8 @@ export async function finishRestart(
   }
   const verdict = { first: false, how: pending.reason as How, startedAt: pending.at, restart: null };
   hooks.verifying?.();
-  return settle(service, next, verdict, options.now, await verify(service, next, pending.at, pending.until, options));
+  const seen = await verify(service, next, pending.at, pending.until, options);
+  return seen.stopped ? leftToNextPass(service, next, logger) : settle(service, next, verdict, options.now, seen);
 }
 
 interface Seen {
@@ -149,6 +164,8 @@ interface Seen {
   /** When the probe that answered was made. */
   answeredAt?: number;
   current?: MainProcess | null;
+  /** The pass was stopped before the verification ended: nothing to settle. */
+  stopped?: boolean;
 }
 
 /** Probe every second until healthy or the deadline (at least once); a process that exits has failed. */
@@ -157,8 +174,10 @@ async function verify(
   state: ServiceState,
   startedAt: number,
   deadline: number,
-  { now, sleep }: VerifyOptions,
+  { now, sleep: sleepFully, stop }: VerifyOptions,
 ): Promise<Seen> {
+  const sleep = stoppableSleep(sleepFully, stop);
+  const stopped: Seen = { issued: true, detail: "the pass was stopped", last: null, stopped: true };
   let last: ProbeResult | null = null;
   let detail = "";
   // The process tend started itself (a pidfile or pane, not a manager's MainPID, which may be 0 while
@@ -166,6 +185,7 @@ async function verify(
   const gone = (current: MainProcess | null, probed: boolean) =>
     current !== null && !current.running && (probed || !current.supervised);
   while (true) {
+    if (stop?.aborted) return stopped;
     const current = await mainProcess(service, state);
     if (gone(current, last !== null)) {
       // Gone before it answered: FAILED now, saying when, not at a deadline it never reached.
@@ -173,7 +193,9 @@ async function verify(
     }
     const attemptAt = now();
     // Only evidence produced after the restart counts: a log the old process wrote is not an answer.
-    last = await probe(service.check, { ...probeContext(current), since: startedAt });
+    const answer = await untilStopped(probe(service.check, { ...probeContext(current), since: startedAt }), stop);
+    if (answer === STOPPED) return stopped;
+    last = answer;
     if (last.ok) {
       const answeredAt = now();
       // ... and from a process that is still there: one that answered and died at once did not recover.
@@ -182,6 +204,7 @@ async function verify(
       const settleMs = startedAt + SETTLE_MS - now();
       if (current && !current.supervised && settleMs > 0)
         await sleep(Math.min(settleMs, Math.max(0, deadline - now())));
+      if (stop?.aborted) return stopped;
       const after = await mainProcess(service, state);
       if (gone(after, true)) return { issued: true, detail: after!.detail, last, exitedAfterMs: now() - startedAt };
       return { issued: true, recovered: true, detail: last.detail, last, current: after ?? current, answeredAt };
