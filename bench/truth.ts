@@ -1,12 +1,25 @@
 // make truth: the ground-truth harness. Real services, a stopwatch process asking each of them ten
 // times as often as tend does, and a seeded random schedule of faults (kills, freezes, 502 spells,
 // a hang from the start, a leak, a flapping upstream, a receiver answering 500, a pass killed by
-// SIGTERM or SIGKILL) under cron-like passes or the loop. Then every view tend gives — downtime.log,
-// report --json, status --json, the state's counts, the notifications the receiver got — is held
-// to what the stopwatch saw and the harness did. A failing seed prints its schedule and the first
+// SIGTERM or SIGKILL, a reboot-like stop of everything, a wall-clock step, a full state disk) under
+// cron-like passes or the loop. Then every view tend gives — downtime.log, report --json, status
+// --json and --nagios, /metrics and /api/status of a `watchdog serve` beside it, the state's counts,
+// what the passes said on stdout, the notifications the receiver got — is held to what the
+// stopwatch saw and the harness did. A failing seed prints its schedule and the first
 // disagreements; `make truth SEED=n` replays it.
 // usage: bun bench/truth.ts [--seed N] [--seeds COUNT] [--mode cron|loop|both] [--seconds S]
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
@@ -14,6 +27,24 @@ import { killGroup, waitFor } from "./common.ts";
 import { freePort } from "../test/helpers.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
+/**
+ * The harness's own time: the wall clock at its start, carried on by the monotonic clock, so a
+ * wall-clock step it makes moves none of its stamps (the stopwatch's are made so too).
+ */
+const trueNow = () => performance.timeOrigin + performance.now();
+
+/** Set the host's wall clock (CLOCK_REALTIME; root): `date -s @SECONDS`, to the millisecond. */
+function setWallClock(ms: number) {
+  const set = Bun.spawnSync(["date", "-u", "-s", `@${(ms / 1000).toFixed(3)}`], { stdout: "ignore" });
+  if (set.exitCode !== 0) throw new Error(`cannot set the wall clock: ${set.stderr.toString().trim()}`);
+}
+const stepWallClock = (byMs: number) => setWallClock(Date.now() + byMs);
+/** A step made and not yet put right: whatever ends the run puts the clock right first. */
+const stepped = { now: false };
+const putClockRight = () => {
+  if (stepped.now) (setWallClock(trueNow()), (stepped.now = false));
+};
+const stoppedWhileStepped = () => (putClockRight(), process.exit(130));
 const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
 const BUN = process.execPath;
 const SERVICE = join(import.meta.dir, "truth", "service.ts");
@@ -31,18 +62,42 @@ const TIMEOUT_MS = 2000;
  * only when it runs out), plus a little for a pass's start-up under load.
  */
 export const TOLERANCE_MS = INTERVAL_MS + TIMEOUT_MS + 700;
+/** verify_timeout in the harness's configuration. */
+const VERIFY_MS = 3000;
 
 // ---------- the schedule ----------
 
 export type FaultKind =
-  "kill" | "freeze" | "spell502" | "hangstart" | "leak" | "flap" | "slow" | "receiver500" | "passterm" | "passkill";
+  | "kill"
+  | "freeze"
+  | "spell502"
+  | "hangstart"
+  | "leak"
+  | "flap"
+  | "slow"
+  | "receiver500"
+  | "passterm"
+  | "passkill"
+  | "reboot"
+  | "clockstep"
+  | "diskfull";
 
 export interface Fault {
   at: number; // ms from the start
   kind: FaultKind;
   service: string | null;
   forMs: number;
+  /** clockstep: how far the wall clock steps back, in seconds (as tend sees it). */
+  byS?: number;
 }
+
+/**
+ * The faults made with the kernel's namespaces and a tmpfs (a reboot: a new boot id and boot-time
+ * clock; a wall-clock step: the boot-time clock ahead of it; a full disk): they need root. Without
+ * it they are left out of every schedule, and the harness says so.
+ */
+export const ROOT_FAULTS: FaultKind[] = ["reboot", "clockstep", "diskfull"];
+export const asRoot = () => process.getuid?.() === 0;
 
 /** mulberry32: a small seeded PRNG, so a seed is a schedule. */
 function prng(seed: number) {
@@ -68,7 +123,12 @@ const SERVICE_FAULTS: Record<string, FaultKind[]> = {
  * Faults per service at random times, one at a time with a quiet gap after each (long enough for a
  * restart's verification, so outages stay apart); global faults (the receiver, a pass killed) anywhere.
  */
-export function schedule(seed: number, faultSeconds: number, mode: "cron" | "loop"): Fault[] {
+export function schedule(
+  seed: number,
+  faultSeconds: number,
+  mode: "cron" | "loop",
+  { clockSteps = false } = {},
+): Fault[] {
   const random = prng(seed);
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)];
   const between = (low: number, high: number) => Math.round(low + random() * (high - low));
@@ -89,12 +149,25 @@ export function schedule(seed: number, faultSeconds: number, mode: "cron" | "loo
   if (mode === "cron")
     for (let at = between(4000, 12_000); at < endMs; at += between(8000, 16_000))
       faults.push({ at, kind: random() < 0.5 ? "passterm" : "passkill", service: null, forMs: 0 });
+  // Drawn whether or not they can be made here, so a seed's other faults are the same everywhere.
+  const drawn: Fault[] = [
+    { at: between(8000, Math.max(8000, endMs - 8000)), kind: "reboot", service: null, forMs: between(3000, 6000) },
+    { at: between(4000, endMs), kind: "clockstep", service: null, forMs: between(3000, 8000), byS: between(30, 1800) },
+    { at: between(4000, endMs), kind: "diskfull", service: null, forMs: between(3000, 8000) },
+  ];
+  const whole = drawn.filter(() => random() < 0.6);
+  faults.push(
+    ...whole.filter(
+      (fault) => (asRoot() || !ROOT_FAULTS.includes(fault.kind)) && (clockSteps || fault.kind !== "clockstep"),
+    ),
+  );
   return faults.sort((a, b) => a.at - b.at);
 }
 
 export const describeFault = (fault: Fault) =>
   `+${(fault.at / 1000).toFixed(1)}s ${fault.kind}${fault.service ? ` ${fault.service}` : ""}` +
-  (fault.forMs ? ` for ${(fault.forMs / 1000).toFixed(1)}s` : "");
+  (fault.forMs ? ` for ${(fault.forMs / 1000).toFixed(1)}s` : "") +
+  (fault.byS ? ` (the wall clock back by ${fault.byS}s, then right again)` : "");
 
 // ---------- a run ----------
 
@@ -125,6 +198,11 @@ export interface RunOptions {
   quietSeconds?: number;
   keep?: boolean;
   say?: (line: string) => void;
+  /**
+   * Step the host's wall clock (make truth): not beside other tests, whose deadlines on the wall
+   * clock it would move (make test's short seed leaves it out, and says so).
+   */
+  clockSteps?: boolean;
 }
 
 const pidOf = (file: string) => {
@@ -136,6 +214,12 @@ const pidOf = (file: string) => {
   }
 };
 
+const signalGroup = (group: number, name: NodeJS.Signals) => {
+  try {
+    process.kill(-group, name);
+  } catch {}
+};
+
 const signal = (pid: number | null, name: NodeJS.Signals) => {
   if (pid === null) return;
   try {
@@ -145,10 +229,14 @@ const signal = (pid: number | null, name: NodeJS.Signals) => {
 
 export async function runSeed(options: RunOptions): Promise<RunResult> {
   const { seed, mode, faultSeconds = 45, quietSeconds = 22, say = () => {} } = options;
-  const started = Date.now();
+  const started = trueNow();
   const dir = mkdtempSync(join(tmpdir(), `tend-truth-${seed}-${mode}-`));
   const state = join(dir, "state");
-  const faults = schedule(seed, faultSeconds, mode);
+  const faults = schedule(seed, faultSeconds, mode, { clockSteps: options.clockSteps });
+  if (!asRoot()) say(`  left out (they need root): ${ROOT_FAULTS.join(", ")}`);
+  else if (!options.clockSteps) say("  left out: clockstep (the host's clock: other tests run beside this one)");
+  const stepsClock = faults.some((fault) => fault.kind === "clockstep");
+  if (stepsClock) for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, stoppedWhileStepped);
   const children: number[] = [];
   const received: Received[] = [];
   let resent = 0;
@@ -158,12 +246,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     hostname: "127.0.0.1",
     async fetch(request) {
       const body = await request.json().catch(() => ({}));
-      if (Date.now() < receiverDown.until) return new Response("down for the harness", { status: 500 });
+      if (trueNow() < receiverDown.until) return new Response("down for the harness", { status: 500 });
       // As ntfy and webhooks: a key seen before is the same message, kept once.
       const key = request.headers.get("idempotency-key");
       if (key !== null && received.some((message) => message.key === key)) return (resent++, new Response("ok"));
       received.push({
-        at: Date.now(),
+        at: trueNow(),
         key,
         service: typeof body.service === "string" ? body.service : null,
         event: typeof body.event === "string" ? body.event : null,
@@ -202,7 +290,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       `backoff = "1s"`,
       `backoff_max = "2s"`,
       `max_restarts = 1000`,
-      `verify_timeout = "3s"`,
+      `verify_timeout = "${VERIFY_MS / 1000}s"`,
       `stop_timeout = "1s"`,
       ...SERVICES.flatMap((name) => [
         `[[service]]`,
@@ -223,13 +311,32 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     ].join("\n") + "\n",
   );
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, TZ: "UTC", TEND_CONFIG: config };
+  // The host as tend's processes see it after a reboot-like fault: a time namespace whose boot-time and
+  // monotonic clocks read a second since the boot, and a boot id of its own (bind-mounted over
+  // /proc/sys/kernel/random/boot_id in a mount namespace). (Not a wall-clock step: a namespace's
+  // boot-time clock ahead of the wall clock would also move every process's start time in /proc,
+  // and make a gap of as much: that fault steps the host's real clock.)
+  const host = { bootOffsetS: 0, monotonicOffsetS: 0, bootId: false };
+  const bootIdFile = join(dir, "boot_id");
+  const wrap = (argv: string[]) => {
+    if (!host.bootOffsetS && !host.monotonicOffsetS && !host.bootId) return argv;
+    const offsets = ["--boottime", String(host.bootOffsetS), "--monotonic", String(host.monotonicOffsetS)];
+    if (!host.bootId) return ["unshare", "-fT", ...offsets, ...argv];
+    const bind = 'mount --bind "$0" /proc/sys/kernel/random/boot_id && exec "$@"';
+    return ["unshare", "-mfT", ...offsets, "sh", "-c", bind, bootIdFile, ...argv];
+  };
+  // What tend's passes and loop say on stdout (cron would mail it): every line, the log's or not (a
+  // line the full disk kept from watchdog.log is said there).
+  const stdoutFile = join(dir, "stdout.log");
+  const saidFd = openSync(stdoutFile, "a");
   const tend = async (args: string[]) => {
-    const child = Bun.spawn([TEND, ...args], { env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const child = Bun.spawn(wrap([TEND, ...args]), { env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
     const [stdout, stderr, code] = await Promise.all([
       new Response(child.stdout).text(),
       new Response(child.stderr).text(),
       child.exited,
     ]);
+    if (args[1] === "pass") appendFileSync(stdoutFile, stdout);
     return { code, stdout, stderr };
   };
   const truthFile = join(dir, "stopwatch.jsonl");
@@ -238,6 +345,13 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
   let tendOutages = 0;
   let truthOutages = 0;
   let restarts = 0;
+  // A full disk needs a disk of its own: the state dir on a small tmpfs.
+  const fillsDisk = faults.some((fault) => fault.kind === "diskfull");
+  mkdirSync(state, { recursive: true, mode: 0o700 });
+  if (fillsDisk) {
+    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", state]);
+    if (mounted.exitCode !== 0) throw new Error(`cannot mount a tmpfs for the full disk: ${mounted.stderr}`);
+  }
   try {
     // The services, started by tend's own first pass (START, not counted), then the stopwatch.
     const first = await tend(["watchdog", "pass", "--interval", `${INTERVAL_MS / 1000}s`]);
@@ -272,57 +386,112 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     );
 
     // The watchdog: cron's ticks (a new pass every period, whether or not the last one ended), or the loop.
-    const t0 = Date.now();
-    const passes = new Set<ReturnType<typeof Bun.spawn>>();
-    const passStarted = new Map<ReturnType<typeof Bun.spawn>, number>();
+    // Each in a process group of its own (the namespace's unshare and tend in it): signalled as a group,
+    // and gone when the group is.
+    const t0 = trueNow();
+    const passes = new Set<number>();
+    const passStarted = new Map<number, number>();
     const killNextPass: { signal: NodeJS.Signals | null } = { signal: null };
-    let loop: ReturnType<typeof Bun.spawn> | null = null;
+    let loop: number | null = null;
     let ticking = true;
-    const ticker = (async () => {
-      if (mode === "loop") {
-        loop = Bun.spawn([TEND, "watchdog", "run", "--interval", `${INTERVAL_MS / 1000}s`], {
-          env,
-          stdout: "ignore",
-          stderr: "ignore",
-        });
-        children.push(loop.pid);
-        return;
+    const down = { now: false }; // a reboot: nothing of tend's runs
+    const startTend = (args: string[]) => {
+      const child = Bun.spawn(wrap([TEND, ...args]), { env, stdout: saidFd, stderr: saidFd, detached: true });
+      children.push(child.pid);
+      return child.pid;
+    };
+    const gone = (group: number) => {
+      try {
+        process.kill(-group, 0);
+        return false;
+      } catch {
+        return true;
       }
+    };
+    const startLoop = () => (loop = startTend(["watchdog", "run", "--interval", `${INTERVAL_MS / 1000}s`]));
+    const ticker = (async () => {
+      if (mode === "loop") return void startLoop();
       while (ticking) {
-        const child = Bun.spawn([TEND, "watchdog", "pass", "--interval", `${INTERVAL_MS / 1000}s`], {
-          env,
-          stdout: "ignore",
-          stderr: "ignore",
-        });
-        passes.add(child);
-        passStarted.set(child, Date.now());
-        child.exited.then(() => passes.delete(child));
+        if (!down.now) {
+          const group = startTend(["watchdog", "pass", "--interval", `${INTERVAL_MS / 1000}s`]);
+          passes.add(group);
+          passStarted.set(group, trueNow());
+        }
         await Bun.sleep(INTERVAL_MS);
+        for (const group of passes) if (gone(group)) passes.delete(group);
+      }
+    })();
+    /** Stop every process of tend's (the loop, running passes) with `signal`, and wait until they are gone. */
+    const stopTend = async (signal: NodeJS.Signals) => {
+      const groups = [...passes, ...(loop ? [loop] : [])];
+      for (const group of groups) signal === "SIGKILL" ? killGroup(group) : signalGroup(group, signal);
+      await waitFor(() => groups.every(gone), 10_000, `tend's processes gone after ${signal}`);
+      passes.clear();
+      loop = null;
+    };
+    // `watchdog serve` beside it, as Prometheus and a status page would see it: /metrics sampled
+    // every 250 ms (tend_service_up), /api/status at the end. Started again in each new namespace.
+    const servePort = await freePort();
+    let serve: number | null = null;
+    const startServe = async () => {
+      if (serve) killGroup(serve);
+      serve = startTend(["watchdog", "serve", "--listen", `127.0.0.1:${servePort}`]);
+      await waitFor(
+        () =>
+          fetch(`http://127.0.0.1:${servePort}/healthz`).then(
+            () => true,
+            () => false,
+          ),
+        10_000,
+        "watchdog serve",
+      );
+    };
+    await startServe();
+    const ups: { at: number; name: string; up: number }[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const at = trueNow();
+        const text = await fetch(`http://127.0.0.1:${servePort}/metrics`, { signal: AbortSignal.timeout(1000) })
+          .then((r) => r.text())
+          .catch(() => "");
+        for (const match of text.matchAll(/^tend_service_up\{service="([^"]+)"[^}]*\} (\d+)/gm))
+          ups.push({ at, name: match[1], up: Number(match[2]) });
+        await Bun.sleep(250);
       }
     })();
     // A pass is killed where it hurts: the first one found running longer than a quick pass (verifying).
     const passKiller = setInterval(() => {
       if (!killNextPass.signal) return;
-      for (const child of passes) {
-        if (Date.now() - passStarted.get(child)! < 400) continue;
-        say(`  ${killNextPass.signal} to pass pid ${child.pid}`);
-        child.kill(killNextPass.signal);
+      for (const group of passes) {
+        if (trueNow() - passStarted.get(group)! < 400 || gone(group)) continue;
+        say(`  ${killNextPass.signal} to pass group ${group}`);
+        signalGroup(group, killNextPass.signal);
         killNextPass.signal = null;
         return;
       }
     }, 20);
+    // The wall clock's steps: back by byMs over [from, to], then right again.
+    const steps: { from: number; to: number; byMs: number }[] = [];
+    const reboots: { killedAt: number; bootedAt: number; resumedAt: number }[] = [];
+    const fillsBy: { from: number; to: number }[] = [];
+    const monotonicS = () => Number(process.hrtime.bigint() / 1_000_000_000n);
+    const uptimeS = () => Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]);
 
     // The schedule, then the quiet spell.
     const timers: Promise<void>[] = [];
     for (const fault of faults) {
       timers.push(
         (async () => {
-          await Bun.sleep(Math.max(0, t0 + fault.at - Date.now()));
-          appendFileSync(truthFile, JSON.stringify({ at: Date.now(), fault: fault.kind, name: fault.service }) + "\n");
+          await Bun.sleep(Math.max(0, t0 + fault.at - trueNow()));
+          appendFileSync(truthFile, JSON.stringify({ at: trueNow(), fault: fault.kind, name: fault.service }) + "\n");
           await inject(fault);
         })(),
       );
     }
+    // One whole-host fault at a time: a step while the host is down waits for its boot.
+    let wholeHost = Promise.resolve();
+    const alone = (work: () => Promise<void>) => (wholeHost = wholeHost.then(work, work));
     async function inject(fault: Fault) {
       const name = fault.service!;
       switch (fault.kind) {
@@ -347,28 +516,76 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
           await Bun.sleep(fault.forMs);
           return setMode(name, "ok");
         case "receiver500":
-          receiverDown.until = Date.now() + fault.forMs;
+          receiverDown.until = trueNow() + fault.forMs;
           return;
         case "passterm":
         case "passkill":
           killNextPass.signal = fault.kind === "passterm" ? "SIGTERM" : "SIGKILL";
           return;
+        case "reboot":
+          // Power off: tend and every service gone at once; after forMs a new boot (its boot id, a
+          // boot-time clock a second old), where cron ticks again or the loop starts again.
+          return alone(async () => {
+            down.now = true;
+            const killedAt = trueNow();
+            for (const service of SERVICES) killGroup(pidOf(pidfile(service)) ?? 0);
+            await stopTend("SIGKILL");
+            await Bun.sleep(fault.forMs);
+            writeFileSync(bootIdFile, crypto.randomUUID() + "\n");
+            host.bootId = true;
+            host.bootOffsetS = -(Math.floor(uptimeS()) - 1);
+            host.monotonicOffsetS = -(monotonicS() - 1);
+            const bootedAt = trueNow() - 1000;
+            await startServe();
+            down.now = false;
+            if (mode === "loop") startLoop();
+            reboots.push({ killedAt, bootedAt, resumedAt: trueNow() });
+          });
+        case "clockstep":
+          // The host's wall clock steps back by byS (an NTP step, a phone's clock reset), and forMs
+          // later forward again (NTP puts it right): for real, every process on the machine sees it.
+          return alone(async () => {
+            const from = trueNow();
+            stepped.now = true;
+            stepWallClock(-fault.byS! * 1000);
+            await Bun.sleep(fault.forMs);
+            setWallClock(trueNow());
+            stepped.now = false;
+            steps.push({ from, to: trueNow(), byMs: fault.byS! * 1000 });
+          });
+        case "diskfull": {
+          // The state dir's disk full for forMs: one file takes all it has left.
+          const filler = join(state, "filler");
+          const chunk = Buffer.alloc(64 << 10);
+          const fd = openSync(filler, "w");
+          try {
+            while (true) writeSync(fd, chunk);
+          } catch {}
+          closeSync(fd);
+          const from = trueNow();
+          await Bun.sleep(fault.forMs);
+          rmSync(filler, { force: true });
+          fillsBy.push({ from, to: trueNow() });
+          return;
+        }
       }
     }
     await Promise.all(timers);
+    await wholeHost;
     await Bun.sleep(quietSeconds * 1000);
     killNextPass.signal = null;
     clearInterval(passKiller);
     ticking = false;
     await ticker;
-    for (const child of passes) await child.exited;
-    if (loop) {
-      (loop as ReturnType<typeof Bun.spawn>).kill("SIGTERM");
-      await (loop as ReturnType<typeof Bun.spawn>).exited;
-    }
+    await waitFor(() => [...passes].every(gone), 30_000, "the last passes");
+    if (loop) await stopTend("SIGTERM");
     // One more pass after the quiet spell: it flushes what the receiver refused meanwhile.
     await tend(["watchdog", "pass", "--interval", `${INTERVAL_MS / 1000}s`]);
-    const endedAt = Date.now();
+    const endedAt = trueNow();
+    sampling = false;
+    await sampler;
+    const apiStatus = await fetch(`http://127.0.0.1:${servePort}/api/status`).then((r) => r.json());
+    killGroup(serve!);
     stopwatch.kill("SIGTERM");
     await stopwatch.exited;
     for (const name of SERVICES) {
@@ -382,37 +599,95 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       .split("\n")
       .map((line) => JSON.parse(line));
     const logText = readFileSync(join(state, "watchdog.log"), "utf8");
-    const report = JSON.parse((await tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
+    const stdoutText = readFileSync(stdoutFile, "utf8");
+    // Wide enough for records a clock step moved back (up to 30 min).
+    const report = JSON.parse((await tend(["watchdog", "report", "--json", "--since", "1d"])).stdout);
     const status = await tend(["watchdog", "status", "--json"]);
     const statusJson = JSON.parse(status.stdout);
-    for (const name of SERVICES) {
-      const stateJson = JSON.parse(readFileSync(join(state, "services", `${name}.json`), "utf8"));
+    // tend follows each wall-clock step once, moving what it recorded with it: back, then forward
+    // again, its records are where they were. A moment is the stopwatch's, in tend's time too.
+    const framed = (at: number) => at;
+    const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
+    // A reboot: from the power-off until the new boot's services answer (a verification later), the
+    // host's downtime and its boot starts, not the services' outages.
+    const rebootSpans = reboots.map(
+      ({ killedAt, resumedAt }) => [framed(killedAt), resumedAt + VERIFY_MS + INTERVAL_MS] as [number, number],
+    );
+    for (const [index, { killedAt, bootedAt, resumedAt }] of reboots.entries()) {
+      const host = [
+        ...logText.matchAll(/\[DOWNTIME\] host was unavailable for \d+s \(\S+, from (\S+ \S+) UTC to (\S+ \S+) UTC\)/g),
+      ].map((match) => match.slice(1, 3).map((stamp) => Date.parse(stamp.replace(" ", "T") + "Z")));
+      const mine = host.find(
+        ([from, to]) => Math.abs(from - framed(killedAt)) <= TOLERANCE_MS && Math.abs(to - bootedAt) <= 2000,
+      );
+      if (!mine)
+        disagree(
+          `reboot ${index + 1}: powered off ${at(framed(killedAt))}, booted ${at(bootedAt)}: no host DOWNTIME line ` +
+            `near it (${host.map(([from, to]) => `${at(from)}-${at(to)}`).join(", ") || "none"})`,
+        );
+      if (!received.some((message) => message.event === "reboot" && message.at >= resumedAt))
+        disagree(`reboot ${index + 1}: no 🔌 received`);
+    }
+    if (received.some((message) => message.event === "gap"))
+      disagree(`a 💤 (the watchdog did not run): ${received.find((message) => message.event === "gap")!.message}`);
+    // /metrics: tend_service_up 0 only while the service was down (or its restart verified, or its backoff, just after).
+    for (const { at: sampledAt, name, up } of ups) {
+      if (up !== 0) continue;
+      const spans = realSpans(name);
+      if (!spans.some(([from, to]) => sampledAt >= from && sampledAt <= to + TOLERANCE_MS + INTERVAL_MS)) {
+        disagree(`${name}: /metrics said tend_service_up 0 at ${at(sampledAt)}, the stopwatch saw it answering`);
+        break;
+      }
+    }
+    function realSpans(name: string) {
       // The stopwatch's changes, and each kill as the harness made it: down from that instant, even
       // when tend (or the crash watch) brought it back between two of the stopwatch's looks.
-      const truth = downSpans(
+      return downSpans(
         samples
           .filter(
-            (s) => s.name === name && (typeof s.ok === "boolean" || s.fault === "kill" || s.fault === "hangstart"),
+            (s) =>
+              (s.name === name && (typeof s.ok === "boolean" || s.fault === "kill" || s.fault === "hangstart")) ||
+              s.fault === "reboot",
           )
           .map((s) => (typeof s.ok === "boolean" ? s : { at: s.at, ok: false })),
         t0,
         endedAt,
       );
-      const kills = samples.filter((s) => s.name === name && (s.fault === "kill" || s.fault === "hangstart"));
+    }
+    for (const name of SERVICES) {
+      const stateJson = JSON.parse(readFileSync(join(state, "services", `${name}.json`), "utf8"));
+      const truth = realSpans(name).map(([from, to]) => [framed(from), framed(to)] as [number, number]);
+      const kills = samples
+        .filter((s) => s.name === name && (s.fault === "kill" || s.fault === "hangstart"))
+        .map((s) => ({ at: framed(s.at) }));
       const flaps = faults
         .filter((fault) => fault.service === name && fault.kind === "flap")
-        .map((fault) => [t0 + fault.at, t0 + fault.at + fault.forMs] as [number, number]);
+        .map((fault) => [framed(t0 + fault.at), framed(t0 + fault.at + fault.forMs)] as [number, number]);
       const recorded = [
         ...stateJson.outages.map((o: { from: number; to: number; reason: string }) => o),
         ...(stateJson.outage ? [{ from: stateJson.outage.since, to: endedAt, reason: stateJson.outage.reason }] : []),
-      ].filter((o: { to: number }) => o.to >= t0);
+      ].filter((o: { to: number }) => o.to >= framed(t0));
       truthOutages += truth.length;
       tendOutages += recorded.length;
+      // The host's downtime is the host's: no outage of a service counts it again.
+      for (const { killedAt, bootedAt } of reboots) {
+        const [a, b] = [framed(killedAt) + TOLERANCE_MS, bootedAt - 1000];
+        const twice = recorded.find((o: { from: number; to: number }) => o.from < b && o.to > a);
+        if (twice)
+          disagree(
+            `${name}: an outage ${at(twice.from)}-${at(twice.to)} (${twice.reason}) counts the host's ` +
+              `downtime (${at(framed(killedAt))}-${at(bootedAt)}) again`,
+          );
+      }
       // A slow spell (answers inside the timeout) is no outage (the phantom check holds that) and, where
       // slow_above is set, is said: its WARN line while it lasts, or a slow spell still open.
       if (name === "api")
         for (const fault of faults.filter((f) => f.service === name && f.kind === "slow" && f.forMs >= 3000)) {
-          const [from, to] = [t0 + fault.at, t0 + fault.at + fault.forMs];
+          const [from, to] = [framed(t0 + fault.at), framed(t0 + fault.at + fault.forMs)];
+          // A log line's stamp is the wall clock's: while it was stepped back, not the stopwatch's time.
+          if (steps.some((step) => step.from <= to + TOLERANCE_MS && step.to >= from)) continue;
+          // Down for most of it (the host was): too little of it left for tend's probes.
+          if (rebootSpans.some(([a, b]) => a <= to && b >= from)) continue;
           const said = [...logText.matchAll(/^\[([\d-]+ [\d:]+)\] \[WARN\] api is slow \(/gm)].some((match) => {
             const at = Date.parse(match[1].replace(" ", "T") + "Z");
             return at >= from - 1000 && at <= to + TOLERANCE_MS;
@@ -433,7 +708,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
           })
           .map((match) => match[2])
           .slice(0, 3);
-      compareOutages(name, truth, recorded, kills, disagree, flaps, tendSaid);
+      compareOutages(name, truth, recorded, kills, disagree, [...flaps, ...rebootSpans], tendSaid);
       // A flapping spell is found while it lasts (6 changes take 7 of tend's probes, one a second):
       // a spell tend recorded (or one still open) overlaps it. One spell may span two faults close together.
       const spells: [number, number][] = [
@@ -446,16 +721,22 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
             `${name}: flapped ${((to - from) / 1000).toFixed(1)}s from ${new Date(from).toISOString()}, not found`,
           );
       // Restarts: every RESTART line is one restart, counted once, in the state, the report and a ⚠️.
-      const restartLines = [...logText.matchAll(new RegExp(`\\[RESTART\\] ${name}: `, "g"))].length;
+      // Counted on what the passes said on stdout (every line: a full disk keeps some from the log,
+      // never from stdout); the log holds them all unless the disk was full.
+      const pattern = new RegExp(`^\\[[^\\]]+\\] \\[RESTART\\] ${name}: `, "gm");
+      const restartLines = [...stdoutText.matchAll(pattern)].length;
+      const logged = [...logText.matchAll(pattern)].length;
+      if (logged > restartLines || (logged < restartLines && !fillsBy.length))
+        disagree(`${name}: ${logged} RESTART lines in the log, ${restartLines} said on stdout`);
       const row = report.services.find((r: { name: string }) => r.name === name);
       const warnings = new Set(
         received.filter((m) => m.service === name && m.event === "restart").map((m) => m.key ?? m.message),
       );
       restarts += restartLines;
       if (stateJson.restartsTotal !== restartLines)
-        disagree(`${name}: ${restartLines} RESTART lines in the log, restartsTotal ${stateJson.restartsTotal}`);
+        disagree(`${name}: ${restartLines} RESTART lines said, restartsTotal ${stateJson.restartsTotal}`);
       if (row.restarts !== restartLines)
-        disagree(`${name}: ${restartLines} RESTART lines in the log, report says ${row.restarts} restarts`);
+        disagree(`${name}: ${restartLines} RESTART lines said, report says ${row.restarts} restarts`);
       if (warnings.size !== restartLines) disagree(`${name}: ${restartLines} restarts, ${warnings.size} ⚠️ received`);
       if (row.outages !== recorded.length)
         disagree(`${name}: report counts ${row.outages} outages, the state has ${recorded.length}`);
@@ -468,11 +749,36 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
           open = false;
         }
       }
-      // After the quiet spell every service answers, and status says so.
+      // Downtime and MTTR as report gives them, against the stopwatch's (a flapping spell's many short
+      // spans are not tend's to measure; a reboot's is the host's): each outage's edges may each lie
+      // a tolerance off.
+      const measured = truth.filter(([from, to]) => ![...flaps, ...rebootSpans].some(([a, b]) => from <= b && to >= a));
+      if (!flaps.length && measured.length) {
+        const clustered = clusterSpans(measured);
+        // Those tend recorded (one it may miss, shorter than it can be sure to see, is compareOutages's).
+        const seen = clustered.filter(([from, to]) =>
+          recorded.some((o) => o.from <= to + TOLERANCE_MS && o.to >= from - TOLERANCE_MS),
+        );
+        const truthS = seen.reduce((sum, [from, to]) => sum + (to - from), 0) / 1000;
+        const slack = (seen.length * 2 * TOLERANCE_MS) / 1000 + 1;
+        if (Math.abs(row.downtime_s - truthS) > slack)
+          disagree(`${name}: report says ${row.downtime_s}s down, the stopwatch ${truthS.toFixed(1)}s (±${slack}s)`);
+        if (!rebootSpans.length && seen.length && row.mttr_s !== null) {
+          const mean = truthS / seen.length;
+          if (Math.abs(row.mttr_s - mean) > (2 * TOLERANCE_MS) / 1000 + 1)
+            disagree(`${name}: report's MTTR ${row.mttr_s}s, the stopwatch's ${mean.toFixed(1)}s`);
+        }
+      }
+      // After the quiet spell every service answers, and status, --nagios and /api/status say so.
       const said = statusJson.services.find((r: { name: string }) => r.name === name);
       if (said.state !== "healthy") disagree(`${name}: after the quiet spell status says ${said.state}`);
+      const served = apiStatus.services?.find((r: { name: string }) => r.name === name);
+      if (served?.state !== "healthy") disagree(`${name}: after the quiet spell /api/status says ${served?.state}`);
       if (stateJson.outage) disagree(`${name}: an outage still open after the quiet spell`);
     }
+    const nagios = await tend(["watchdog", "status", "--nagios"]);
+    if (nagios.code !== 0 || !nagios.stdout.startsWith("TEND OK"))
+      disagree(`status --nagios after the quiet spell: exit ${nagios.code}, ${nagios.stdout.trim().slice(0, 120)}`);
     // Nothing lost, nothing twice: every message has its idempotency key, and the receiver keeps it once
     // (as ntfy and webhooks do); one delivered in the instant before a pass was killed, unacknowledged,
     // comes again under its key: counted apart, kept once.
@@ -488,12 +794,20 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       faults,
       disagreements,
       counts: { truthOutages, tendOutages, restarts, messages: received.length, resent },
-      seconds: Math.round((Date.now() - started) / 1000),
+      seconds: Math.round((trueNow() - started) / 1000),
     };
   } finally {
+    putClockRight();
+    if (stepsClock) for (const signal of ["SIGINT", "SIGTERM"] as const) process.off(signal, stoppedWhileStepped);
     receiver.stop(true);
     for (const pid of children) killGroup(pid);
     for (const name of SERVICES) killGroup(pidOf(pidfile(name)) ?? 0);
+    closeSync(saidFd);
+    // Its records are read (or kept for a look) first: a kept run's tmpfs is copied out.
+    if (fillsDisk) {
+      if (disagreements.length && options.keep) Bun.spawnSync(["cp", "-a", state, `${state}.kept`]);
+      Bun.spawnSync(["umount", "-l", state]);
+    }
     if (!(disagreements.length && options.keep)) rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -511,6 +825,17 @@ export function downSpans(changes: { at: number; ok: boolean }[], from: number, 
   }
   if (downSince !== null) spans.push([downSince, to]);
   return spans.filter(([, end]) => end >= from);
+}
+
+/** Spans closer together than the tolerance are one for tend (it cannot tell them apart). */
+export function clusterSpans(spans: [number, number][]): [number, number][] {
+  const clusters: [number, number][] = [];
+  for (const span of [...spans].sort((a, b) => a[0] - b[0])) {
+    const last = clusters.at(-1);
+    if (last && span[0] - last[1] <= TOLERANCE_MS) last[1] = Math.max(last[1], span[1]);
+    else clusters.push([...span]);
+  }
+  return clusters;
 }
 
 /**
@@ -533,13 +858,7 @@ export function compareOutages(
   for (let i = 1; i < sorted.length; i++)
     if (sorted[i].from < sorted[i - 1].to)
       disagree(`${name}: outages overlap: ${at(sorted[i - 1].from)}-${at(sorted[i - 1].to)} and ${at(sorted[i].from)}`);
-  // Spans closer together than the tolerance are one for tend (it cannot tell them apart).
-  const clusters: [number, number][] = [];
-  for (const span of truth) {
-    const last = clusters.at(-1);
-    if (last && span[0] - last[1] <= T) last[1] = Math.max(last[1], span[1]);
-    else clusters.push([...span]);
-  }
+  const clusters = clusterSpans(truth);
   const near = (outage: { from: number; to: number }, [a, b]: [number, number]) =>
     outage.from <= b + T && outage.to >= a - T;
   for (const outage of sorted)
@@ -582,12 +901,19 @@ if (import.meta.main) {
   const faultSeconds = Number(args.seconds ?? 45);
   if (!existsSync(TEND)) throw new Error(`no binary at ${TEND}: make build/tend`);
   mkdirSync(join(ROOT, "build"), { recursive: true });
-  const began = Date.now();
+  const began = trueNow();
   let failed = 0;
   const rows: string[] = [];
   for (let seed = first; seed < first + count; seed++) {
     for (const mode of modes) {
-      const result = await runSeed({ seed, mode, faultSeconds, keep: true, say: (line) => console.log(line) });
+      const result = await runSeed({
+        seed,
+        mode,
+        faultSeconds,
+        keep: true,
+        clockSteps: true,
+        say: (line) => console.log(line),
+      });
       const { truthOutages, tendOutages, restarts, messages, resent } = result.counts;
       const row =
         `seed ${seed} ${mode}: ${result.disagreements.length ? "DISAGREES" : "agrees"} — ` +
@@ -604,7 +930,7 @@ if (import.meta.main) {
       }
     }
   }
-  const summary = `${rows.length} runs, ${failed} disagreed, ${Math.round((Date.now() - began) / 1000)}s`;
+  const summary = `${rows.length} runs, ${failed} disagreed, ${Math.round((trueNow() - began) / 1000)}s`;
   console.log(summary);
   writeFileSync(join(ROOT, "build", "truth.txt"), [...rows, summary].join("\n") + "\n");
   process.exit(failed ? 1 : 0);

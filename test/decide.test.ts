@@ -136,6 +136,25 @@ const ROWS: Row[] = [
     next: { outage: { since: NOW - 5 * MIN, reason: "crash" } }, // down since last seen healthy
   },
   {
+    name: "gone after tend started it (a boot start whose verification was cut): down since that start",
+    state: { lastHealthyAt: NOW - 10 * MIN, startedAt: NOW - 30_000 },
+    facts: { process: GONE },
+    kind: "restart",
+    reason: "crash",
+    next: { outage: { since: NOW - 30_000, reason: "crash" } }, // not across the time before its start
+  },
+  {
+    name: "gone, found after the watchdog did not run: down from the end of the gap (before it: no data)",
+    state: { lastHealthyAt: NOW - 10 * MIN },
+    facts: {
+      process: GONE,
+      gap: { name: "watchdog", reason: "watchdog_not_running", from: NOW - 9 * MIN, to: NOW - 1000 },
+    },
+    kind: "restart",
+    reason: "crash",
+    next: { outage: { since: NOW - 1000, reason: "crash" } },
+  },
+  {
     name: "tend started it before (its first start failed): gone again is a crash, not new",
     state: { startedAt: NOW - 10 * MIN },
     facts: { process: GONE },

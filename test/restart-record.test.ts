@@ -4,7 +4,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { ageHeartbeat, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -169,4 +169,32 @@ test("SIGTERM to the loop while it verifies a restart: exits within 5 s, the res
   control.status = 200;
   expect((await box.tend(["watchdog", "pass"])).stdout).toMatch(/\[RECOVERED\] api recovered/);
   expect(hook.got.map((message) => message.event)).toEqual(["restart", "recovered"]);
+}, 60_000);
+
+test("a restart pending when the host went down: no FAILED, counted once, no outage over the host's downtime", async () => {
+  const { control, hook } = world(["true"], "60s");
+  const pass = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
+  box.track(pass.pid);
+  await waitFor(() => box.read("services/api.json").includes('"announced":true'), 10_000, "the restart verified");
+  pass.kill("SIGKILL"); // the power goes
+  await pass.exited;
+  // The last pass was 20 s ago, on another boot: this pass is the new boot's first.
+  ageHeartbeat(box.state, Date.now() - 20_000, { otherBoot: true });
+  control.status = 200;
+  const next = await box.tend(["watchdog", "pass"]);
+  expect(next.stdout).toMatch(/\[DOWNTIME\] host was unavailable for \d+s \(unexpected_shutdown_or_reboot/);
+  expect(next.stdout).toContain(
+    "[WARN] api: the host rebooted while its restart was verified: judged as after a reboot",
+  );
+  expect(next.stdout).not.toContain("[FAILED]");
+  const state = box.stateOf("api");
+  expect(state).toMatchObject({ restartsTotal: 1, restarting: null, outage: null });
+  // Its outage ended where the watchdog last saw it failing (then the host's downtime): not 20 s long.
+  expect(state.gaps.at(-1).reason).toBe("unexpected_shutdown_or_reboot");
+  const outage = state.outages.at(-1);
+  expect(outage.to - outage.from).toBeLessThan(5000);
+  // Its restart was not judged (the reboot ended it): healthy again, its ⚠️ answered by a ✅.
+  expect(next.stdout).not.toMatch(/recovered .* after restart/);
+  expect(next.stdout).toContain("[RECOVERED] api is healthy again");
+  expect(hook.got.filter((message) => message.event === "restart")).toHaveLength(1);
 }, 60_000);

@@ -342,10 +342,13 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
     // own (the pass sends one 🔌 for all); a given-up service stays given up.
     if (facts.gap?.name === "host" && !state.givenUp) return { kind: "restart", reason: "boot", next: state, log: [] };
     const why = `${service.name} is not running (${process.detail})`;
+    // Down since it was last seen alive — healthy, or started by tend (a start after a reboot whose
+    // verification was cut) — not since this pass found it; never in time the watchdog did not see
+    // (a reboot's is the host's downtime: counted once).
+    const lastSeenAlive = Math.max(state.lastHealthyAt ?? now, state.startedAt ?? 0, state.gaps.at(-1)?.to ?? 0);
     return restartOrHold({
       service,
-      // Down since it was last seen healthy, not since this pass found it.
-      state: openOutage(state, state.lastHealthyAt ?? now, "crash"),
+      state: openOutage(state, Math.min(now, lastSeenAlive), "crash"),
       facts,
       reason: "crash",
       why,

@@ -15,7 +15,7 @@ import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service-state.ts";
 import { onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
-import { finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
+import { cutByReboot, finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
 import { waitReason } from "./wait.ts";
@@ -112,6 +112,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
       ),
     verifying: () => claimed && options.verifying?.(claimed),
   };
+  // A restart recorded but unfinished when the host went down: the reboot ended its story (counted,
+  // its ⚠️ sent); the service is judged as after any reboot (a boot start if it is not running).
+  if (!dryRun && state.restarting && options.gap?.name === "host")
+    state = await cutByReboot(service, state, logger, hooks);
   // A restart recorded but unfinished (the pass that made it was killed): this pass finishes its story.
   if (!dryRun && state.restarting) {
     const pending = state.restarting;

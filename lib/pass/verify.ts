@@ -153,6 +153,25 @@ export async function finishRestart(
   return seen.stopped ? leftToNextPass(service, next, logger) : settle(service, next, verdict, options.now, seen);
 }
 
+/**
+ * A restart recorded but unfinished when the host went down (its pass died with it): nothing of
+ * what it started runs now. It stays counted and its ⚠️ is sent if it was owed; no FAILED (the
+ * restart was not judged), and the service is judged as after any reboot.
+ */
+export async function cutByReboot(
+  service: ServiceConfig,
+  state: ServiceState,
+  logger: Logger,
+  hooks: RestartHooks,
+): Promise<ServiceState> {
+  const pending = state.restarting!;
+  if (!pending.announced) await hooks.announce(pending.owed, pending.detail ?? "the host went down during its action");
+  logger.write("WARN", `${service.name}: the host rebooted while its restart was verified: judged as after a reboot`);
+  const next = { ...state, restarting: null };
+  hooks.persist(next);
+  return next;
+}
+
 interface Seen {
   issued: boolean;
   /** Recovered: the probe that said so. */
