@@ -29,7 +29,8 @@ import { freePort } from "../test/helpers.ts";
 const ROOT = resolve(import.meta.dir, "..");
 /**
  * The harness's own time: the wall clock at its start, carried on by the monotonic clock, so a
- * wall-clock step it makes moves none of its stamps (the stopwatch's are made so too).
+ * wall-clock step it makes moves none of its stamps (the stopwatch's are made so too; the oracle
+ * puts them in tend's time: `framed`).
  */
 const trueNow = () => performance.timeOrigin + performance.now();
 
@@ -39,10 +40,14 @@ function setWallClock(ms: number) {
   if (set.exitCode !== 0) throw new Error(`cannot set the wall clock: ${set.stderr.toString().trim()}`);
 }
 const stepWallClock = (byMs: number) => setWallClock(Date.now() + byMs);
-/** A step made and not yet put right: whatever ends the run puts the clock right first. */
-const stepped = { now: false };
+/**
+ * A step back made and not yet put right: whatever ends the run puts the clock right first — by as
+ * much forward, from where it reads then (never to the harness's own time: a virtual machine's wall
+ * clock jumps ahead when it resumes, and its monotonic clock does not).
+ */
+const stepped = { byMs: 0 };
 const putClockRight = () => {
-  if (stepped.now) (setWallClock(trueNow()), (stepped.now = false));
+  if (stepped.byMs) (stepWallClock(stepped.byMs), (stepped.byMs = 0));
 };
 const stoppedWhileStepped = () => (putClockRight(), process.exit(130));
 const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
@@ -455,7 +460,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         const text = await fetch(`http://127.0.0.1:${servePort}/metrics`, { signal: AbortSignal.timeout(1000) })
           .then((r) => r.text())
           .catch(() => "");
-        for (const match of text.matchAll(/^tend_service_up\{service="([^"]+)"[^}]*\} (\d+)/gm))
+        for (const match of text.matchAll(/^tend_service_up\{instance="[^"]*",service="([^"]+)"[^}]*\} (\d+)/gm))
           ups.push({ at, name: match[1], up: Number(match[2]) });
         await Bun.sleep(250);
       }
@@ -546,28 +551,36 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
           // later forward again (NTP puts it right): for real, every process on the machine sees it.
           return alone(async () => {
             const from = trueNow();
-            stepped.now = true;
             stepWallClock(-fault.byS! * 1000);
+            stepped.byMs = fault.byS! * 1000;
             await Bun.sleep(fault.forMs);
-            setWallClock(trueNow());
-            stepped.now = false;
-            steps.push({ from, to: trueNow(), byMs: fault.byS! * 1000 });
+            putClockRight();
+            const rightAt = trueNow();
+            steps.push({ from, to: rightAt, byMs: fault.byS! * 1000 });
+            // What tend recorded while the clock was wrong moves only when a pass sees it right: the
+            // next whole-host fault waits for that pass (a reboot before it leaves the last boot's
+            // records in the wrong frame, and nothing on the host could tell tend otherwise).
+            const heartbeatAt = () => Date.parse(readFileSync(join(state, "heartbeat"), "utf8").split("\n")[0]);
+            const rightOnTheWall = Date.now();
+            await waitFor(() => heartbeatAt() >= rightOnTheWall, 15_000, "a pass").catch(() =>
+              disagree("no pass recorded its heartbeat within 15 s after the wall clock was put right"),
+            );
           });
-        case "diskfull": {
+        case "diskfull":
           // The state dir's disk full for forMs: one file takes all it has left.
-          const filler = join(state, "filler");
-          const chunk = Buffer.alloc(64 << 10);
-          const fd = openSync(filler, "w");
-          try {
-            while (true) writeSync(fd, chunk);
-          } catch {}
-          closeSync(fd);
-          const from = trueNow();
-          await Bun.sleep(fault.forMs);
-          rmSync(filler, { force: true });
-          fillsBy.push({ from, to: trueNow() });
-          return;
-        }
+          return alone(async () => {
+            const filler = join(state, "filler");
+            const chunk = Buffer.alloc(64 << 10);
+            const fd = openSync(filler, "w");
+            try {
+              while (true) writeSync(fd, chunk);
+            } catch {}
+            closeSync(fd);
+            const from = trueNow();
+            await Bun.sleep(fault.forMs);
+            rmSync(filler, { force: true });
+            fillsBy.push({ from, to: trueNow() });
+          });
       }
     }
     await Promise.all(timers);
@@ -605,24 +618,28 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     const status = await tend(["watchdog", "status", "--json"]);
     const statusJson = JSON.parse(status.stdout);
     // tend follows each wall-clock step once, moving what it recorded with it: back, then forward
-    // again, its records are where they were. A moment is the stopwatch's, in tend's time too.
-    const framed = (at: number) => at;
+    // again, its records are where they were. So a moment of the stopwatch's is in tend's time the
+    // wall clock's now less the harness's own: nothing, unless the host's clock jumped meanwhile (a
+    // virtual machine paused and resumed: its wall clock jumps ahead at resume, as tend sees and follows).
+    const drift = Date.now() - trueNow();
+    const framed = (at: number) => at + drift;
+    const unframed = (at: number) => at - drift;
     const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
     // A reboot: from the power-off until the new boot's services answer (a verification later), the
     // host's downtime and its boot starts, not the services' outages.
     const rebootSpans = reboots.map(
-      ({ killedAt, resumedAt }) => [framed(killedAt), resumedAt + VERIFY_MS + INTERVAL_MS] as [number, number],
+      ({ killedAt, resumedAt }) => [framed(killedAt), framed(resumedAt + VERIFY_MS + INTERVAL_MS)] as [number, number],
     );
     for (const [index, { killedAt, bootedAt, resumedAt }] of reboots.entries()) {
       const host = [
         ...logText.matchAll(/\[DOWNTIME\] host was unavailable for \d+s \(\S+, from (\S+ \S+) UTC to (\S+ \S+) UTC\)/g),
       ].map((match) => match.slice(1, 3).map((stamp) => Date.parse(stamp.replace(" ", "T") + "Z")));
       const mine = host.find(
-        ([from, to]) => Math.abs(from - framed(killedAt)) <= TOLERANCE_MS && Math.abs(to - bootedAt) <= 2000,
+        ([from, to]) => Math.abs(from - framed(killedAt)) <= TOLERANCE_MS && Math.abs(to - framed(bootedAt)) <= 2000,
       );
       if (!mine)
         disagree(
-          `reboot ${index + 1}: powered off ${at(framed(killedAt))}, booted ${at(bootedAt)}: no host DOWNTIME line ` +
+          `reboot ${index + 1}: powered off ${at(framed(killedAt))}, booted ${at(framed(bootedAt))}: no host DOWNTIME line ` +
             `near it (${host.map(([from, to]) => `${at(from)}-${at(to)}`).join(", ") || "none"})`,
         );
       if (!received.some((message) => message.event === "reboot" && message.at >= resumedAt))
@@ -630,10 +647,16 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     }
     if (received.some((message) => message.event === "gap"))
       disagree(`a 💤 (the watchdog did not run): ${received.find((message) => message.event === "gap")!.message}`);
-    // /metrics: tend_service_up 0 only while the service was down (or its restart verified, or its backoff, just after).
+    // /metrics: tend_service_up 0 only while the service was down, or while a restart tend made (a
+    // memory restart's too, the stopwatch may not see it gone) was verified, or its backoff.
+    const restartedAt = (name: string) =>
+      [...stdoutText.matchAll(new RegExp(`^\\[([\\d-]+ [\\d:]+)\\] \\[RESTART\\] ${name}: `, "gm"))].map((match) =>
+        unframed(Date.parse(match[1].replace(" ", "T") + "Z")),
+      );
     for (const { at: sampledAt, name, up } of ups) {
       if (up !== 0) continue;
-      const spans = realSpans(name);
+      const restarts = restartedAt(name).map((at) => [at - 1000, at + VERIFY_MS] as [number, number]);
+      const spans = [...realSpans(name), ...restarts];
       if (!spans.some(([from, to]) => sampledAt >= from && sampledAt <= to + TOLERANCE_MS + INTERVAL_MS)) {
         disagree(`${name}: /metrics said tend_service_up 0 at ${at(sampledAt)}, the stopwatch saw it answering`);
         break;
@@ -671,12 +694,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       tendOutages += recorded.length;
       // The host's downtime is the host's: no outage of a service counts it again.
       for (const { killedAt, bootedAt } of reboots) {
-        const [a, b] = [framed(killedAt) + TOLERANCE_MS, bootedAt - 1000];
+        const [a, b] = [framed(killedAt) + TOLERANCE_MS, framed(bootedAt) - 1000];
         const twice = recorded.find((o: { from: number; to: number }) => o.from < b && o.to > a);
         if (twice)
           disagree(
             `${name}: an outage ${at(twice.from)}-${at(twice.to)} (${twice.reason}) counts the host's ` +
-              `downtime (${at(framed(killedAt))}-${at(bootedAt)}) again`,
+              `downtime (${at(framed(killedAt))}-${at(framed(bootedAt))}) again`,
           );
       }
       // A slow spell (answers inside the timeout) is no outage (the phantom check holds that) and, where

@@ -52,7 +52,9 @@ test("tend's passes through promtool: a blip below N fires nothing, an outage at
     for (const status of served) {
       control.status = status;
       expect((await box.tend(["watchdog"])).code).toBe(0);
-      up.push(Number(/^tend_service_up\{service="api"\} (\d)$/m.exec(readFileSync(metrics, "utf8"))![1]));
+      up.push(
+        Number(/^tend_service_up\{instance="[^"]+",service="api"\} (\d)$/m.exec(readFileSync(metrics, "utf8"))![1]),
+      );
     }
     // Down from the third 502 in a row (index 6) until the next 200: from what was served, not from tend.
     const down = served.map((_, i) => i >= 6 && i <= 7);
@@ -115,8 +117,20 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
   const timeline: string[] = [];
   const started = Date.now();
   try {
-    // Three "hosts": a state dir, a service of its own, and a watchdog run --serve each.
+    // Three "hosts": a state dir, a service of its own, and a watchdog run --serve each, in a UTS
+    // namespace whose host name is the host's (unshare -u: a real host name for each, as tend reads it).
+    // vm also sends its alerts straight to the Alertmanager (format = "alertmanager"): both paths.
+    const amPort = await freePort();
     const hosts = ["phone", "vm", "mac"];
+    const onHost = (host: string, argv: string[]) => [
+      "unshare",
+      "-u",
+      "sh",
+      "-c",
+      'hostname "$0" && exec "$@"',
+      host,
+      ...argv,
+    ];
     const ports: Record<string, number> = {};
     const services: Record<string, ReturnType<typeof Bun.spawn>> = {};
     const loops: Record<string, ReturnType<typeof Bun.spawn>> = {};
@@ -128,6 +142,7 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
       writeFileSync(
         config,
         `[watchdog]\nstate_dir = "${join(box.dir, host)}"\ninterval = "1s"\n` +
+          (host === "vm" ? `[notify]\nurl = "http://127.0.0.1:${amPort}"\nformat = "alertmanager"\n` : "") +
           `[[service]]\nname = "web"\nfailures = 1\n[service.check]\n` +
           `http = "http://127.0.0.1:${webPort}/"\ntimeout = "500ms"\n`,
       );
@@ -137,7 +152,7 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
         "web",
       );
       loops[host] = spawn(
-        [TEND, "watchdog", "run", "--interval", "1s", "--serve", "--listen", `127.0.0.1:${ports[host]}`],
+        onHost(host, [TEND, "watchdog", "run", "--interval", "1s", "--serve", "--listen", `127.0.0.1:${ports[host]}`]),
         {
           TEND_CONFIG: config,
         },
@@ -145,7 +160,6 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
     }
     // A real Alertmanager, and a real Prometheus with the shipped rules (their stale threshold,
     // 2 x 5m + 30s, set to 2 x 1s + 3s for passes every second: the one change) and its alerting.
-    const amPort = await freePort();
     const amConfig = join(box.dir, "alertmanager.yml");
     writeFileSync(amConfig, `route:\n  receiver: "null"\n  group_wait: 0s\nreceivers:\n  - name: "null"\n`);
     spawn([
@@ -167,7 +181,8 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
       `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n` +
         `rule_files: ["${join(box.dir, "tend.rules.yml")}"]\n` +
         `alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ["127.0.0.1:${amPort}"]\n` +
-        `scrape_configs:\n  - job_name: tend\n    static_configs:\n${targets.join("\n")}\n`,
+        // As docs/fleet.md ships it: honor_labels keeps the instance each host names itself by.
+        `scrape_configs:\n  - job_name: tend\n    honor_labels: true\n    static_configs:\n${targets.join("\n")}\n`,
     );
     spawn([
       PROMETHEUS,
@@ -202,13 +217,22 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
     process.kill(services.vm.pid, "SIGSTOP");
     let down: Record<string, string> | undefined;
     await waitFor(
-      async () => !!(down = (await active()).find((labels) => labels.alertname === "TendServiceDown")),
+      async () =>
+        !!(down = (await active()).find((labels) => labels.alertname === "TendServiceDown" && labels.job === "tend")),
       60_000,
-      "TendServiceDown",
+      "TendServiceDown by Prometheus's rule",
     );
     say(`fired ${JSON.stringify(down)}`);
     expect(down).toMatchObject({ alertname: "TendServiceDown", service: "web", host: "vm", severity: "critical" });
-    expect(down!.instance).toBe(`127.0.0.1:${ports.vm}`);
+    // One instance for the host, whichever path the alert came by: Prometheus's rule, tend's own.
+    expect(down!.instance).toBe("vm");
+    let direct: Record<string, string> | undefined;
+    await waitFor(
+      async () => !!(direct = (await active()).find((labels) => labels.alertname === "TendServiceDown" && !labels.job)),
+      30_000,
+      "vm's own TendServiceDown",
+    );
+    expect(direct).toMatchObject({ service: "web", instance: "vm", severity: "critical" });
     process.kill(services.vm.pid, "SIGCONT");
     await waitFor(
       async () => !(await active()).some((labels) => labels.alertname === "TendServiceDown"),
@@ -221,7 +245,7 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
     loops.mac.kill("SIGKILL");
     await loops.mac.exited;
     const macConfig = join(box.dir, "mac.toml");
-    const serving = spawn([TEND, "watchdog", "serve", "--listen", `127.0.0.1:${ports.mac}`], {
+    const serving = spawn(onHost("mac", [TEND, "watchdog", "serve", "--listen", `127.0.0.1:${ports.mac}`]), {
       TEND_CONFIG: macConfig,
     });
     let stale: Record<string, string> | undefined;
@@ -234,9 +258,12 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
     expect(stale).toMatchObject({ alertname: "TendWatchdogStale", host: "mac", severity: "critical" });
     serving.kill("SIGKILL");
     await serving.exited;
-    spawn([TEND, "watchdog", "run", "--interval", "1s", "--serve", "--listen", `127.0.0.1:${ports.mac}`], {
-      TEND_CONFIG: macConfig,
-    });
+    spawn(
+      onHost("mac", [TEND, "watchdog", "run", "--interval", "1s", "--serve", "--listen", `127.0.0.1:${ports.mac}`]),
+      {
+        TEND_CONFIG: macConfig,
+      },
+    );
     await waitFor(
       async () => !(await active()).some((labels) => labels.alertname === "TendWatchdogStale"),
       60_000,

@@ -6,7 +6,7 @@ import { afterEach, expect, test } from "bun:test";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { spillDir } from "../lib/state/spill.ts";
-import { run, Sandbox } from "./helpers.ts";
+import { recordingReceiver, run, Sandbox } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -45,7 +45,10 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
     fetch: () => new Response("", { status: existsSync(flag) ? 200 : 500 }),
   });
   stops.push(() => web.stop(true));
+  const receiver = recordingReceiver();
+  stops.push(receiver.stop);
   box.configure({
+    notify: { url: receiver.url, format: "json", min_interval: "0s" },
     services: [
       {
         name: "web",
@@ -77,6 +80,9 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   expect(second.stdout).toContain(`[RESTART] web: command touch`);
   expect(second.stdout).toMatch(/\[RECOVERED\] web recovered [\d.]+s after restart/);
   expect(second.stdout).not.toContain("cannot save its state"); // said once
+  // Its ⚠️ could not be spooled (no room): sent with the pass's own delivery, not dropped.
+  expect(second.stdout).toContain("could not spool 1 notification(s)");
+  expect(receiver.received.filter((body) => JSON.parse(body).event === "restart")).toHaveLength(1);
 
   rmSync(join(box.state, "filler"));
   const third = await box.tend(["watchdog"]);

@@ -1,8 +1,12 @@
+import { hostname } from "node:os";
 // stats, report, metrics and status, fed by real passes against real servers (no hand-written state).
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ageHeartbeat, controlledServer, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+/** Every service's series names its host: the instance both alert paths give. */
+const INSTANCE = `instance="${hostname()}",`;
 
 let box: Sandbox;
 const servers: ReturnType<typeof Bun.serve>[] = [];
@@ -192,21 +196,21 @@ test("metrics_file: Prometheus text, written atomically each pass, promtool-vali
   web.control.status = 200;
   await box.tend(["watchdog"]);
   const text = await Bun.file(metrics).text();
-  expect(text).toContain('tend_service_up{service="web"} 1');
-  expect(text).toContain('tend_service_restarts_total{service="web"} 1');
-  expect(text).toContain('tend_service_recoveries_total{service="web",result="failed"} 1');
-  expect(text).toContain('tend_service_recoveries_total{service="web",result="ok"} 0');
-  expect(text).toContain('tend_service_strikes{service="db"} 0');
+  expect(text).toContain(`tend_service_up{${INSTANCE}service="web"} 1`);
+  expect(text).toContain(`tend_service_restarts_total{${INSTANCE}service="web"} 1`);
+  expect(text).toContain(`tend_service_recoveries_total{${INSTANCE}service="web",result="failed"} 1`);
+  expect(text).toContain(`tend_service_recoveries_total{${INSTANCE}service="web",result="ok"} 0`);
+  expect(text).toContain(`tend_service_strikes{${INSTANCE}service="db"} 0`);
   // `up` only for watched services: a disabled or paused one must not fire an `up == 0` alert.
-  expect(text).not.toContain('tend_service_up{service="old"}');
-  expect(text).not.toContain('tend_service_up{service="held"}');
-  expect(text).toContain('tend_service_state{service="web",state="healthy"} 1');
-  expect(text).toContain('tend_service_state{service="old",state="disabled"} 1');
-  expect(text).toContain('tend_service_state{service="held",state="paused"} 1');
+  expect(text).not.toContain(`tend_service_up{${INSTANCE}service="old"}`);
+  expect(text).not.toContain(`tend_service_up{${INSTANCE}service="held"}`);
+  expect(text).toContain(`tend_service_state{${INSTANCE}service="web",state="healthy"} 1`);
+  expect(text).toContain(`tend_service_state{${INSTANCE}service="old",state="disabled"} 1`);
+  expect(text).toContain(`tend_service_state{${INSTANCE}service="held",state="paused"} 1`);
   expect(text.match(/^tend_service_state\{/gm)).toHaveLength(4); // one series per service
-  expect(text).toContain('tend_service_auto_restarts_total{service="web"} 0');
+  expect(text).toContain(`tend_service_auto_restarts_total{${INSTANCE}service="web"} 0`);
   expect(text).toMatch(
-    /tend_probe_duration_seconds\{service="web"\} 0\.\d+|tend_probe_duration_seconds\{service="web"\} 0/,
+    /tend_probe_duration_seconds\{instance="[^"]+",service="web"\} 0(\.\d+)?\n/,
   );
   const stamp = Number(/^tend_last_pass_timestamp_seconds (\d+)$/m.exec(text)?.[1]);
   expect(stamp * 1000).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);

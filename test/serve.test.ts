@@ -1,9 +1,13 @@
+import { hostname } from "node:os";
 // watchdog serve (and run --serve): the binary listening on a real port, asked over real HTTP.
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { launchBrowser, SIDEWAYS, type Sideways } from "./browser.ts";
 import { ageHeartbeat, controlledServer, freePort, ROOT, Sandbox, TEND, waitFor } from "./helpers.ts";
+
+/** Every service's series names its host: the instance both alert paths give. */
+const INSTANCE = `instance="${hostname()}",`;
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -95,7 +99,7 @@ test("serve: /healthz fresh or stale, /api/* = the --json outputs, /metrics vali
   expect(Date.parse(report.until) - Date.parse(report.since)).toBe(3_600_000);
 
   const metrics = await (await get(`${url}metrics`)).text();
-  expect(metrics).toContain('tend_service_up{service="web"} 1');
+  expect(metrics).toContain(`tend_service_up{${INSTANCE}service="web"} 1`);
   const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
   if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: make test builds it`);
   const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(metrics) });

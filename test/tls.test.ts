@@ -1,8 +1,12 @@
+import { hostname } from "node:os";
 // check.tls against real TLS servers whose certificates the real openssl made, through the binary.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import { makeCa, tlsServer } from "./certs.ts";
 import { Sandbox } from "./helpers.ts";
+
+/** Every service's series names its host: the instance both alert paths give. */
+const INSTANCE = `instance="${hostname()}",`;
 
 const box = new Sandbox();
 const servers: ReturnType<typeof Bun.serve>[] = [];
@@ -170,13 +174,17 @@ test("tls: tend_tls_cert_expiry_timestamp_seconds per TLS check, promtool check 
     await box.tend(["watchdog"], { env: trusted() });
     const text = readFileSync(metrics, "utf8");
     const expiry = (name: string) =>
-      Number(new RegExp(`^tend_tls_cert_expiry_timestamp_seconds\\{service="${name}"\\} (\\d+)$`, "m").exec(text)?.[1]);
+      Number(
+        new RegExp(`^tend_tls_cert_expiry_timestamp_seconds\\{${INSTANCE}service="${name}"\\} (\\d+)$`, "m").exec(
+          text,
+        )?.[1],
+      );
     // The peer certificate's notAfter, to the second: 40 and 10 days ahead, and the expired one's too.
     expect(expiry("in40days") * 1000 - Date.now()).toBeGreaterThan(39 * 86_400_000);
     expect(expiry("in10days") * 1000 - Date.now()).toBeLessThan(11 * 86_400_000);
     // An expired one is seen where the handshake goes on (insecure); verified, it fails before any date.
     expect(expiry("expired-insecure") * 1000).toBeLessThan(Date.now());
-    expect(text).not.toContain('tend_tls_cert_expiry_timestamp_seconds{service="closed"}'); // no handshake, no date
+    expect(text).not.toContain(`tend_tls_cert_expiry_timestamp_seconds{${INSTANCE}service="closed"}`); // no handshake, no date
     const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
     if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: run make build/tools/promtool`);
     const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(text) });

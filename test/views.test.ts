@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 // One truth in every view: status, --json, --nagios, /api/status, the page and metrics show what the pass
 // recorded (decision, reason, until), never a rule of their own. Through the binary, against real processes.
 import { afterEach, expect, test } from "bun:test";
@@ -14,6 +15,9 @@ import {
   TEND,
   waitFor,
 } from "./helpers.ts";
+
+/** Every service's series names its host: the instance both alert paths give. */
+const INSTANCE = `instance="${hostname()}",`;
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -61,14 +65,14 @@ test("inside boot_delay: `starting` in status, --json, /api/status, the page and
   expect(Date.parse(report.services[0].until)).toBeGreaterThan(Date.now() + 300 * 86_400_000);
 
   const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
-  expect(metrics).toContain('tend_service_state{service="api",state="starting"} 1');
-  expect(metrics).toContain('tend_service_up{service="api"} 1'); // not down: skipped on purpose
+  expect(metrics).toContain(`tend_service_state{${INSTANCE}service="api",state="starting"} 1`);
+  expect(metrics).toContain(`tend_service_up{${INSTANCE}service="api"} 1`); // not down: skipped on purpose
 
   const base = await box.serve();
   const api = await (await fetch(`${base}/api/status`)).json();
   expect(api.services[0]).toMatchObject({ state: "starting", strikes: 0 });
   const served = await (await fetch(`${base}/metrics`)).text();
-  expect(served).toContain('tend_service_state{service="api",state="starting"} 1');
+  expect(served).toContain(`tend_service_state{${INSTANCE}service="api",state="starting"} 1`);
   const page = await (await fetch(`${base}/`)).text();
   expect(page).toContain("starting</span>");
   expect(page).not.toContain("failing");
@@ -89,7 +93,7 @@ test("inside grace of a process tend did not start: starting (its own start time
   expect(report.services[0]).toMatchObject({ state: "starting", reason: "grace", strikes: 0 });
   expect(code).toBe(0);
   const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
-  expect(metrics).toContain('tend_service_state{service="api",state="starting"} 1');
+  expect(metrics).toContain(`tend_service_state{${INSTANCE}service="api",state="starting"} 1`);
 });
 
 /** A watch-only service the last pass struck once (502); the answer stays the test's to change. */
@@ -116,10 +120,10 @@ test("--json state is the bare word with strikes beside it; STRIKES and the word
   const cached = await json(["watchdog", "status", "--json", "--cached"]);
   expect(cached.report.services[0]).toMatchObject({ state: "failing", strikes: 1, failures: 3 });
   const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
-  expect(metrics).toContain('tend_service_state{service="api",state="failing"} 1');
+  expect(metrics).toContain(`tend_service_state{${INSTANCE}service="api",state="failing"} 1`);
   // A strike below N is not down: one blip must not page (the strikes say it).
-  expect(metrics).toContain('tend_service_up{service="api"} 1');
-  expect(metrics).toContain('tend_service_strikes{service="api"} 1');
+  expect(metrics).toContain(`tend_service_up{${INSTANCE}service="api"} 1`);
+  expect(metrics).toContain(`tend_service_strikes{${INSTANCE}service="api"} 1`);
 });
 
 test("before any pass: status decides now, and a watchdog that never ran is not fine", async () => {
@@ -255,7 +259,7 @@ test("a service the pass cannot judge keeps its last state and says why, never `
   expect(code).toBe(1);
   expect(stdout).not.toContain("internal error");
   const metrics = readFileSync(join(box.dir, "tend.prom"), "utf8");
-  expect(metrics).not.toContain('tend_service_up{service="api"} 0');
+  expect(metrics).not.toContain(`tend_service_up{${INSTANCE}service="api"} 0`);
   const text = await box.tend(["watchdog", "status"]);
   expect(text.stdout).toMatch(/api: not judged by the last pass \(.*symlink/);
 });
@@ -525,11 +529,11 @@ test("slow_above: a slow healthy answer is slow in every view (🐢 once, status
   const status = await box.tend(["watchdog", "status", "--json", "--cached"]);
   expect(status.code).toBe(0);
   expect(JSON.parse(status.stdout).services[0].state).toBe("slow");
-  expect(readFileSync(join(box.dir, "tend.prom"), "utf8")).toContain('tend_service_slow{service="api"} 1');
+  expect(readFileSync(join(box.dir, "tend.prom"), "utf8")).toContain(`tend_service_slow{${INSTANCE}service="api"} 1`);
   control.delayMs = 0;
   await box.tend(["watchdog"]);
   expect(box.stateOf("api").verdict.word).toBe("healthy");
-  expect(readFileSync(join(box.dir, "tend.prom"), "utf8")).toContain('tend_service_slow{service="api"} 0');
+  expect(readFileSync(join(box.dir, "tend.prom"), "utf8")).toContain(`tend_service_slow{${INSTANCE}service="api"} 0`);
 });
 
 test("given_up_retry and remind_every: a given-up service is tried once every D, and said again (🔔)", async () => {

@@ -22,14 +22,19 @@ const METRICS = [
 
 const label = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 
-/** Prometheus text exposition (node_exporter textfile collector) for every service's state. */
+/**
+ * Prometheus text exposition (node_exporter textfile collector) for every service's state. Each
+ * service's series carries `instance`: the host name tend's Alertmanager path gives its alerts too,
+ * kept by the shipped scrape config (`honor_labels: true`), so both paths name a host alike.
+ */
 export function renderMetrics(
   services: { name: string; state: ServiceState; word: StateWord }[],
   passAt: number,
+  instance: string,
 ): string {
   const samples: Record<string, string[]> = Object.fromEntries(METRICS.map(([name]) => [name, []]));
   for (const { name, state, word } of services) {
-    const service = `service="${label(name)}"`;
+    const service = `instance="${label(instance)}",service="${label(name)}"`;
     // Not watched (disabled, paused, stopped on purpose) or never judged: no `up` series, so an `up == 0` alert
     // stays quiet. Up or not is what the pass decided (its recorded verdict), never the raw last probe.
     const { up } = WORDS[word]; // the one table: a strike below N is still up (a blip must not page)

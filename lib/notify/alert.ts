@@ -33,15 +33,23 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
 
 /**
  * Spool a pass's messages now, sent by the next delivery (a restart's ⚠️, the moment its action
- * returns). Alertmanager's path sends conditions, not messages: nothing to spool there.
+ * returns). Alertmanager's path sends conditions, not messages: nothing to spool there. Returns
+ * those it could not spool (a full disk): the caller keeps them to send with its own delivery.
  */
-export async function spoolEvents(config: Config, events: Message[], logger: Logger, now: () => number) {
+export async function spoolEvents(
+  config: Config,
+  events: Message[],
+  logger: Logger,
+  now: () => number,
+): Promise<Message[]> {
   const { url, format, timeoutMs, retries } = config.notify;
-  if (!url || format === "alertmanager" || !events.length) return;
+  if (!url || format === "alertmanager" || !events.length) return [];
   try {
     await spoolNow(events, deliveryOptions(config, { url, format, timeoutMs, retries }, now));
+    return [];
   } catch (error) {
     logger.write("NOTIFY", `could not spool ${events.length} notification(s): ${errorMessage(error)}`);
+    return events;
   }
 }
 

@@ -96,9 +96,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   const hooks: RestartHooks = {
     persist: (next) => save(next),
     // Each owed ⚠️ keyed by the restart itself: said again by a pass that finishes its story, it is
-    // the same message (a receiver that honours the key, and the spool, keep it once).
-    announce: (owed, detail) =>
-      spoolEvents(
+    // the same message (a receiver that honours the key, and the spool, keep it once). One that
+    // cannot be spooled (a full disk) is sent with the judgement's own messages, never dropped.
+    announce: async (owed, detail) => {
+      const unspooled = await spoolEvents(
         config,
         owed.flatMap(({ at, line }, index) => {
           const said = { ...line, message: `${line.message} (${detail})` } as LogLine;
@@ -109,7 +110,9 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
         }),
         logger,
         now,
-      ),
+      );
+      events.push(...unspooled);
+    },
     verifying: () => claimed && options.verifying?.(claimed),
   };
   // A restart recorded but unfinished when the host went down: the reboot ended its story (counted,

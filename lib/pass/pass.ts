@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import type { ServiceState } from "../core/state.ts";
 import { downtimeLine, type Downtime, type LogLine } from "../core/events.ts";
@@ -343,7 +344,7 @@ function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number
       state: decision.next,
       word: viewOf(serviceNamed(config, name).enabled, decision.next.verdict).word,
     }));
-    writeFileAtomic(path, renderMetrics(rows, passAt), 0o644);
+    writeFileAtomic(path, renderMetrics(rows, passAt, hostname()), 0o644);
   } catch (error) {
     logger.write("ERROR", `cannot write metrics_file ${path}: ${(error as Error).message}`);
   }

@@ -225,7 +225,7 @@ const ROUTES: Record<string, Route> = {
     });
     const heartbeat = readHeartbeat(config.watchdog.stateDir);
     // No pass yet: 0, so `time() - tend_last_pass_timestamp_seconds > N` alerts as it should.
-    return new Response(renderMetrics(rows, heartbeat ? Date.parse(heartbeat.at) : 0), {
+    return new Response(renderMetrics(rows, heartbeat ? Date.parse(heartbeat.at) : 0, hostname()), {
       headers: { ...HEADERS, "Content-Type": "text/plain; version=0.0.4; charset=utf-8" },
     });
   },
