@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
 import { killGroup, waitFor } from "./common.ts";
+import { spillDir } from "../lib/state/spill.ts";
 import { freePort } from "../test/helpers.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -533,8 +534,15 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
           return alone(async () => {
             down.now = true;
             const killedAt = trueNow();
-            for (const service of SERVICES) killGroup(pidOf(pidfile(service)) ?? 0);
+            // tend first (a pass could start a service after the services were killed), then every
+            // service, and whatever holds a service's port: nothing outlives a power cut.
             await stopTend("SIGKILL");
+            for (const service of SERVICES) killGroup(pidOf(pidfile(service)) ?? 0);
+            for (const service of SERVICES)
+              Bun.spawnSync(["fuser", "-k", "-KILL", "-n", "tcp", String(ports[service])], { stderr: "ignore" });
+            // Nor does anything in RAM: the states a full disk kept on /dev/shm are gone.
+            const spilled = spillDir(state);
+            if (spilled) rmSync(spilled, { recursive: true, force: true });
             await Bun.sleep(fault.forMs);
             writeFileSync(bootIdFile, crypto.randomUUID() + "\n");
             host.bootId = true;

@@ -7,7 +7,8 @@
 // nor a new boot: those are below with an injected clock (the wall clock as the test sets it, the
 // boot-time clock real).
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { uptime } from "node:os";
 import { join } from "node:path";
 import { runPass } from "../lib/pass/pass.ts";
 import { runLoop } from "../lib/pass/loop.ts";
@@ -18,7 +19,7 @@ import { parseConfig } from "../lib/config/load.ts";
 import { readDead, readNotifyState, readSpool, writeNotifyState } from "../lib/notify/spool.ts";
 import type { ClockSource } from "../lib/os/clock.ts";
 import type { ClockReading } from "../lib/core/clock.ts";
-import { controlledServer, recordingReceiver, run, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { BUN, controlledServer, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -487,4 +488,34 @@ test("/healthz, status after a step no pass followed (injected clock): the recor
   expect(report.watchdog.stale).toBe(false);
   expect(report.services[0].state).toBe("healthy");
   expect(report.services[0].error).toBeNull(); // not "decided before the host booted"
+}, 60_000);
+
+test("a pidfile written while the wall clock read an hour behind: tend's own process stays its (not the last boot's)", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  box.configure({
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        grace: "0s",
+        verify_timeout: "5s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+    ],
+  });
+  const first = await box.tend(["watchdog"]);
+  expect(first.stdout).toMatch(/\[START\] web: started pid (\d+)/);
+  const pidfile = join(box.state, "web.pid");
+  box.track(Number(readFileSync(pidfile, "utf8").trim()));
+  // Its pidfile's time, as a clock an hour (and the whole boot) behind wrote it: the clock since put
+  // right (an NTP step), so the file reads older than this boot.
+  const beforeBoot = new Date(Date.now() - uptime() * 1000 - 3600_000);
+  utimesSync(pidfile, beforeBoot, beforeBoot);
+  const next = await box.tend(["watchdog"]);
+  // Before: "pid N is from before the host booted": started again beside itself, which cannot bind.
+  expect(next.stdout).not.toContain("from before the host booted");
+  expect(next.stdout).not.toContain("[RESTART]");
+  expect(box.stateOf("web")).toMatchObject({ restartsTotal: 0, lastProbe: { ok: true } });
 }, 60_000);

@@ -1,7 +1,7 @@
 // A full state disk, for real: the state dir is a 512 KiB tmpfs mounted here, filled to ENOSPC.
-// A strike that cannot be saved is kept in memory (/dev/shm, across cron's passes), so the frozen
-// service is still restarted; what could not be logged reaches stdout; once there is room the
-// state is written back and said so.
+// A state is rewritten in the blocks its file has (durable: a reboot keeps it); one that has no file
+// (or outgrew it) is kept in memory (/dev/shm, across cron's passes), so a failing service is still
+// restarted; what could not be logged reaches stdout; once there is room it is written back and said so.
 import { afterEach, expect, test } from "bun:test";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
@@ -47,48 +47,62 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   stops.push(() => web.stop(true));
   const receiver = recordingReceiver();
   stops.push(receiver.stop);
-  box.configure({
-    notify: { url: receiver.url, format: "json", min_interval: "0s" },
-    services: [
-      {
-        name: "web",
-        failures: 2,
-        cooldown: "0s",
-        verify_timeout: "5s",
-        check: { http: `http://127.0.0.1:${web.port}/` },
-        restart: { command: ["touch", `${flag}`] },
-      },
-    ],
-  });
+  const configure = (more: object[] = []) =>
+    box.configure({
+      notify: { url: receiver.url, format: "json", min_interval: "0s" },
+      services: [
+        {
+          name: "web",
+          failures: 2,
+          cooldown: "0s",
+          verify_timeout: "5s",
+          check: { http: `http://127.0.0.1:${web.port}/` },
+          restart: { command: ["touch", `${flag}`] },
+        },
+        ...more,
+      ],
+    });
+  configure();
   Bun.spawnSync(["touch", flag]);
   expect((await box.tend(["watchdog"])).code).toBe(0); // healthy: its state file exists
   rmSync(flag);
   fill(join(box.state, "filler"));
+  const filledAt = Date.now();
+  // A service added now has no state file yet: nothing of its own to rewrite.
+  configure([{ name: "db", failures: 2, check: { command: ["false"] } }]);
 
   // Before the fix: "cannot write to the state dir", exit 1, the strike lost; at every pass again.
   const first = await box.tend(["watchdog"]);
   expect(first.code).toBe(0);
   expect(first.stdout).toContain("[WARN] web failed health check (HTTP 500 (expected 2xx/3xx), failure 1/2)");
+  // web's state is rewritten in the blocks its file has: on the disk, so a reboot keeps it.
+  expect(first.stdout).not.toContain("web: cannot save its state");
+  expect(box.stateOf("web").strikes).toBe(1);
+  // db's, with no file, is kept in memory (/dev/shm, across cron's passes) until it can be written.
   expect(first.stdout).toMatch(
-    /\[ERROR\] web: cannot save its state \(no space left on the device\): kept in memory \(\/dev\/shm\/tend-/,
+    /\[ERROR\] db: cannot save its state \(no space left on the device\): kept in memory \(\/dev\/shm\/tend-/,
   );
-  expect(first.stdout).toContain("[ERROR] cannot write the heartbeat");
-  expect(box.stateOf("web").strikes).toBe(0); // the file as it was: the strike is in memory
+  // The heartbeat too is rewritten in the block it has: the pass is known to have run (a reboot now
+  // would count the host's downtime from here, not from before the disk filled).
+  expect(first.stdout).not.toContain("cannot write the heartbeat");
+  expect(Date.parse(box.read("heartbeat").split("\n")[0])).toBeGreaterThanOrEqual(filledAt - 1000);
 
   const second = await box.tend(["watchdog"]);
-  expect(second.stdout).toContain("failure 2/2");
+  expect(second.stdout).toContain("web failed health check (HTTP 500 (expected 2xx/3xx), failure 2/2)");
+  expect(second.stdout).toContain("db failed health check (exit 1, failure 2/2)"); // its strike kept in memory
   expect(second.stdout).toContain(`[RESTART] web: command touch`);
   expect(second.stdout).toMatch(/\[RECOVERED\] web recovered [\d.]+s after restart/);
   expect(second.stdout).not.toContain("cannot save its state"); // said once
+  expect(box.stateOf("web")).toMatchObject({ restartsTotal: 1, recoveriesOk: 1 }); // on the disk
   // Its ⚠️ could not be spooled (no room): sent with the pass's own delivery, not dropped.
   expect(second.stdout).toContain("could not spool 1 notification(s)");
   expect(receiver.received.filter((body) => JSON.parse(body).event === "restart")).toHaveLength(1);
 
   rmSync(join(box.state, "filler"));
   const third = await box.tend(["watchdog"]);
-  expect(third.stdout).toContain("[WARN] web: its state is saved again (the disk has room again)");
-  const state = box.stateOf("web");
-  expect(state).toMatchObject({ strikes: 0, restartsTotal: 1, recoveriesOk: 1 });
-  expect(existsSync(join(spillDir(box.state)!, "web.json"))).toBe(false);
+  expect(third.stdout).toContain("[WARN] db: its state is saved again (the disk has room again)");
+  expect(box.stateOf("db").strikes).toBeGreaterThanOrEqual(2);
+  expect(box.stateOf("web")).toMatchObject({ strikes: 0, restartsTotal: 1, recoveriesOk: 1 });
+  expect(existsSync(join(spillDir(box.state)!, "db.json"))).toBe(false);
   expect(readFileSync(join(box.state, "watchdog.log"), "utf8")).toContain("its state is saved again");
 }, 60_000);

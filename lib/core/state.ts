@@ -28,6 +28,11 @@ export interface ServiceState {
   /** Identity of the process tend started: PID + start time, so a reused PID is never taken for it. */
   pid: number | null;
   pidStartTicks: string | null;
+  /**
+   * The boot that PID and start time belong to (its boot id): with it, the process tend started is
+   * known for itself in this boot, whatever the wall clock did since its pidfile was written.
+   */
+  pidBootId?: string | null;
   /** Times of restarts still inside restart_window (for max_restarts). */
   restartTimes: number[];
   lastRestartAt: number | null;
@@ -193,6 +198,7 @@ export function freshState(): ServiceState {
     startedAt: null,
     pid: null,
     pidStartTicks: null,
+    pidBootId: null,
     restartTimes: [],
     lastRestartAt: null,
     restartsTotal: 0,

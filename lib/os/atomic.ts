@@ -1,7 +1,9 @@
 import {
   closeSync,
   constants,
+  fstatSync,
   fsyncSync,
+  ftruncateSync,
   openSync,
   realpathSync,
   renameSync,
@@ -121,3 +123,27 @@ export function syncDirectory(path: string): void {
 
 /** A temp file writeFileAtomic leaves only when it was interrupted: `.NAME.PID.RANDOM.tmp`. */
 export const TEMP_FILE = /^\.(.+)\.(\d+)\.[0-9a-z]+\.tmp$/;
+
+/**
+ * Rewrite a small file in place, in the blocks it already has: for a full disk, where the temp file
+ * of an atomic write cannot be made. Refused (false) when the new content is longer than the file
+ * already holds in allocated blocks, or there is no such file. Not atomic: a reader may see a torn
+ * file after a crash mid-write (the heartbeat's reader takes its mtime then).
+ */
+export function overwriteInPlace(path: string, data: string, { durable = false } = {}): boolean {
+  const bytes = Buffer.from(data);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW);
+    const stats = fstatSync(fd);
+    if (!stats.isFile() || bytes.length > stats.blocks * 512) return false;
+    writeSync(fd, bytes, 0, bytes.length, 0);
+    ftruncateSync(fd, bytes.length);
+    if (durable) fsyncSync(fd);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

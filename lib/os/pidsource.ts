@@ -1,3 +1,4 @@
+import { bootId } from "./clock.ts";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { oneLine } from "../core/sanitize.ts";
@@ -62,7 +63,7 @@ export function readPidfile(path: string): PidfileRead {
  */
 export function fromPidfile(
   path: string,
-  recorded?: { pid: number | null; pidStartTicks: string | null },
+  recorded?: { pid: number | null; pidStartTicks: string | null; pidBootId?: string | null },
   { strict = false } = {},
 ): MainProcess {
   const source = `pidfile ${path}`;
@@ -79,6 +80,15 @@ export function fromPidfile(
   if ("problem" in read) return { ...gone(read.problem), unreadable: true };
   const { pid, writtenAt } = read;
   if (pid <= 0) return { ...gone(`${path} holds pid ${pid}, not a process`), unreadable: true };
+  // The very process tend started, in this boot (the boot id it was recorded with, its start tick):
+  // known for itself, never by comparing the file's time with the wall clock's boot time (a
+  // wall-clock step since it was written moves one and not the other: a live service taken for
+  // the last boot's, and started again beside itself, forever).
+  if (recorded?.pid === pid && recorded.pidStartTicks && recorded.pidBootId && recorded.pidBootId === bootId()) {
+    const info = readProc(pid);
+    if (info && isRunning(info) && info.startTicks === recorded.pidStartTicks)
+      return { source, supervised: false, info, running: true, startedAt: startedAtMs(info), detail: `pid ${pid}` };
+  }
   // Written before the host booted: its PID is the last boot's, whoever holds that number now (a
   // phone boots the same way every time: the same PID, even the same start tick, is no proof).
   if (writtenAt < bootTimeMs() - 2 * PIDFILE_SLACK_MS) return gone(`pid ${pid} is from before the host booted`);

@@ -91,7 +91,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
           "until it can be written; it is judged and restarted all the same",
       );
     }
-    if (saved.unspilled) logger.write("WARN", `${service.name}: its state is saved again (the disk has room again)`);
+    if (saved.unspilled) {
+      const room = saved.inPlace ? "in the blocks its file had: the disk is still full" : "the disk has room again";
+      logger.write("WARN", `${service.name}: its state is saved again (${room})`);
+    }
   };
   const hooks: RestartHooks = {
     persist: (next) => save(next),

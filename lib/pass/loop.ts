@@ -209,18 +209,8 @@ async function crashWatch(
     stop,
   });
   const outcomes = await done;
-  // Stopped: said by the next pass (spooled), not sent now.
-  if (stop.aborted)
-    return void (await spoolEvents(
-      config,
-      outcomes.flatMap((outcome) => outcome.events),
-      logger,
-      now,
-    ));
-  await sendEvents(
-    config,
-    outcomes.flatMap((outcome) => outcome.events),
-    logger,
-    now,
-  );
+  const events = outcomes.flatMap((outcome) => outcome.events);
+  // Stopped: said by the next pass (spooled), not sent now — unless it cannot be spooled (a full disk).
+  const unsent = stop.aborted ? await spoolEvents(config, events, logger, now) : events;
+  if (!stop.aborted || unsent.length) await sendEvents(config, unsent, logger, now);
 }

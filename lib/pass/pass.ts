@@ -136,7 +136,10 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     if (gap?.name === "host" && !dryRun) gapEvents.push(rebootMessage(gap, services, new Date(now())));
     if (!dryRun && stopped) {
       // What it did is said by the next pass: spooled now, delivered then (a receiver may take seconds).
-      await spoolEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger, now);
+      // What cannot be spooled (a full disk) is sent now, in the seconds it has left.
+      const events = [...gapEvents, ...services.flatMap((service) => service.events)];
+      const unspooled = await spoolEvents(config, events, logger, now);
+      if (unspooled.length) await sendEvents(config, unspooled, logger, now);
     } else if (!dryRun) {
       if (config.notify.format === "alertmanager") {
         // One alert per service and condition, re-sent while it holds, resolved when it ends.
@@ -192,7 +195,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   // What the pass sent with its own already (the decision's lines) is not sent again.
   const verifiedEvents = verified.flatMap((outcome) => outcome.events.slice(outcome.eventsAtClaim ?? 0));
   if (!dryRun && options.stop?.aborted) {
-    await spoolEvents(config, verifiedEvents, logger, now);
+    const unspooled = await spoolEvents(config, verifiedEvents, logger, now);
+    if (unspooled.length) await sendEvents(config, unspooled, logger, now);
     const left = finished.filter((outcome) => outcome.decision.next.restarting).map((outcome) => outcome.name);
     const leaving = left.length ? `; left to the next pass: ${left.join(", ")}` : "";
     logger.write("WARN", `the pass was stopped by ${String(options.stop.reason)}: what it did is recorded${leaving}`);

@@ -13,6 +13,7 @@ import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";
 import { withEvent, type PendingRestart, type ServiceState } from "../core/state.ts";
 import { STOPPED, stoppableSleep, untilStopped } from "./stopping.ts";
+import { bootId } from "../os/clock.ts";
 
 /** How long after its start a process tend started must still run to count as recovered. */
 const SETTLE_MS = 1000;
@@ -67,7 +68,10 @@ export async function restartAndVerify(
     hooks?.persist(next);
   }
   const restart = await restartService(service, main, { sleep, env });
-  if (restart.pid) next = { ...next, pid: restart.pid, pidStartTicks: restart.pidStartTicks ?? null };
+  if (restart.pid) {
+    const pidStartTicks = restart.pidStartTicks ?? null;
+    next = { ...next, pid: restart.pid, pidStartTicks, pidBootId: pidStartTicks ? bootId() : null };
+  }
   // The action returned: recorded first, then said (its RESTART line, its ⚠️). A pass killed in
   // between leaves `acted` for the next, which sends the ⚠️ again under the same key (kept once).
   if (next.restarting) {

@@ -1,8 +1,9 @@
+import { isFullDisk } from "./spill.ts";
 import { statSync } from "node:fs";
 import type { Downtime } from "../core/events.ts";
 import { formatDuration, parseDuration } from "../core/duration.ts";
 import { asleepBetween, classifyGap } from "../core/health.ts";
-import { writeFileAtomic } from "../os/atomic.ts";
+import { overwriteInPlace, writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { bootTimeMs } from "../os/proc.ts";
 import type { ClockRecord, ClockStep, Frame } from "../core/clock.ts";
@@ -90,7 +91,14 @@ export function writeHeartbeat(
       ].join("")
     : "";
   const text = `${new Date(passAt).toISOString()}\ninterval ${formatDuration(intervalMs)}\n${clockLine}${frameLines}`;
-  writeFileAtomic(statePaths(stateDir).heartbeat, text, 0o600, { durable });
+  const path = statePaths(stateDir).heartbeat;
+  try {
+    writeFileAtomic(path, text, 0o600, { durable });
+  } catch (error) {
+    // A full disk: rewritten in the block it has. Else the last pass before a reboot would be the
+    // last before the disk filled, and the host's downtime would count every pass since.
+    if (!(isFullDisk(error) && overwriteInPlace(path, text))) throw error;
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { renameSync, statSync } from "node:fs";
-import { writeFileAtomic } from "../os/atomic.ts";
+import { overwriteInPlace, writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
 import { notJudged } from "../core/verdict.ts";
@@ -95,13 +95,16 @@ export function writeState(
   name: string,
   state: ServiceState,
   { durable = true } = {},
-): { spilledTo: string | null; unspilled: boolean } {
+): { spilledTo: string | null; unspilled: boolean; inPlace?: boolean } {
   const text = JSON.stringify(state) + "\n";
   try {
     writeFileAtomic(stateFile(stateDir, name), text, 0o600, { durable });
   } catch (error) {
-    // A full disk still lets a pass judge and restart: the state is kept in memory (state/spill.ts).
+    // A full disk still lets a pass judge and restart: the state is rewritten in the blocks its file
+    // has (it outlives a reboot, as memory does not), else kept in memory (state/spill.ts).
     if (!isFullDisk(error)) throw error;
+    if (overwriteInPlace(stateFile(stateDir, name), text, { durable }))
+      return { spilledTo: null, unspilled: unspill(stateDir, name), inPlace: true };
     return { spilledTo: spill(stateDir, name, text), unspilled: false };
   }
   return { spilledTo: null, unspilled: unspill(stateDir, name) };
