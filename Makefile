@@ -107,7 +107,7 @@ faults: build/tend
 
 # The ground-truth harness (bench/truth.ts): real services, a stopwatch probing them 10x as often as tend,
 # a seeded schedule of faults under cron-like passes and the loop; every view held to what happened.
-# `make truth SEED=n MODE=cron|loop|both SEEDS=count`; a failing seed prints its schedule. make test runs a short seed.
+# `make truth SEED=n MODE=cron|loop|both|alternate SEEDS=count`; a failing seed prints its schedule. make test runs a short seed.
 SEED ?= 1
 SEEDS ?= 1
 MODE ?= both

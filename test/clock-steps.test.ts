@@ -490,7 +490,7 @@ test("/healthz, status after a step no pass followed (injected clock): the recor
   expect(report.services[0].error).toBeNull(); // not "decided before the host booted"
 }, 60_000);
 
-test("a pidfile written while the wall clock read an hour behind: tend's own process stays its (not the last boot's)", async () => {
+test("a pidfile written while the clock read an hour behind: tend's own process is still its own", async () => {
   box = new Sandbox();
   const port = await freePort();
   box.configure({

@@ -6,7 +6,7 @@ import { afterEach, expect, test } from "bun:test";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { spillDir } from "../lib/state/spill.ts";
-import { recordingReceiver, run, Sandbox } from "./helpers.ts";
+import { recordingReceiver, run, Sandbox, type ServiceSpec } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -47,7 +47,7 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   stops.push(() => web.stop(true));
   const receiver = recordingReceiver();
   stops.push(receiver.stop);
-  const configure = (more: object[] = []) =>
+  const configure = (more: ServiceSpec[] = []) =>
     box.configure({
       notify: { url: receiver.url, format: "json", min_interval: "0s" },
       services: [

@@ -97,7 +97,9 @@ test("watchdog status --nagios, run as Nagios runs a check: exit 0/1/2, one line
   await box.tend(["watchdog"]);
   // Every perfdata the plugin gave is passed on: in /metrics, and on --nagios's line under the service.
   const metricsFile = readFileSync(join(box.dir, "tend.prom"), "utf8");
-  expect(metricsFile).toMatch(/^tend_plugin_perfdata\{instance="[^"]+",service="web",label="time",uom="s"\} [\d.e-]+$/m);
+  expect(metricsFile).toMatch(
+    /^tend_plugin_perfdata\{instance="[^"]+",service="web",label="time",uom="s"\} [\d.e-]+$/m,
+  );
   // As Nagios does: the exit code is the state, stdout's first line the text, perfdata after |.
   const asNagios = async () => {
     const run = await box.tend(["watchdog", "status", "--nagios"]);

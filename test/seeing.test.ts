@@ -209,9 +209,7 @@ test("metrics_file: Prometheus text, written atomically each pass, promtool-vali
   expect(text).toContain(`tend_service_state{${INSTANCE}service="held",state="paused"} 1`);
   expect(text.match(/^tend_service_state\{/gm)).toHaveLength(4); // one series per service
   expect(text).toContain(`tend_service_auto_restarts_total{${INSTANCE}service="web"} 0`);
-  expect(text).toMatch(
-    /tend_probe_duration_seconds\{instance="[^"]+",service="web"\} 0(\.\d+)?\n/,
-  );
+  expect(text).toMatch(/tend_probe_duration_seconds\{instance="[^"]+",service="web"\} 0(\.\d+)?\n/);
   const stamp = Number(/^tend_last_pass_timestamp_seconds (\d+)$/m.exec(text)?.[1]);
   expect(stamp * 1000).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);
   expect(statSync(metrics).mode & 0o777).toBe(0o644);

@@ -184,7 +184,8 @@ test("tls: tend_tls_cert_expiry_timestamp_seconds per TLS check, promtool check 
     expect(expiry("in10days") * 1000 - Date.now()).toBeLessThan(11 * 86_400_000);
     // An expired one is seen where the handshake goes on (insecure); verified, it fails before any date.
     expect(expiry("expired-insecure") * 1000).toBeLessThan(Date.now());
-    expect(text).not.toContain(`tend_tls_cert_expiry_timestamp_seconds{${INSTANCE}service="closed"}`); // no handshake, no date
+    // No handshake, no date.
+    expect(text).not.toContain(`tend_tls_cert_expiry_timestamp_seconds{${INSTANCE}service="closed"}`);
     const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
     if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: run make build/tools/promtool`);
     const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(text) });
