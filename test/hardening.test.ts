@@ -2,7 +2,16 @@
 // starts goes with it: each against the real thing (a second user, FIFOs, devices, endless
 // bodies, a full tmpfs, real processes).
 import { afterEach, expect, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { alive, BUN, freePort, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
@@ -11,12 +20,18 @@ afterEach(() => box?.cleanup());
 
 const NOBODY = 65534;
 
-/** Run the binary as the user `nobody` (runuser, as root), in `dir`. */
-const asNobody = (args: string[], dir: string) =>
-  run(["runuser", "-u", "nobody", "--", TEND, ...args], {
+/**
+ * Run the binary as the user `nobody` (runuser, as root), in `dir`: its own copy in the sandbox
+ * (0755), for the checkout may be where nobody cannot enter (a clone in /root, mode 0700).
+ */
+const asNobody = (args: string[], dir: string) => {
+  const binary = join(box.dir, "tend");
+  if (!existsSync(binary)) (copyFileSync(TEND, binary), chmodSync(binary, 0o755));
+  return run(["runuser", "-u", "nobody", "--", binary, ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir },
   });
+};
 
 test("a state dir of another user or writable by group/others is refused, with the fix (second user)", async () => {
   box = new Sandbox();

@@ -106,7 +106,6 @@ test("every link in the README, CONTRIBUTING.md and docs/ stays in the repositor
       if (!path) continue; // an anchor in the same file
       const resolved = resolve(ROOT, dirname(file), path);
       if (/^[a-z]+:/i.test(path)) broken.push(`${file}: ${target} leaves the repository`);
-      else if (resolved === resolve(ROOT, "..", "shared", "SPEC.md")) continue;
       else if (!resolved.startsWith(`${ROOT}/`) || !existsSync(resolved)) broken.push(`${file}: ${target}`);
     }
   }

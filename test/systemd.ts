@@ -1,9 +1,10 @@
-// A real systemd 252 as PID 1 of a systemd-nspawn container (../shared/systemd-sandbox), for tests.
+// A real systemd 252 as PID 1 of a systemd-nspawn container (test/systemd-container/up.sh: the host's
+// /usr on a tmpfs root, booted with --register=no --keep-unit; nothing from outside the repository), for tests.
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, TEND } from "./helpers.ts";
 
-const SCRIPTS = join(ROOT, "..", "shared", "systemd-sandbox");
+const SCRIPTS = join(ROOT, "test", "systemd-container");
 const BASE = "/tmp/tend-systemd-sandbox";
 const MACHINE = "tendtest";
 const env = { ...process.env, MACHINE, SYSTEMD_SANDBOX_DIR: BASE } as Record<string, string>;
