@@ -326,7 +326,10 @@ http = "${bad.url}"
   );
   const detail = shown[shown.findIndex((line) => line.startsWith("tunnel-public")) + 1];
   expect(detail).toMatch(/^ {2}HTTP 503 \(expected 2xx\/3xx\) · \d\d:\d\d:\d\d WA…$/); // cut to the width
-  expect(shown.some((line) => line.startsWith("SERVICE"))).toBe(false);
+  // Its header too, in two lines as the rows are.
+  const titles = shown.findIndex((line) => line.startsWith("SERVICE"));
+  expect(shown[titles]).toMatch(/^SERVICE\s+STATE\s+STRIKES\s+RESTAR/); // cut to the width, as rows are
+  expect(shown[titles + 1]).toBe("  PROBE · LAST EVENT");
 }, 30_000);
 
 test("stats leaves out every probe inside an incident (a WAIT on a frozen dependency), keeps a blip", async () => {

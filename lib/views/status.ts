@@ -390,6 +390,12 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
       paint.dim(detail.length > columns ? detail.slice(0, columns - 1) + "…" : detail),
     ];
   });
+  // Narrow, the header is two lines too, cut to the width like the rows under it.
+  const cut = (text: string) => (text.length > columns ? text.slice(0, columns - 1) + "…" : text);
+  const narrowHeader = [
+    cut(`${header[0].padEnd(widths[0])}  ${header[1].padEnd(widths[1])}  ${header[3]}  ${header[4]}`),
+    `  ${header[2]} · ${header[5]}`,
+  ];
   const { spooled, dead: deadLetters, last_error: lastError } = report.notify;
   const notify =
     spooled || lastError || deadLetters
@@ -428,7 +434,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
       `last pass: ${lastPass}${watchdog.running_pass ? ` (a pass is running now: pid ${watchdog.running_pass})` : ""}`,
     ),
     ...notify,
-    ...(wide ? [paint.dim(line(header))] : []),
+    ...(wide ? [line(header)] : narrowHeader).map((text) => paint.dim(text)),
     ...body,
     ...notJudged,
     ...lastPasses,
