@@ -893,6 +893,11 @@ export function compareOutages(
   const clusters = clusterSpans(truth);
   const near = (outage: { from: number; to: number }, [a, b]: [number, number]) =>
     outage.from <= b + T && outage.to >= a - T;
+  // How far an outage lies from a cluster: 0 when they overlap, less the more they do.
+  const distance = (outage: { from: number; to: number }, [a, b]: [number, number]) =>
+    Math.max(a - outage.to, outage.from - b, -(Math.min(b, outage.to) - Math.max(a, outage.from)));
+  const nearest = (outage: { from: number; to: number }) =>
+    clusters.reduce((best, cluster) => (distance(outage, cluster) < distance(outage, best) ? cluster : best));
   for (const outage of sorted)
     if (!clusters.some((cluster) => near(outage, cluster)))
       disagree(
@@ -903,7 +908,9 @@ export function compareOutages(
     // A flapping spell is many short outages at random: tend sees those its probes meet, not their
     // edges. What it must see there is the flapping (judged apart), not the stopwatch's spans.
     if (flaps.some(([from, to]) => cluster[0] <= to + T && cluster[1] >= from - T)) continue;
-    const mine = sorted.filter((outage) => near(outage, cluster));
+    // Each outage is its nearest cluster's: one that ends within the tolerance of the next cluster's
+    // start is still the one before's.
+    const mine = sorted.filter((outage) => near(outage, cluster) && nearest(outage) === cluster);
     const length = cluster[1] - cluster[0];
     if (!mine.length) {
       // Shorter than what one probe a period can be sure to see: tend may miss it.
