@@ -3,9 +3,20 @@
 // (or outgrew it) is kept in memory (/dev/shm, across cron's passes), so a failing service is still
 // restarted; what could not be logged reaches stdout; once there is room it is written back and said so.
 import { afterEach, expect, test } from "bun:test";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { spillDir } from "../lib/state/spill.ts";
+import { overwriteInPlace } from "../lib/os/atomic.ts";
 import { recordingReceiver, run, Sandbox, type ServiceSpec } from "./helpers.ts";
 
 let box: Sandbox;
@@ -106,3 +117,22 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   expect(existsSync(join(spillDir(box.state)!, "db.json"))).toBe(false);
   expect(readFileSync(join(box.state, "watchdog.log"), "utf8")).toContain("its state is saved again");
 }, 60_000);
+
+test("a rewrite in place is one write, padded, never truncated: killed at any moment, old or new", () => {
+  box = new Sandbox();
+  const path = join(box.dir, "state.json");
+  writeFileSync(path, JSON.stringify({ strikes: 0, note: "x".repeat(300) }) + "\n");
+  const before = statSync(path).size;
+  // Shorter: the rest is spaces (JSON reads past them), the size unchanged (no truncate to be cut after).
+  expect(overwriteInPlace(path, JSON.stringify({ strikes: 2 }) + "\n")).toBe(true);
+  expect(statSync(path).size).toBe(before);
+  expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ strikes: 2 });
+  // Longer, within the block the file has: written whole.
+  expect(overwriteInPlace(path, JSON.stringify({ strikes: 3, note: "y".repeat(1000) }))).toBe(true);
+  expect(JSON.parse(readFileSync(path, "utf8")).note).toHaveLength(1000);
+  // Longer than the blocks it has: refused, the file as it was.
+  const blocks = statSync(path).blocks * 512;
+  expect(overwriteInPlace(path, JSON.stringify({ note: "z".repeat(blocks) }))).toBe(false);
+  expect(JSON.parse(readFileSync(path, "utf8")).strikes).toBe(3);
+  expect(overwriteInPlace(join(box.dir, "missing.json"), "{}")).toBe(false);
+});

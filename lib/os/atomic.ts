@@ -3,7 +3,6 @@ import {
   constants,
   fstatSync,
   fsyncSync,
-  ftruncateSync,
   openSync,
   realpathSync,
   renameSync,
@@ -127,18 +126,20 @@ export const TEMP_FILE = /^\.(.+)\.(\d+)\.[0-9a-z]+\.tmp$/;
 /**
  * Rewrite a small file in place, in the blocks it already has: for a full disk, where the temp file
  * of an atomic write cannot be made. Refused (false) when the new content is longer than the file
- * already holds in allocated blocks, or there is no such file. Not atomic: a reader may see a torn
- * file after a crash mid-write (the heartbeat's reader takes its mtime then).
+ * already holds in allocated blocks, or there is no such file. One write(2) from the start, padded
+ * with `pad` to the old length and never truncated: a process killed at any moment leaves the old
+ * content or the new one, never the new one on the old one's tail (JSON and the heartbeat's lines
+ * read past trailing whitespace). A power cut inside the write may still tear it.
  */
-export function overwriteInPlace(path: string, data: string, { durable = false } = {}): boolean {
-  const bytes = Buffer.from(data);
+export function overwriteInPlace(path: string, data: string, { durable = false, pad = " " } = {}): boolean {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW);
     const stats = fstatSync(fd);
+    const body = Buffer.from(data);
+    const bytes = Buffer.concat([body, Buffer.alloc(Math.max(0, stats.size - body.length), pad)]);
     if (!stats.isFile() || bytes.length > stats.blocks * 512) return false;
-    writeSync(fd, bytes, 0, bytes.length, 0);
-    ftruncateSync(fd, bytes.length);
+    if (writeSync(fd, bytes, 0, bytes.length, 0) !== bytes.length) return false;
     if (durable) fsyncSync(fd);
     return true;
   } catch {

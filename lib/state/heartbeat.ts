@@ -97,7 +97,7 @@ export function writeHeartbeat(
   } catch (error) {
     // A full disk: rewritten in the block it has. Else the last pass before a reboot would be the
     // last before the disk filled, and the host's downtime would count every pass since.
-    if (!(isFullDisk(error) && overwriteInPlace(path, text))) throw error;
+    if (!(isFullDisk(error) && overwriteInPlace(path, text, { pad: "\n" }))) throw error;
   }
 }
 
