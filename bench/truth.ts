@@ -495,6 +495,13 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         })(),
       );
     }
+    /** Wait until a pass records its heartbeat at or after `wallMs`; none within 15 s is a disagreement. */
+    const heartbeatAfter = async (wallMs: number, what: string) => {
+      const heartbeatAt = () => Date.parse(readFileSync(join(state, "heartbeat"), "utf8").split("\n")[0]);
+      await waitFor(() => heartbeatAt() >= wallMs, 15_000, what).catch(() =>
+        disagree(`${what}: no heartbeat recorded within 15 s`),
+      );
+    };
     // One whole-host fault at a time: a step while the host is down waits for its boot.
     let wholeHost = Promise.resolve();
     const alone = (work: () => Promise<void>) => (wholeHost = wholeHost.then(work, work));
@@ -553,6 +560,9 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
             down.now = false;
             if (mode === "loop") startLoop();
             reboots.push({ killedAt, bootedAt, resumedAt: trueNow() });
+            // Done when tend has seen the new boot (its first pass): a clock step before that would
+            // make the boot's time unknowable (a boot with a wrong clock: tend says so, and counts 0 s).
+            await heartbeatAfter(Date.now(), "a pass of the new boot");
           });
         case "clockstep":
           // The host's wall clock steps back by byS (an NTP step, a phone's clock reset), and forMs
@@ -568,11 +578,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
             // What tend recorded while the clock was wrong moves only when a pass sees it right: the
             // next whole-host fault waits for that pass (a reboot before it leaves the last boot's
             // records in the wrong frame, and nothing on the host could tell tend otherwise).
-            const heartbeatAt = () => Date.parse(readFileSync(join(state, "heartbeat"), "utf8").split("\n")[0]);
-            const rightOnTheWall = Date.now();
-            await waitFor(() => heartbeatAt() >= rightOnTheWall, 15_000, "a pass").catch(() =>
-              disagree("no pass recorded its heartbeat within 15 s after the wall clock was put right"),
-            );
+            await heartbeatAfter(Date.now(), "a pass after the wall clock was put right");
           });
         case "diskfull":
           // The state dir's disk full for forMs: one file takes all it has left.
@@ -785,7 +791,9 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       // spans are not tend's to measure; a reboot's is the host's): each outage's edges may each lie
       // a tolerance off.
       const measured = truth.filter(([from, to]) => ![...flaps, ...rebootSpans].some(([a, b]) => from <= b && to >= a));
-      if (!flaps.length && measured.length) {
+      // (After a reboot tend may record what the stopwatch saw in the host's downtime: its edges are
+      // compareOutages's, and the sum is not comparable.)
+      if (!flaps.length && !reboots.length && measured.length) {
         const clustered = clusterSpans(measured);
         // Those tend recorded (one it may miss, shorter than it can be sure to see, is compareOutages's).
         const seen = clustered.filter(([from, to]) =>
@@ -795,7 +803,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         const slack = (seen.length * 2 * TOLERANCE_MS) / 1000 + 1;
         if (Math.abs(row.downtime_s - truthS) > slack)
           disagree(`${name}: report says ${row.downtime_s}s down, the stopwatch ${truthS.toFixed(1)}s (±${slack}s)`);
-        if (!rebootSpans.length && seen.length && row.mttr_s !== null) {
+        if (seen.length && row.mttr_s !== null) {
           const mean = truthS / seen.length;
           if (Math.abs(row.mttr_s - mean) > (2 * TOLERANCE_MS) / 1000 + 1)
             disagree(`${name}: report's MTTR ${row.mttr_s}s, the stopwatch's ${mean.toFixed(1)}s`);
