@@ -842,6 +842,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     receiver.stop(true);
     for (const pid of children) killGroup(pid);
     for (const name of SERVICES) killGroup(pidOf(pidfile(name)) ?? 0);
+    // Whatever still holds a service's port (a process started just before a kill), and the states a
+    // full disk kept in RAM: the run's own, nothing else.
+    for (const name of SERVICES)
+      Bun.spawnSync(["fuser", "-k", "-KILL", "-n", "tcp", String(ports[name])], { stderr: "ignore" });
+    const spilled = spillDir(state);
+    if (spilled) rmSync(spilled, { recursive: true, force: true });
     closeSync(saidFd);
     // Its records are read (or kept for a look) first: a kept run's tmpfs is copied out.
     if (fillsDisk) {
