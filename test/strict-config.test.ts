@@ -31,6 +31,11 @@ test("writable by others, or another user's: refused with the fix, nothing run; 
         `command lines tend runs as you: refused. Fix: chmod o-w ${box.config}`,
     );
   }
+  // doctor says it in its config row, with the fix, and fails (exit 1): the one place to look.
+  const doctor = await box.tend(["doctor"]);
+  expect(doctor.code).toBe(1);
+  expect(doctor.stdout).toMatch(/config\s+missing\s+configuration .* is writable by others \(owner uid 0, mode 0666\)/);
+  expect(doctor.stdout).toContain("Fix: chmod o-w");
   chmodSync(box.config, 0o600);
   chownSync(box.config, 65534, 65534); // nobody's
   const theirs = await box.tend(["watchdog", "pass"]);
