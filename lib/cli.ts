@@ -2,6 +2,7 @@ import minimist from "minimist";
 import { DURATION_MAX_MS, parseDuration } from "./core/duration.ts";
 import { errorMessage, EXIT, TendError, usageError } from "./core/errors.ts";
 import { escapeLines } from "./core/sanitize.ts";
+import { inWords } from "./os/files.ts";
 import type { Paint } from "./views/status.ts";
 import { VERSION, type Io } from "./io.ts";
 
@@ -62,7 +63,12 @@ export async function runCli(
       io.err(`${spec.name}: ${escapeLines(error.message)}`);
       return error.exitCode;
     }
-    io.err(`${spec.name}: internal error: ${escapeLines(errorMessage(error))}`);
+    const { stream } = error as { stream?: string };
+    try {
+      // Its own stdout failed (a full disk, a closed pipe): what it is, not an internal error.
+      if (stream) io.err(`${spec.name}: cannot write to ${stream}: ${inWords(error)}`);
+      else io.err(`${spec.name}: internal error: ${escapeLines(errorMessage(error))}`);
+    } catch {} // stderr failed too: the exit code says it
     return EXIT.failed;
   }
 }

@@ -19,7 +19,8 @@ export function processIo(): Io & { close: () => Promise<void> } {
   const sinks = [Bun.stdout.writer(), Bun.stderr.writer()];
   // A stream that failed once (EPIPE, ENOSPC, EBADF) throws that once, to whoever says it (the
   // Logger logs it), and takes nothing more: a command never fails twice on its stdout.
-  const writer = (sink: (typeof sinks)[number]) => {
+  // The error carries which stream failed (`stream`): said as such, never as an internal error.
+  const writer = (sink: (typeof sinks)[number], stream: "stdout" | "stderr") => {
     let failed = false;
     return (text: string) => {
       if (failed) return;
@@ -28,14 +29,14 @@ export function processIo(): Io & { close: () => Promise<void> } {
         sink.flush();
       } catch (error) {
         failed = true;
-        throw error;
+        throw Object.assign(error as Error, { stream });
       }
     };
   };
   let tty: boolean | undefined;
   return {
-    out: writer(sinks[0]),
-    err: writer(sinks[1]),
+    out: writer(sinks[0], "stdout"),
+    err: writer(sinks[1], "stderr"),
     env: process.env,
     get tty() {
       tty ??= (require("node:tty") as typeof import("node:tty")).isatty(1);

@@ -8,6 +8,7 @@ import { usageError } from "./core/errors.ts";
 import { oneLine } from "./core/sanitize.ts";
 import type { Io } from "./io.ts";
 import { statePaths } from "./state/dir.ts";
+import { inWords } from "./os/files.ts";
 
 /** What a subcommand gets: its arguments, the configuration, and the streams it says things on. */
 export interface Context {
@@ -70,7 +71,14 @@ async function serveFor(args: Args, config: Config, io: Io, loop: LiveConfig | n
         return latest;
       };
   const serving = startServer(config, args.listen ?? config.serve.listen, current);
-  io.out(`serving ${serving.url} (${config.serve.token ? "token required" : "loopback only, no token"})`);
+  try {
+    io.out(`serving ${serving.url} (${config.serve.token ? "token required" : "loopback only, no token"})`);
+  } catch (error) {
+    // A stdout that cannot take the line (a full disk, a closed pipe) does not stop the server.
+    try {
+      io.err(`watchdog: cannot write to stdout: ${inWords(error)} (serving all the same)`);
+    } catch {}
+  }
   return serving;
 }
 

@@ -1,11 +1,12 @@
 // tend's own stdout is the least reliable thing it writes to (#39): a full disk, a broken pipe, a closed
 // descriptor there is one line in the log, never a failed pass, never the end of `watchdog run`.
 import { afterEach, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, BUN, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
-afterEach(() => box?.cleanup([join(box.state, "web.pid")]));
+afterEach(() => box?.cleanup([join(box.state, "web.pid")].filter((path) => existsSync(path))));
 
 async function crashedWorld() {
   box = new Sandbox();
@@ -76,3 +77,43 @@ test("watchdog run | head -1: the loop outlives its reader and still starts a cr
   expect(await loop.exited).toBe(0);
   expect(await new Response(loop.stderr).text()).not.toContain("internal error");
 }, 60_000);
+
+test("notify and serve whose stdout is full or closed: the message delivered, the server serving", async () => {
+  box = new Sandbox();
+  box.configure({ services: [{ name: "web", check: { command: ["true"] } }] });
+  const receiver = recordingReceiver();
+  try {
+    for (const redirect of ["> /dev/full", ">&-", "| (exec true)"]) {
+      const before = receiver.received.length;
+      // Not spawnSync: the receiver answers from this process.
+      const command = `'${TEND}' notify --url '${receiver.url}/t' --format json 'disk at 91%' ${redirect}`;
+      const done = await run(["sh", "-c", `${command}; echo "exit $?" >&2`], { env: box.env() });
+      expect(done.stderr).not.toContain("internal error");
+      if (!redirect.startsWith("|")) expect(done.stderr).toContain("exit 0");
+      expect(receiver.received.slice(before).map((body) => JSON.parse(body).message)).toEqual(["disk at 91%"]);
+    }
+  } finally {
+    receiver.stop();
+  }
+  const port = await freePort();
+  const serve = Bun.spawn(["sh", "-c", `exec '${TEND}' watchdog serve --listen 127.0.0.1:${port} > /dev/full`], {
+    env: box.env(),
+    stderr: "pipe",
+  });
+  box.track(serve.pid);
+  await waitFor(
+    async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.status !== undefined,
+    10_000,
+    "serve answering, its stdout full",
+  );
+  expect(serve.exitCode).toBeNull();
+  serve.kill("SIGTERM");
+  await serve.exited;
+  const said = await new Response(serve.stderr).text();
+  expect(said).not.toContain("internal error");
+  expect(said).toContain("watchdog: cannot write to stdout: no space left on the device (serving all the same)");
+  // A command whose answer is its stdout fails (exit 1), saying why: not an internal error.
+  const status = tendWith("watchdog status", "> /dev/full").stderr.toString();
+  expect(status).toContain("watchdog: cannot write to stdout: no space left on the device");
+  expect(status).toContain("exit 1");
+}, 30_000);
