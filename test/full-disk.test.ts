@@ -3,7 +3,9 @@
 // (or outgrew it) is kept in memory (/dev/shm, across cron's passes), so a failing service is still
 // restarted; what could not be logged reaches stdout; once there is room it is written back and said so.
 import { afterEach, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import {
+  chownSync,
   closeSync,
   existsSync,
   mkdirSync,
@@ -77,6 +79,15 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   Bun.spawnSync(["touch", flag]);
   expect((await box.tend(["watchdog"])).code).toBe(0); // healthy: its state file exists
   rmSync(flag);
+  // Another user squats the spill dir's name ahead (it was predictable once): never used.
+  const prefix = `tend-0-${createHash("sha256").update(box.state).digest("hex").slice(0, 16)}-`;
+  const squat = join("/dev/shm", `${prefix}squat`);
+  const oldName = join("/dev/shm", prefix.slice(0, -1)); // the name it had: squatted, the fallback was off
+  for (const dir of [squat, oldName]) {
+    mkdirSync(dir, { mode: 0o700 });
+    chownSync(dir, 65534, 65534);
+    stops.push(() => rmSync(dir, { recursive: true, force: true }));
+  }
   fill(join(box.state, "filler"));
   const filledAt = Date.now();
   // A service added now has no state file yet: nothing of its own to rewrite.
@@ -93,6 +104,11 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   expect(first.stdout).toMatch(
     /\[ERROR\] db: cannot save its state \(no space left on the device\): kept in memory \(\/dev\/shm\/tend-/,
   );
+  const spilledTo = spillDir(box.state)!;
+  expect(spilledTo).not.toBe(squat); // its own, made exclusively under a name nobody could guess
+  expect(spilledTo.startsWith(join("/dev/shm", prefix))).toBe(true);
+  expect(statSync(spilledTo).uid).toBe(0);
+  expect(existsSync(join(squat, "db.json"))).toBe(false);
   // The heartbeat too is rewritten in the block it has: the pass is known to have run (a reboot now
   // would count the host's downtime from here, not from before the disk filled).
   expect(first.stdout).not.toContain("cannot write the heartbeat");

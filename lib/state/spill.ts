@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, rmSync } from "node:fs";
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
@@ -21,36 +21,56 @@ const held = new Map<string, string>();
 
 const SHM = "/dev/shm";
 
-const spillNames = new Map<string, string>();
-/** The spill dir's name: hashed once per state dir (every readState asks). */
-function spillName(stateDir: string, uid: number): string {
+const spillPrefixes = new Map<string, string>();
+/** The spill dir this process found or made, by prefix. */
+const found = new Map<string, string>();
+/** The spill dirs' common prefix for a state dir: hashed once per state dir (every readState asks). */
+function spillPrefix(stateDir: string, uid: number): string {
   const key = `${uid}:${stateDir}`;
-  let name = spillNames.get(key);
-  if (!name) {
-    name = join(SHM, `tend-${uid}-${createHash("sha256").update(stateDir).digest("hex").slice(0, 16)}`);
-    spillNames.set(key, name);
+  let prefix = spillPrefixes.get(key);
+  if (!prefix) {
+    prefix = `tend-${uid}-${createHash("sha256").update(stateDir).digest("hex").slice(0, 16)}-`;
+    spillPrefixes.set(key, prefix);
   }
-  return name;
+  return prefix;
 }
 
-/** This user's spill directory for a state dir, made 0700 (another user's or a symlink: none). */
+/** A real directory of this user's, closed to others: never a squatter's (/dev/shm is everyone's). */
+function ours(path: string, uid: number): boolean {
+  try {
+    const info = lstatSync(path);
+    return info.isDirectory() && info.uid === uid && (info.mode & 0o077) === 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * This user's spill directory for a state dir: `/dev/shm/tend-UID-HASH-RANDOM`, made by mkdtemp
+ * (exclusive, a name nobody can guess ahead), found again by the next process by its prefix, its
+ * owner and its mode: another user's entry there, whatever its name, is never used, so squatting the
+ * name cannot turn the fallback off. null where there is none (and `create` is false, or it fails).
+ */
 export function spillDir(stateDir: string, { create = false } = {}): string | null {
   const uid = process.getuid?.() ?? 0;
-  const dir = spillName(stateDir, uid);
+  const prefix = spillPrefix(stateDir, uid);
+  const known = found.get(prefix);
+  if (known && ours(known, uid)) return known;
+  let names: string[] = [];
   try {
-    if (create) mkdirSync(dir, { mode: 0o700 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") return null;
-  }
+    names = readdirSync(SHM).filter((name) => name.startsWith(prefix));
+  } catch {}
+  const mine = names.map((name) => join(SHM, name)).find((path) => ours(path, uid));
+  if (mine) return (found.set(prefix, mine), mine);
+  if (!create) return null;
   try {
-    const info = lstatSync(dir);
-    // /dev/shm is everyone's: only a real directory of this user's, closed to others, is used.
-    return info.isDirectory() && info.uid === uid && (info.mode & 0o077) === 0 ? dir : null;
+    const made = mkdtempSync(join(SHM, prefix));
+    chmodSync(made, 0o700);
+    return ours(made, uid) ? (found.set(prefix, made), made) : null;
   } catch {
     return null;
   }
 }
-
 /** Keep a state that cannot be written: in memory, and on /dev/shm where there is one. Where it went. */
 export function spill(stateDir: string, name: string, text: string): string {
   held.set(`${stateDir}\0${name}`, text);
