@@ -19,7 +19,18 @@ import {
 import { join } from "node:path";
 import { spillDir } from "../lib/state/spill.ts";
 import { overwriteInPlace } from "../lib/os/atomic.ts";
-import { recordingReceiver, run, Sandbox, type ServiceSpec } from "./helpers.ts";
+import {
+  alive,
+  BUN,
+  freePort,
+  recordingReceiver,
+  run,
+  Sandbox,
+  SERVER,
+  TEND,
+  waitFor,
+  type ServiceSpec,
+} from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -152,3 +163,60 @@ test("a rewrite in place is one write, padded, never truncated: killed at any mo
   expect(JSON.parse(readFileSync(path, "utf8")).strikes).toBe(3);
   expect(overwriteInPlace(join(box.dir, "missing.json"), "{}")).toBe(false);
 });
+
+test("a loop on a full disk never undoes an operator: a stop (state rewritten in place), a pause (state in RAM)", async () => {
+  box = new Sandbox();
+  mkdirSync(box.state, { mode: 0o700 });
+  expect((await run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", box.state])).code).toBe(0);
+  stops.push(() => {
+    Bun.spawnSync(["umount", "-l", box.state]); // lazily: the killed loop may not be gone yet
+    const spilled = spillDir(box.state);
+    if (spilled) rmSync(spilled, { recursive: true, force: true });
+  });
+  const [webPort, dbPort] = [await freePort(), await freePort()];
+  // Pidfiles beside, not on the full disk: the services can be started there.
+  const spec = (name: string, port: number): ServiceSpec => ({
+    name,
+    pidfile: join(box.dir, `${name}.pid`),
+    grace: "0s",
+    check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+    restart: { spawn: [BUN, SERVER, `${port}`] },
+  });
+  const pidOf = (name: string) => Number(readFileSync(join(box.dir, `${name}.pid`), "utf8").trim() || 0);
+  box.configure({ services: [spec("web", webPort)] });
+  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], { env: box.env(), stdout: "pipe" });
+  box.track(loop.pid);
+  stops.push(() => {
+    for (const name of ["web", "db"]) if (existsSync(join(box.dir, `${name}.pid`))) box.track(pidOf(name));
+  });
+  stops.push(() => loop.kill("SIGKILL")); // first (stops run last first): the tmpfs is then free to unmount
+  let said = "";
+  void (async () => {
+    for await (const chunk of loop.stdout) said += new TextDecoder().decode(chunk);
+  })();
+  await waitFor(() => box.read("services/web.json").includes('"lastHealthyAt":1'), 15_000, "web started, healthy");
+  fill(join(box.state, "filler"));
+  // db comes with the disk full: no state file of its own, its state in RAM (/dev/shm).
+  box.configure({ services: [spec("web", webPort), spec("db", dbPort)] });
+  await waitFor(() => said.includes("[START] db: started pid"), 15_000, "db started by the loop");
+  await waitFor(() => alive(pidOf("db")), 5000, "db running");
+  expect(said).toMatch(/\[ERROR\] db: cannot save its state \(no space left on the device\): kept in memory/);
+
+  expect((await box.tend(["watchdog", "stop", "web"])).code).toBe(0);
+  expect((await box.tend(["watchdog", "pause", "db", "--for", "1h"])).code).toBe(0);
+  const db = pidOf("db");
+  process.kill(db, "SIGKILL"); // paused: nobody starts it again
+  const after = said.length;
+  // Three of the loop's passes later (the heartbeat is rewritten in place every pass):
+  const operatedAt = Date.now();
+  await waitFor(() => Date.parse(box.read("heartbeat").split("\n")[0]) >= operatedAt + 3000, 15_000, "3 passes");
+  const since = said.slice(after);
+  expect(since).not.toMatch(/\[(RESTART|START)\] (web|db)/);
+  expect(alive(pidOf("web"))).toBe(false);
+  expect(alive(db)).toBe(false);
+  const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+  const word = (name: string) => status.services.find((row: { name: string }) => row.name === name).state;
+  expect([word("web"), word("db")]).toEqual(["paused", "paused"]); // `stop` pauses, as `start` resumes
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+}, 90_000);

@@ -6,7 +6,7 @@ import { notJudged } from "../core/verdict.ts";
 import { applySteps } from "../core/clock.ts";
 import { statePaths } from "./dir.ts";
 import { clockSteps } from "./clock.ts";
-import { isFullDisk, spill, spilled, unspill } from "./spill.ts";
+import { isFullDisk, spill, spillDir, spilled, unspill } from "./spill.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
@@ -49,7 +49,7 @@ export type StateReader = (name: string) => ServiceState;
 /**
  * Reads states from `stateDir`; with `once`, each at most once (a page shows every state three
  * ways); with `unchanged`, again only when the file changed (its inode, mtime or size: every write
- * is a rename), for the loop's once-a-second crash watch.
+ * is a rename, or a rewrite in place on a full disk), for the loop's once-a-second crash watch.
  */
 export function stateReader(stateDir: string, { once = false, unchanged = false } = {}): StateReader {
   const read: StateReader = (name) => {
@@ -61,6 +61,9 @@ export function stateReader(stateDir: string, { once = false, unchanged = false 
   if (unchanged) {
     const cache = new Map<string, { key: string; state: ServiceState }>();
     return (name) => {
+      // Kept on /dev/shm while the disk is full: the file says nothing of it (an operator's stop
+      // or pause written there is read at once, never undone by a crash watch reading the old file).
+      if (spillDir(stateDir) !== null) return read(name);
       let key = "";
       try {
         const info = statSync(stateFile(stateDir, name));

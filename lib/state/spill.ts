@@ -84,17 +84,19 @@ export function spill(stateDir: string, name: string, text: string): string {
   }
 }
 
-/** A spilled state of this service, newest first: this process's, else /dev/shm's; null when none. */
+/**
+ * A spilled state of this service: /dev/shm's (shared by every process: a pass, the loop, an
+ * operator's `stop` or `pause`), else this process's own; null when none. /dev/shm's first: a loop
+ * that kept its own copy would otherwise undo what an operator wrote there since.
+ */
 export function spilled(stateDir: string, name: string): string | null {
-  const mine = held.get(`${stateDir}\0${name}`);
-  if (mine !== undefined) return mine;
   const dir = spillDir(stateDir);
-  if (!dir) return null;
-  try {
-    return readRegularFile(join(dir, `${name}.json`), 16 * 1024 * 1024, { noFollow: true });
-  } catch {
-    return null;
+  if (dir) {
+    try {
+      return readRegularFile(join(dir, `${name}.json`), 16 * 1024 * 1024, { noFollow: true });
+    } catch {}
   }
+  return held.get(`${stateDir}\0${name}`) ?? null;
 }
 
 /** Its own file was written: the spilled copy is no longer the state. true when there was one. */
