@@ -8,6 +8,7 @@ import {
   chownSync,
   closeSync,
   existsSync,
+  ftruncateSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -18,7 +19,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { spillDir } from "../lib/state/spill.ts";
-import { overwriteInPlace } from "../lib/os/atomic.ts";
+import { overwriteInPlace, writeFileAtomic } from "../lib/os/atomic.ts";
+import { appendNoFollow } from "../lib/os/files.ts";
 import {
   alive,
   BUN,
@@ -220,3 +222,25 @@ test("a loop on a full disk never undoes an operator: a stop (state rewritten in
   loop.kill("SIGTERM");
   expect(await loop.exited).toBe(0);
 }, 90_000);
+
+test("a disk that fills during a write: the temp file is never renamed over the state, a log line not halved", async () => {
+  box = new Sandbox();
+  mkdirSync(box.state, { mode: 0o700 });
+  expect((await run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", box.state])).code).toBe(0);
+  stops.push(() => Bun.spawnSync(["umount", "-l", box.state]));
+  const path = join(box.state, "web.json");
+  writeFileSync(path, JSON.stringify({ strikes: 1 }) + "\n");
+  const log = join(box.state, "watchdog.log");
+  writeFileSync(log, "[t] [START] first\n");
+  // Filled to 8 KiB short of full: a 64 KiB write gets 8 KiB of it, then no more.
+  const filler = join(box.state, "filler");
+  fill(filler);
+  const fd = openSync(filler, "r+");
+  ftruncateSync(fd, statSync(filler).size - 8192);
+  closeSync(fd);
+  const big = JSON.stringify({ strikes: 2, note: "x".repeat(64 * 1024) }) + "\n";
+  expect(() => writeFileAtomic(path, big)).toThrow(/ENOSPC/);
+  expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ strikes: 1 }); // before: a corrupt state
+  expect(() => appendNoFollow(log, `[t] [WARN] ${"y".repeat(64 * 1024)}\n`)).toThrow(/ENOSPC/);
+  expect(readFileSync(log, "utf8")).toBe("[t] [START] first\n"); // not half a line
+});

@@ -3,6 +3,7 @@ import {
   constants,
   fstatSync,
   fsyncSync,
+  ftruncateSync,
   openSync,
   realpathSync,
   renameSync,
@@ -68,14 +69,43 @@ export function renameOrdersData(dir: string): boolean {
  * default, btrfs: a cut loses at most this write, never the file); elsewhere (f2fs, ext4
  * noauto_da_alloc: a phone's /data) it is fsynced all the same, or a cut leaves it empty.
  */
+/**
+ * Write all of `data`: write(2) may write less than asked (a disk that fills on the way) without an
+ * error, and a temp file cut short then renamed over a state is a corrupt state (found by the
+ * ground-truth harness's full disk). The rest is written again: ENOSPC, thrown.
+ */
+export function writeAll(fd: number, data: string | Uint8Array): void {
+  const bytes = typeof data === "string" ? Buffer.from(data) : data;
+  for (let written = 0; written < bytes.length;) {
+    const wrote = writeSync(fd, bytes, written, bytes.length - written);
+    if (wrote <= 0) throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+    written += wrote;
+  }
+}
+
+/**
+ * Append all of `text` at the end, or nothing: a line cut by a full disk is taken back (the file's
+ * size before it), so a log never holds half a line followed by the next one.
+ */
+export function appendAll(fd: number, text: string): void {
+  const before = fstatSync(fd).size;
+  try {
+    writeAll(fd, text);
+  } catch (error) {
+    try {
+      ftruncateSync(fd, before);
+    } catch {}
+    throw error;
+  }
+}
+
 export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600, { durable = true } = {}): void {
   if (!durable && !renameOrdersData(dirname(path))) durable = true;
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
   let fd: number | undefined;
   try {
     fd = openSync(temp, "wx", mode);
-    if (typeof data === "string") writeSync(fd, data);
-    else writeSync(fd, data);
+    writeAll(fd, data);
     if (durable) fsyncSync(fd);
     closeSync(fd);
     fd = undefined;

@@ -1,4 +1,5 @@
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, writeSync, type Stats } from "node:fs";
+import { appendAll } from "./atomic.ts";
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from "node:fs";
 
 const WORDS: Record<string, string> = {
   ENOENT: "no such file",
@@ -92,7 +93,7 @@ export function openAppend(path: string, mode = 0o600): number {
 export function appendNoFollow(path: string, text: string, mode = 0o600): void {
   const fd = openAppend(path, mode);
   try {
-    writeSync(fd, text);
+    appendAll(fd, text);
   } finally {
     closeSync(fd);
   }

@@ -1,3 +1,4 @@
+import { appendAll } from "./atomic.ts";
 // Logs that stay bounded (SPEC: log_max_size, log_keep). tend's own logs (watchdog.log, downtime.log)
 // rotate by rename, as logrotate does without copytruncate: NAME -> NAME.1 -> ... -> NAME.KEEP, then a
 // new NAME; a concurrent writer keeps its line (it appended before, or appends to the new file).
@@ -16,7 +17,6 @@ import {
   renameSync,
   rmSync,
   statSync,
-  writeSync,
 } from "node:fs";
 import { openAppend } from "./files.ts";
 
@@ -76,7 +76,7 @@ export function appendRotating(path: string, text: string, rotation: Rotation = 
       closeSync(fd);
       fd = openAppend(path, mode);
     }
-    writeSync(fd, text);
+    appendAll(fd, text);
   } finally {
     closeSync(fd);
   }

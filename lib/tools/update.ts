@@ -10,7 +10,6 @@ import {
   fsyncSync,
   openSync,
   readSync,
-  writeSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -27,7 +26,7 @@ import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
 import { inWords } from "../os/files.ts";
-import { writeFileAtomic } from "../os/atomic.ts";
+import { writeAll, writeFileAtomic } from "../os/atomic.ts";
 import { executableProblem, HEAD_BYTES, type Host } from "../core/executable.ts";
 import { isTermux } from "../core/platform.ts";
 
@@ -252,7 +251,7 @@ async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch
       throw new TendError(`download ${redactUrl(url)}: HTTP ${response.status}`, 1);
     const fd = openSync(temp, "w", 0o700);
     try {
-      for await (const chunk of response.body ?? []) writeSync(fd, chunk as Uint8Array);
+      for await (const chunk of response.body ?? []) writeAll(fd, chunk as Uint8Array);
       fsyncSync(fd);
     } catch (error) {
       throw new TendError(`download ${redactUrl(url)}: ${inWords(error)}`, 1);
