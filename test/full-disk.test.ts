@@ -127,6 +127,7 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   expect(first.stdout).not.toContain("cannot write the heartbeat");
   expect(Date.parse(box.read("heartbeat").split("\n")[0])).toBeGreaterThanOrEqual(filledAt - 1000);
 
+  receiver.control.status = 500; // the receiver is down too: the ⚠️ can be neither sent nor spooled on the disk
   const second = await box.tend(["watchdog"]);
   expect(second.stdout).toContain("web failed health check (HTTP 500 (expected 2xx/3xx), failure 2/2)");
   expect(second.stdout).toContain("db failed health check (exit 1, failure 2/2)"); // its strike kept in memory
@@ -134,12 +135,17 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   expect(second.stdout).toMatch(/\[RECOVERED\] web recovered [\d.]+s after restart/);
   expect(second.stdout).not.toContain("cannot save its state"); // said once
   expect(box.stateOf("web")).toMatchObject({ restartsTotal: 1, recoveriesOk: 1 }); // on the disk
-  // Its ⚠️ could not be spooled (no room): sent with the pass's own delivery, not dropped.
-  expect(second.stdout).toContain("could not spool 1 notification(s)");
-  expect(receiver.received.filter((body) => JSON.parse(body).event === "restart")).toHaveLength(1);
+  // Its ⚠️ is spooled on /dev/shm (the spool's copy while the disk is full), not dropped.
+  expect(second.stdout).not.toContain("could not spool");
+  expect(second.stdout).not.toContain("not spooled");
+  expect(readFileSync(join(spillDir(box.state)!, "notify-spool.jsonl"), "utf8")).toContain("⚠️ web");
+  expect(receiver.received).toEqual([]);
 
+  receiver.control.status = 200;
   rmSync(join(box.state, "filler"));
   const third = await box.tend(["watchdog"]);
+  expect(receiver.received.filter((body) => JSON.parse(body).event === "restart")).toHaveLength(1);
+  expect(existsSync(join(spillDir(box.state)!, "notify-spool.jsonl"))).toBe(false); // the file has it again
   expect(third.stdout).toContain("[WARN] db: its state is saved again (the disk has room again)");
   expect(box.stateOf("db").strikes).toBeGreaterThanOrEqual(2);
   expect(box.stateOf("web")).toMatchObject({ strikes: 0, restartsTotal: 1, recoveriesOk: 1 });

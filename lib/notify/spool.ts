@@ -1,14 +1,26 @@
-import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  openSync,
+  readSync,
+  rmSync,
+} from "node:fs";
+import { join } from "node:path";
 import type { Config, NotifyFormat } from "../config/types.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { lastStep, stepped, steppedIso, type ClockStep } from "../core/clock.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
-import { writeFileAtomic } from "../os/atomic.ts";
+import { overwriteInPlace, writeFileAtomic } from "../os/atomic.ts";
 import { inWords, readRegularFile, readTail } from "../os/files.ts";
 import { waitLock } from "../os/lock.ts";
 import { clockSteps, tendNow } from "../state/clock.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { isFullDisk, spillDir } from "../state/spill.ts";
 import { buildRequest, lateNote, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
 
 /** The spool and the dead letters keep at most this many messages each. */
@@ -138,8 +150,19 @@ const newId = () => Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toStr
 /** An idempotency key: 128 random bits, "tend-" and 32 hex digits (ntfy's sequence ids take [-_A-Za-z0-9]{1,64}). */
 const newKey = () => `tend-${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("hex")}`;
 
-export const writeNotifyState = (stateDir: string, state: NotifyState) =>
-  writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+/**
+ * The notify state (dedup, the last error): on a full disk rewritten in the blocks its file has,
+ * else left as it was (it only thins repeats: the spool, which holds the messages, is what matters).
+ */
+export const writeNotifyState = (stateDir: string, state: NotifyState) => {
+  const text = JSON.stringify(state) + "\n";
+  try {
+    writeFileAtomic(stateFile(stateDir), text);
+  } catch (error) {
+    if (!isFullDisk(error)) throw error;
+    overwriteInPlace(stateFile(stateDir), text, { durable: true });
+  }
+};
 
 export function readNotifyState(stateDir: string): NotifyState {
   const steps = clockSteps(stateDir);
@@ -259,7 +282,9 @@ export function readSpool(
   stateDir: string,
   now = Date.now(),
 ): { messages: Spooled[]; unreadable: number; invalid: DeadLetter[] } {
-  const { entries, unreadable, invalid } = readLines<Spooled>(spoolFile(stateDir));
+  // Kept on /dev/shm while the disk was full: the whole queue as it was last saved, newer than the file.
+  const spare = spilledSpool(stateDir);
+  const { entries, unreadable, invalid } = readLines<Spooled>(spare && existsSync(spare) ? spare : spoolFile(stateDir));
   const steps = clockSteps(stateDir);
   return {
     messages: entries.map((entry) => stepEntry(entry, steps)),
@@ -299,7 +324,10 @@ export function countLines(path: string): number {
   }
 }
 
-export const spoolCount = (stateDir: string) => countLines(spoolFile(stateDir));
+export const spoolCount = (stateDir: string) => {
+  const spare = spilledSpool(stateDir);
+  return countLines(spare && existsSync(spare) ? spare : spoolFile(stateDir));
+};
 export const deadCount = (stateDir: string) => countLines(deadFile(stateDir));
 
 /** Run `work` holding notify.lock, so concurrent senders neither lose nor duplicate a message. */
@@ -413,7 +441,7 @@ async function deliverLocked(messages: Message[], options: DeliverOptions): Prom
   let spooledAhead = false;
   if (fresh.length) {
     try {
-      saveLines(spoolFile(stateDir), [...current, ...fresh.map(({ entry }) => entry)]);
+      saveSpool(stateDir, [...current, ...fresh.map(({ entry }) => entry)]);
       spooledAhead = true;
     } catch (error) {
       report.spoolError = `cannot spool ahead in ${stateDir} (sent all the same): ${inWords(error)}`;
@@ -497,8 +525,8 @@ export async function spoolNow(messages: Message[], options: DeliverOptions): Pr
     );
     const queue = [...spool.messages, ...fresh.map(({ entry }) => ({ ...entry, ahead: true }))];
     if (queue.length > SPOOL_LIMIT) state.dropped += queue.splice(0, queue.length - SPOOL_LIMIT).length;
-    if (fresh.length || spool.unreadable || spool.invalid.length) saveLines(spoolFile(stateDir), queue);
-    writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+    if (fresh.length || spool.unreadable || spool.invalid.length) saveSpool(stateDir, queue);
+    writeNotifyState(stateDir, state);
   });
 }
 
@@ -600,10 +628,10 @@ async function sendLocked(
   }
   if (!report.failure && report.waiting === 0) state.lastError = null;
   try {
-    saveLines(spoolFile(stateDir), queue);
+    saveSpool(stateDir, queue);
     if (report.buried || report.expired || report.outcomes.some((outcome) => outcome.result === "dead"))
       saveLines(deadFile(stateDir), dead);
-    writeFileAtomic(stateFile(stateDir), JSON.stringify(state) + "\n");
+    writeNotifyState(stateDir, state);
   } catch (error) {
     report.spoolError = `cannot save the spool in ${stateDir}: ${inWords(error)}`;
     // Spooled ahead: nothing is lost; what was delivered is sent again next run, with its key.
@@ -625,6 +653,30 @@ async function sendLocked(
  * Write a JSON-lines file atomically. An empty one is truncated in place instead: that needs no
  * free block, so messages delivered from the spool are not sent again after a disk-full.
  */
+/** The spool's copy on /dev/shm (state/spill.ts's directory), for a disk that is full. */
+function spilledSpool(stateDir: string, create = false): string | null {
+  const dir = spillDir(stateDir, { create });
+  return dir ? join(dir, "notify-spool.jsonl") : null;
+}
+
+/**
+ * Save the whole queue: in the state dir, or, while its disk is full, on /dev/shm (a message that can
+ * be neither delivered nor spooled was lost: a ⚠️ whose receiver answered 500 on a full disk). The
+ * /dev/shm copy goes as soon as the file takes the queue again.
+ */
+function saveSpool(stateDir: string, entries: Spooled[]) {
+  const spare = spilledSpool(stateDir);
+  try {
+    saveLines(spoolFile(stateDir), entries);
+  } catch (error) {
+    const spill = isFullDisk(error) ? spilledSpool(stateDir, true) : null;
+    if (!spill) throw error;
+    writeFileAtomic(spill, entries.map((entry) => JSON.stringify(entry) + "\n").join(""), 0o600, { durable: false });
+    return;
+  }
+  if (spare) rmSync(spare, { force: true });
+}
+
 function saveLines(path: string, entries: object[]) {
   if (entries.length === 0) {
     // Emptied durably: a power cut must not bring back (and send again) what was delivered.
@@ -678,7 +730,7 @@ export function dropLetters(options: Pick<DeliverOptions, "stateDir" | "lockWait
     const spool = read.messages;
     const dead = [...readDead(options.stateDir), ...read.invalid];
     const [spoolKept, deadKept] = [keep(spool), keep(dead)];
-    saveLines(spoolFile(options.stateDir), spoolKept);
+    saveSpool(options.stateDir, spoolKept);
     saveLines(deadFile(options.stateDir), deadKept);
     return spool.length - spoolKept.length + dead.length - deadKept.length;
   });
@@ -690,7 +742,7 @@ export function reviveDead(options: Pick<DeliverOptions, "stateDir" | "lockWaitM
     const dead = readDead(options.stateDir);
     const revived: Spooled[] = dead.map(({ status: _status, answer: _answer, deadAt: _deadAt, ...entry }) => entry);
     const spool = readSpool(options.stateDir);
-    saveLines(spoolFile(options.stateDir), [...spool.messages, ...revived]);
+    saveSpool(options.stateDir, [...spool.messages, ...revived]);
     saveLines(deadFile(options.stateDir), spool.invalid); // a line of wrong types stays dead, with why
     return revived.length;
   });
