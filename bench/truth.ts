@@ -670,6 +670,9 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       );
     for (const { at: sampledAt, name, up } of ups) {
       if (up !== 0) continue;
+      // A restart logged while the wall clock was stepped back carries that clock's stamp: not matched here.
+      if (steps.some((step) => sampledAt >= step.from - 1000 && sampledAt <= step.to + VERIFY_MS + TOLERANCE_MS))
+        continue;
       const restarts = restartedAt(name).map((at) => [at - 1000, at + VERIFY_MS] as [number, number]);
       const spans = [...realSpans(name), ...restarts];
       if (!spans.some(([from, to]) => sampledAt >= from && sampledAt <= to + TOLERANCE_MS + INTERVAL_MS)) {
