@@ -572,6 +572,56 @@ describe("spool and dedup", () => {
     }
   }, 60_000);
 
+  test("the spool's budget holds with three hung receivers of three protocols: HTTP, SMTP, termux", async () => {
+    // SMTP: a server that accepts and never greets (a tarpit). termux: termux-notification as it is
+    // without the Termux:API app, hanging forever (a stand-in on PATH: no phone here). HTTP: no answer.
+    const tarpit = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const hung = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) });
+    setup(`retries = 3\nto = "ops@example.org"\nfrom = "tend@example.org"`, `smtp://127.0.0.1:${tarpit.port}`);
+    box.configure({ notify: { retries: 3, timeout: "60s" } });
+    const bin = join(box.dir, "bin");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "termux-notification"), "#!/bin/sh\nexec sleep 600\n", { mode: 0o755 });
+    const line = (id: string, url: string, format: string) =>
+      JSON.stringify({
+        message: `to ${format}`,
+        title: null,
+        priority: null,
+        tags: [],
+        event: null,
+        service: null,
+        time: new Date().toISOString(),
+        id,
+        url,
+        format,
+      });
+    try {
+      mkdirSync(box.state, { recursive: true, mode: 0o700 });
+      const lines = [
+        line("http1", `http://127.0.0.1:${hung.port}/t`, "text"),
+        line("smtp1", `smtp://127.0.0.1:${tarpit.port}`, "email"),
+        line("termux1", "termux://", "termux"),
+      ];
+      writeFileSync(join(box.state, "notify-spool.jsonl"), lines.join("\n") + "\n");
+      const started = Date.now();
+      const flushed = await box.tend(["notify", "--flush"], { env: { PATH: `${bin}:${process.env.PATH}` } });
+      const tookMs = Date.now() - started;
+      expect(flushed.code).toBe(1);
+      expect(flushed.stderr).toContain("still spooled");
+      // Side by side and cut at the budget (15 s), not 3 x 60 s nor the SMTP steps one after another.
+      expect(tookMs).toBeLessThan(30_000);
+      expect(
+        spool()
+          .map((entry) => entry.id)
+          .sort(),
+      ).toEqual(["http1", "smtp1", "termux1"]);
+      expect(spool().every((entry) => entry.attempts === 1)).toBe(true);
+    } finally {
+      hung.stop(true);
+      tarpit.stop(true);
+    }
+  }, 60_000);
+
   test("spool_max_age and spool_max_attempts make dead letters, said once; --spool says age, attempts", async () => {
     setup('retries = 0\nspool_max_attempts = 2\nspool_max_age = "1h"');
     hook.modes = ["500"];
