@@ -31,7 +31,7 @@ function keyedReceiver() {
   return { got, url: `http://127.0.0.1:${server.port}/` };
 }
 
-test("chaos: stdout breaks, the disk fills and frees, an operator acts, the loop is SIGTERMed: nothing lost", async () => {
+test("chaos: stdout breaks, the disk fills and frees, an operator acts, the loop SIGTERMed: nothing lost", async () => {
   box = new Sandbox();
   mkdirSync(box.state, { mode: 0o700 });
   expect((await run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", box.state])).code).toBe(0);

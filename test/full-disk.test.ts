@@ -172,7 +172,7 @@ test("a rewrite in place is one write, padded, never truncated: killed at any mo
   expect(overwriteInPlace(join(box.dir, "missing.json"), "{}")).toBe(false);
 });
 
-test("a loop on a full disk never undoes an operator: a stop (state rewritten in place), a pause (state in RAM)", async () => {
+test("a loop on a full disk never undoes an operator: a stop (state in place), a pause (state in RAM)", async () => {
   box = new Sandbox();
   mkdirSync(box.state, { mode: 0o700 });
   expect((await run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", box.state])).code).toBe(0);
@@ -229,7 +229,7 @@ test("a loop on a full disk never undoes an operator: a stop (state rewritten in
   expect(await loop.exited).toBe(0);
 }, 90_000);
 
-test("a disk that fills during a write: the temp file is never renamed over the state, a log line not halved", async () => {
+test("a disk that fills during a write: no short temp file renamed over the state, no half log line", async () => {
   box = new Sandbox();
   mkdirSync(box.state, { mode: 0o700 });
   expect((await run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", box.state])).code).toBe(0);
