@@ -640,7 +640,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     const unframed = (at: number) => at - drift;
     const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
     // A reboot: from the power-off until the new boot's services answer (a verification later), the
-    // host's downtime and its boot starts, not the services' outages.
+    // host's downtime and its boot starts, not the services' outages. tend's host line runs from its
+    // last pass to its first pass of the new boot (not the boot itself: nothing was watched until then).
     const rebootSpans = reboots.map(
       ({ killedAt, resumedAt }) => [framed(killedAt), framed(resumedAt + VERIFY_MS + INTERVAL_MS)] as [number, number],
     );
@@ -649,7 +650,10 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         ...logText.matchAll(/\[DOWNTIME\] host was unavailable for \d+s \(\S+, from (\S+ \S+) UTC to (\S+ \S+) UTC\)/g),
       ].map((match) => match.slice(1, 3).map((stamp) => Date.parse(stamp.replace(" ", "T") + "Z")));
       const mine = host.find(
-        ([from, to]) => Math.abs(from - framed(killedAt)) <= TOLERANCE_MS && Math.abs(to - framed(bootedAt)) <= 2000,
+        ([from, to]) =>
+          Math.abs(from - framed(killedAt)) <= TOLERANCE_MS &&
+          to >= framed(bootedAt) - 2000 &&
+          to <= framed(resumedAt) + INTERVAL_MS + TOLERANCE_MS,
       );
       if (!mine)
         disagree(
