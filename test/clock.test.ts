@@ -61,9 +61,9 @@ describe("tend's time across wall-clock steps: one row per step", () => {
     {
       name: "back to 1970 within a boot: times after the last boot's are kept (moved only down to its end)",
       reading: later(MIN, EPOCH_1970 - NOW - MIN),
-      now: RECORD.floorMs + 2 * HOUR - 20 * SEC + MIN,
+      now: RECORD.floorMs + 1 + 2 * HOUR - 20 * SEC + MIN,
       stepped: EPOCH_1970 - NOW - MIN,
-      moved: RECORD.floorMs - RECORD.startMs,
+      moved: RECORD.floorMs + 1 - RECORD.startMs, // just above it: the last boot's times end at floorMs
     },
     {
       name: "a new boot (another boot id), the clock right: the wall clock",
@@ -131,6 +131,26 @@ describe("tend's time across wall-clock steps: one row per step", () => {
     expect(moved.lastHealthyAt).toBe(NOW - MIN); // the boot before: as it was
     expect(moved.startedAt).toBe(NOW + 3 * HOUR - 9 * MIN); // this boot's: 9 min before now, as before
   });
+});
+
+test("a step back soon after a reboot, then forward: the last boot's outage end and the reboot stay put", () => {
+  // Found by the ground-truth harness (seed 119): the step back was held at the last boot's end
+  // (floorMs), where the last boot's outage ends and the reboot's gap begins; the step forward then
+  // moved those too, and the outage grew by the host's downtime.
+  const floor = NOW - 6 * SEC; // the last pass before the power cut
+  const record: ClockRecord = { ...RECORD, atMs: NOW, bootMs: 1 * SEC, startMs: NOW, floorMs: floor };
+  const back = frameOf(record, { wallMs: NOW + SEC - 1054 * SEC, bootMs: 2 * SEC, bootId: BOOT });
+  const afterBack = recordOf(back, back.nowMs, { wallMs: NOW + SEC - 1054 * SEC, bootMs: 2 * SEC, bootId: BOOT });
+  const forward = frameOf(afterBack, { wallMs: NOW + 5 * SEC, bootMs: 5 * SEC, bootId: BOOT });
+  const lastBoots: ServiceState = {
+    ...freshState(),
+    outages: [{ from: floor - 5 * SEC, to: floor, reason: "crash" }],
+    gaps: [{ from: floor, to: NOW, reason: "unexpected_shutdown_or_reboot" }],
+  };
+  const moved = applySteps(lastBoots, forward.steps);
+  expect(moved.outages[0]).toMatchObject({ from: floor - 5 * SEC, to: floor });
+  expect(moved.gaps[0].from).toBe(floor);
+  expect(forward.nowMs).toBeGreaterThan(floor);
 });
 
 describe("a step moves every time this boot recorded, once", () => {

@@ -109,7 +109,9 @@ export function frameOf(record: ClockRecord | null, reading: ClockReading, { fol
   if (Math.abs(candidate - expected) <= stepTolerance(reading.bootMs! - record.bootMs!)) return unchanged(candidate);
   if (!follow) return unchanged(expected);
   // A step: follow the wall clock, but never below the boot before (its times would then be ahead).
-  const byMs = Math.max(reading.wallMs - expected, record.floorMs - record.startMs);
+  // (Strictly above it: the boot before ended at floorMs exactly — its last outage and the reboot's gap
+  // begin there — and a later step moves the times at or after this boot's start, never those.)
+  const byMs = Math.max(reading.wallMs - expected, record.floorMs + 1 - record.startMs);
   const seq = (record.steps.at(-1)?.seq ?? 0) + 1;
   const steps = [...record.steps, { seq, fromMs: record.startMs, byMs }].slice(-STEPS_KEPT);
   const nowMs = expected + byMs;
