@@ -200,3 +200,23 @@ test("a restart pending when the host went down: no FAILED, counted once, no out
   expect(next.stdout).toContain("[RECOVERED] api is healthy again");
   expect(hook.got.filter((message) => message.event === "restart")).toHaveLength(1);
 }, 60_000);
+
+test("the host goes down during a restart's action: its RESTART line and ⚠️ all the same, counted once", async () => {
+  const { control, hook } = world(["sleep", "2"], "6s");
+  control.status = 200;
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0); // healthy: a heartbeat of this boot
+  control.status = 502;
+  const pass = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
+  box.track(pass.pid);
+  await waitFor(() => box.read("services/api.json").includes('"acted":false'), 10_000, "the restart acting");
+  pass.kill("SIGKILL"); // the power goes, the action under way
+  await pass.exited;
+  ageHeartbeat(box.state, Date.now() - 20_000, { otherBoot: true });
+  control.status = 200;
+  const next = await box.tend(["watchdog", "pass"]);
+  expect(next.stdout).toContain("[RESTART] api: the host went down during its action");
+  expect(next.stdout).toContain("[WARN] api: the host rebooted while its restart was verified");
+  expect(box.stateOf("api")).toMatchObject({ restartsTotal: 1, restarting: null });
+  expect(box.read("watchdog.log").match(/\[RESTART\] api:/g)).toHaveLength(1); // one line for one restart
+  expect(hook.got.filter((message) => message.event === "restart")).toHaveLength(1);
+}, 60_000);

@@ -169,9 +169,16 @@ export async function cutByReboot(
   hooks: RestartHooks,
 ): Promise<ServiceState> {
   const pending = state.restarting!;
+  let next: ServiceState = { ...state, restarting: null };
+  // Counted before its action ran: its RESTART line too, as every counted restart has one (its pass
+  // died with the host before its action returned).
+  if (!pending.acted) {
+    logger.write("RESTART", `${service.name}: the host went down during its action`);
+    const written = logger.entries.at(-1)!;
+    next = withEvent(next, { at: written.at.getTime(), tag: "RESTART", message: written.message, event: "restart" });
+  }
   if (!pending.announced) await hooks.announce(pending.owed, pending.detail ?? "the host went down during its action");
   logger.write("WARN", `${service.name}: the host rebooted while its restart was verified: judged as after a reboot`);
-  const next = { ...state, restarting: null };
   hooks.persist(next);
   return next;
 }
