@@ -641,7 +641,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
     // A reboot: from the power-off until the new boot's services answer (a verification later), the
     // host's downtime and its boot starts, not the services' outages. tend's host line runs from its
-    // last pass to its first pass of the new boot (not the boot itself: nothing was watched until then).
+    // last pass to its first pass of the new boot (not the boot itself: nothing was watched until then);
+    // its last pass may be seconds before the power-off when a restart's action held the passes (seed 145).
     const rebootSpans = reboots.map(
       ({ killedAt, resumedAt }) => [framed(killedAt), framed(resumedAt + VERIFY_MS + INTERVAL_MS)] as [number, number],
     );
@@ -651,7 +652,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       ].map((match) => match.slice(1, 3).map((stamp) => Date.parse(stamp.replace(" ", "T") + "Z")));
       const mine = host.find(
         ([from, to]) =>
-          Math.abs(from - framed(killedAt)) <= TOLERANCE_MS &&
+          from <= framed(killedAt) + 1000 &&
+          from >= framed(killedAt) - TOLERANCE_MS - VERIFY_MS &&
           to >= framed(bootedAt) - 2000 &&
           to <= framed(resumedAt) + INTERVAL_MS + TOLERANCE_MS,
       );
