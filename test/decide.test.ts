@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import {
+  beginRestart,
   decide,
   EVENTS,
   explain,
@@ -957,6 +958,23 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
     expect(state.verdict).toMatchObject({ kind: "verified", word: "backoff", until: state.backoffUntil });
     expect(state.recoveriesFailed).toBe(3);
     expect(state.strikes).toBe(3); // still failing: the next restart needs no new strikes, only the backoff
+  });
+  test("a memory restart that fails: down from the restart (its first failed probe), not from a later strike", () => {
+    // Found by the ground-truth harness (seed 151): it answered until the restart stopped it.
+    const begun = beginRestart(service, { ...freshState(), lastHealthyAt: NOW - 1000 }, "memory", NOW, []);
+    expect(begun.outage).toBeNull(); // a restart made while it answered opens no outage by itself
+    const refused = {
+      issued: true,
+      recovered: false,
+      elapsedMs: 3000,
+      detail: "connection refused",
+      lastProbe: TIMEOUT,
+    };
+    const failed = recordRestart(service, begun, refused, NOW, NOW + 3000);
+    expect(failed.next.outage).toMatchObject({ since: NOW, reason: "memory" });
+    // Not issued (the action could not run): it still answers as it did, no outage.
+    const notRun = recordRestart(service, begun, { ...refused, issued: false }, NOW, NOW + 3000);
+    expect(notRun.next.outage).toBeNull();
   });
   test("a crash start that came up hung leaves the strikes at N, as a hang restart does (seed 000)", () => {
     const hung = {

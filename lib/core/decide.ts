@@ -773,8 +773,16 @@ export function recordRestart(
       log: [{ tag: "RECOVERED", event: "recovered", message }, ...closed.log],
     };
   }
+  // An outage opens at the first failed probe: for a restart made while it answered (memory, busy,
+  // an operator's), its verification's first probe, right after the action stopped it (found by the
+  // ground-truth harness, seed 151: a failed memory restart's outage opened 4 s late, at a later strike).
+  const reason = state.restarting?.reason;
+  const opened =
+    outcome.issued && !next.outage
+      ? openOutage(next, startedAt, reason && REASON_STRENGTH.includes(reason) ? reason : "check_failed")
+      : next;
   const failed = {
-    ...remember(next, { at: now, what: "failed" }),
+    ...remember(opened, { at: now, what: "failed" }),
     recoveriesFailed: next.recoveriesFailed + 1,
   };
   // The time really waited: a process that exited early is said so, never "within verify_timeout".
