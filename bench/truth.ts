@@ -735,7 +735,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
           if (steps.some((step) => step.from <= to + TOLERANCE_MS && step.to >= from)) continue;
           // Down for most of it (the host was): too little of it left for tend's probes.
           if (rebootSpans.some(([a, b]) => a <= to && b >= from)) continue;
-          const said = [...logText.matchAll(/^\[([\d-]+ [\d:]+)\] \[WARN\] api is slow \(/gm)].some((match) => {
+          // On stdout: every line, those a full disk kept from the log too (seed 166).
+          const said = [...stdoutText.matchAll(/^\[([\d-]+ [\d:]+)\] \[WARN\] api is slow \(/gm)].some((match) => {
             const at = Date.parse(match[1].replace(" ", "T") + "Z");
             return at >= from - 1000 && at <= to + TOLERANCE_MS;
           });
