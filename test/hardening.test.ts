@@ -381,8 +381,9 @@ test("notify: an accepted message is not failed by a full disk; an unusable stat
     Bun.spawnSync(["sh", "-c", `cat /dev/zero > ${small}/filler 2>/dev/null; true`]);
     const full = await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "second"]);
     expect(full.code).toBe(0);
-    expect(full.stderr).toContain("notify: delivered; but cannot save the spool");
-    expect(full.stderr).toContain("no space left on the device");
+    // Nothing to say: the notify state is rewritten in the blocks its file has (a spool would go
+    // to /dev/shm), so a full disk fails nothing here.
+    expect(full.stderr).not.toContain("cannot save");
     expect(received).toEqual(["first", "second"]);
   } finally {
     Bun.spawnSync(["umount", small]);
