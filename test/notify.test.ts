@@ -582,19 +582,7 @@ describe("spool and dedup", () => {
     const bin = join(box.dir, "bin");
     mkdirSync(bin);
     writeFileSync(join(bin, "termux-notification"), "#!/bin/sh\nexec sleep 600\n", { mode: 0o755 });
-    const line = (id: string, url: string, format: string) =>
-      JSON.stringify({
-        message: `to ${format}`,
-        title: null,
-        priority: null,
-        tags: [],
-        event: null,
-        service: null,
-        time: new Date().toISOString(),
-        id,
-        url,
-        format,
-      });
+    const line = (id: string, url: string, format: string) => spooledLine({ message: `to ${format}`, id, url, format });
     try {
       mkdirSync(box.state, { recursive: true, mode: 0o700 });
       const lines = [
