@@ -1,4 +1,4 @@
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
@@ -24,6 +24,8 @@ const SHM = "/dev/shm";
 const spillPrefixes = new Map<string, string>();
 /** The spill dir this process found or made, by prefix. */
 const found = new Map<string, string>();
+/** /dev/shm's mtime when it was last listed and held no spill dir of this prefix. */
+const noneAt = new Map<string, number>();
 /** The spill dirs' common prefix for a state dir: hashed once per state dir (every readState asks). */
 function spillPrefix(stateDir: string, uid: number): string {
   const key = `${uid}:${stateDir}`;
@@ -56,12 +58,20 @@ export function spillDir(stateDir: string, { create = false } = {}): string | nu
   const prefix = spillPrefix(stateDir, uid);
   const known = found.get(prefix);
   if (known && ours(known, uid)) return known;
+  // Every readState asks, and the loop's crash watch every second: /dev/shm is listed again only
+  // when its own mtime moved (an entry made or removed there), not on every call.
+  let listedAt: number | null = null;
+  try {
+    listedAt = statSync(SHM).mtimeMs;
+  } catch {}
+  if (!create && listedAt !== null && noneAt.get(prefix) === listedAt) return null;
   let names: string[] = [];
   try {
     names = readdirSync(SHM).filter((name) => name.startsWith(prefix));
   } catch {}
   const mine = names.map((name) => join(SHM, name)).find((path) => ours(path, uid));
-  if (mine) return (found.set(prefix, mine), mine);
+  if (mine) return (found.set(prefix, mine), noneAt.delete(prefix), mine);
+  if (listedAt !== null) noneAt.set(prefix, listedAt);
   if (!create) return null;
   try {
     const made = mkdtempSync(join(SHM, prefix));
