@@ -542,14 +542,8 @@ describe("spool and dedup", () => {
     try {
       const lines = ["a", "b", "c"].flatMap((topic) =>
         [1, 2].map((n) =>
-          JSON.stringify({
+          spooledLine({
             message: `${topic} ${n}`,
-            title: null,
-            priority: null,
-            tags: [],
-            event: null,
-            service: null,
-            time: new Date().toISOString(),
             id: `${topic}${n}`,
             url: `http://127.0.0.1:${hung.port}/${topic}`,
             format: "text",
