@@ -101,6 +101,9 @@ describe("one owner per service: a pass leaves a service to its owner and judges
       const first = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
       box.track(first.pid);
       await waitFor(() => box.read("watchdog.log").includes("[RESTART] stuck:"), 10_000, "stuck's restart");
+      // The pass lock is free once the pass's own work is done: its heartbeat is the last of it (the
+      // RESTART line comes before its ⚠️ is spooled and the pass's deliveries; a tick then would SKIP).
+      await waitFor(() => box.read("heartbeat") !== "", 10_000, "the first pass's heartbeat");
       const webBefore = box.stateOf("web").lastProbe.at;
       // The next tick, while stuck is verified: it runs, judges web, and leaves stuck to its owner.
       const tick = await box.tend(["watchdog", "pass"]);
