@@ -10,7 +10,7 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-timings test-deps typecheck fmt docs clean bench faults battery render powercut screenshots truth
+.PHONY: all cross cross-check demo test test-timings test-deps typecheck fmt docs clean bench faults battery render powercut screenshots truth fresh-check
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -113,6 +113,11 @@ SEEDS ?= 1
 MODE ?= both
 truth: build/tend
 	$(BUN) bench/truth.ts --seed $(SEED) --seeds $(SEEDS) --mode $(MODE) $(TRUTH_ARGS)
+
+# The README's set-up line and two commands on a fresh Debian 12 booted with systemd, the repository
+# cloned into /root (test/fresh-debian/check.sh); then make test again, and what it left behind. As root.
+fresh-check:
+	bash test/fresh-debian/check.sh
 
 # What watching 20 services costs a phone per hour: tend's cron pass vs its loop vs monit (bench/battery.ts).
 battery: build/tend

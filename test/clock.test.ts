@@ -153,6 +153,46 @@ test("a step back soon after a reboot, then forward: the last boot's outage end 
   expect(forward.nowMs).toBeGreaterThan(floor);
 });
 
+test("a verification that outlived its pass's heartbeat before a reboot: no step of the new boot moves its end", () => {
+  // Found by the ground-truth harness (seed 165): a restart's verification ended 20 ms after its pass's
+  // heartbeat, then the power went. The new boot's step back was held at that heartbeat, its step
+  // forward then moved the verification's outage end too, and the outage swallowed the host's downtime.
+  const heartbeat = NOW; // the old boot's last pass
+  const verified = NOW + 20; // its verification's end, recorded after the heartbeat
+  const oldBoot: ClockRecord = { ...RECORD, atMs: heartbeat, bootId: "old-boot" };
+  const boot = (wallMs: number, bootMs: number): ClockReading => ({ wallMs, bootMs, bootId: BOOT });
+  const first = frameOf(oldBoot, boot(NOW + 5 * SEC, SEC), { recordedUntil: () => verified });
+  expect(first.newBoot).toBe(true);
+  expect(first.floorMs).toBe(verified);
+  // A clock set a year ahead in some state is not the boot's end: an hour at most.
+  expect(frameOf(oldBoot, boot(NOW + 5 * SEC, SEC), { recordedUntil: () => NOW + 365 * DAY }).floorMs).toBe(NOW + HOUR);
+  const back = frameOf(
+    recordOf(first, first.nowMs, boot(NOW + 5 * SEC, SEC)),
+    boot(NOW + 6 * SEC - 1569 * SEC, 2 * SEC),
+  );
+  const afterBack = recordOf(back, back.nowMs, boot(NOW + 6 * SEC - 1569 * SEC, 2 * SEC));
+  const forward = frameOf(afterBack, boot(NOW + 9 * SEC, 5 * SEC));
+  const lastBoots: ServiceState = {
+    ...freshState(),
+    outages: [{ from: NOW - 2 * SEC, to: verified, reason: "crash" }],
+    gaps: [{ from: heartbeat, to: first.nowMs, reason: "unexpected_shutdown_or_reboot" }],
+  };
+  const moved = applySteps(lastBoots, forward.steps);
+  expect(moved.outages[0]).toMatchObject({ from: NOW - 2 * SEC, to: verified });
+  expect(moved.gaps[0].from).toBe(heartbeat);
+  // Without the verification's end, the step forward moves it (the bug this row keeps out).
+  const unaware = frameOf(oldBoot, boot(NOW + 5 * SEC, SEC));
+  const unawareBack = frameOf(
+    recordOf(unaware, unaware.nowMs, boot(NOW + 5 * SEC, SEC)),
+    boot(NOW + 6 * SEC - 1569 * SEC, 2 * SEC),
+  );
+  const unawareForward = frameOf(
+    recordOf(unawareBack, unawareBack.nowMs, boot(NOW + 6 * SEC - 1569 * SEC, 2 * SEC)),
+    boot(NOW + 9 * SEC, 5 * SEC),
+  );
+  expect(applySteps(lastBoots, unawareForward.steps).outages[0].to).not.toBe(verified);
+});
+
 describe("a step moves every time this boot recorded, once", () => {
   const step = { seq: 1, fromMs: NOW - HOUR, byMs: DAY };
   const at = NOW - 10 * MIN;

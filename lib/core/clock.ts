@@ -56,6 +56,8 @@ export interface Frame {
   behindMs: number | null;
 }
 
+const HOUR_MS = 3_600_000;
+
 /** Steps kept in the heartbeat: a state older than all of them is older than any clock step matters for. */
 export const STEPS_KEPT = 20;
 
@@ -77,13 +79,21 @@ export function sameBoot(record: ClockRecord, reading: ClockReading): boolean | 
  * what a view reads the records with. `follow`: a step is followed (the pass, which then moves
  * the times); a view only reads, so it stays in the records' frame until a pass has moved them.
  */
-export function frameOf(record: ClockRecord | null, reading: ClockReading, { follow = true } = {}): Frame {
+export function frameOf(
+  record: ClockRecord | null,
+  reading: ClockReading,
+  { follow = true, recordedUntil = () => -Infinity }: { follow?: boolean; recordedUntil?: () => number } = {},
+): Frame {
+  // The boot before ended at its last pass, or later where it recorded later (a restart's verification
+  // outlives its pass's heartbeat): this boot's times begin after both, so no step of this boot can
+  // move one of that boot's (ground-truth harness, seed 165). Read only at a new boot.
+  let lastOfBootBefore = record?.atMs ?? 0;
   const fresh = (nowMs: number, extra: Partial<Frame> = {}): Frame => ({
     nowMs,
     offsetMs: nowMs - reading.wallMs,
     startMs: nowMs,
-    // The last pass of the boot before: this boot's times never go below it (none before the first pass).
-    floorMs: record?.atMs ?? 0,
+    // The end of the boot before: this boot's times never go below it (none before the first pass).
+    floorMs: lastOfBootBefore,
     steps: record?.steps ?? [],
     newBoot: record !== null,
     steppedMs: null,
@@ -100,9 +110,11 @@ export function frameOf(record: ClockRecord | null, reading: ClockReading, { fol
     // A new boot. A wall clock behind the last pass cannot be trusted (a phone before network
     // time, or a dead RTC): tend's time goes on from the last pass until the clock is set.
     // (A clock a second or two behind, an RTC's drift over a quick reboot, just goes on from the last pass.)
+    // (Within an hour of it: a time further ahead was written by a clock set wrong, not by a verification.)
+    if (follow) lastOfBootBefore = Math.max(record.atMs, Math.min(recordedUntil(), record.atMs + HOUR_MS));
     if (reading.wallMs < record.atMs - stepTolerance(0))
-      return fresh(record.atMs, { behindMs: record.atMs - reading.wallMs });
-    return fresh(Math.max(reading.wallMs, record.atMs));
+      return fresh(lastOfBootBefore, { behindMs: record.atMs - reading.wallMs });
+    return fresh(Math.max(reading.wallMs, lastOfBootBefore));
   }
   const expected = record.atMs + (reading.bootMs! - record.bootMs!);
   const candidate = reading.wallMs + record.offsetMs;
@@ -140,8 +152,6 @@ export const recordOf = (frame: Frame, atMs: number, reading: ClockReading): Clo
 
 /** A time moved by a step when it is one of this boot's (at or after the step's start). */
 const moved = (at: number, step: ClockStep) => (at >= step.fromMs ? at + step.byMs : at);
-const movedOrNull = (at: number | null | undefined, step: ClockStep) =>
-  at === null || at === undefined ? at : moved(at, step);
 
 /** The last step recorded (0: none): a record written now has taken every step up to it. */
 export const lastStep = (steps: ClockStep[]) => steps.at(-1)?.seq ?? 0;
@@ -173,22 +183,41 @@ export function applySteps(state: ServiceState, steps: ClockStep[]): ServiceStat
 
 function shiftState(state: ServiceState, step: ClockStep): ServiceState {
   const at = (value: number) => moved(value, step);
-  const maybe = <T extends number | null | undefined>(value: T) => movedOrNull(value, step) as T;
+  return { ...mapTimes(state, at, at), clockStep: step.seq };
+}
+
+/**
+ * The latest time a state records as having happened (a deadline — backoff, pause, grace — is not):
+ * at a new boot, the boot before ended no earlier (a verification can outlive its pass's heartbeat).
+ */
+export function latestRecorded(state: ServiceState): number {
+  let latest = -Infinity;
+  mapTimes(
+    state,
+    (value) => ((latest = Math.max(latest, value)), value),
+    (value) => value,
+  );
+  return latest;
+}
+
+/** The state with `at` applied to every time it records, and `until` to every deadline. */
+function mapTimes(state: ServiceState, at: (value: number) => number, until: (value: number) => number): ServiceState {
+  const maybe = <T extends number | null | undefined>(value: T, map = at) =>
+    (value === null || value === undefined ? value : map(value)) as T;
   const samples = state.latencyLog ? parseSamples(state.latencyLog) : [];
   const degradedSaidAt = Object.fromEntries(Object.entries(state.degradedSaidAt).map(([key, when]) => [key, at(when)]));
   return {
     ...state,
-    clockStep: step.seq,
     startedAt: maybe(state.startedAt),
-    restartTimes: state.restartTimes.map(at),
+    restartTimes: state.restartTimes.map((when) => at(when)),
     lastRestartAt: maybe(state.lastRestartAt),
-    backoffUntil: maybe(state.backoffUntil),
-    pausedUntil: maybe(state.pausedUntil),
+    backoffUntil: maybe(state.backoffUntil, until),
+    pausedUntil: maybe(state.pausedUntil, until),
     outage: state.outage && { ...state.outage, since: at(state.outage.since) },
     restarting: state.restarting && {
       ...state.restarting,
       at: at(state.restarting.at),
-      until: at(state.restarting.until),
+      until: until(state.restarting.until),
       owed: state.restarting.owed.map((owed) => ({ ...owed, at: at(owed.at) })),
     },
     owedRecovery: state.owedRecovery && {
@@ -219,7 +248,7 @@ function shiftState(state: ServiceState, step: ClockStep): ServiceState {
     warnedAt: maybe(state.warnedAt),
     lastHealthyAt: maybe(state.lastHealthyAt),
     firstHealthyAt: maybe(state.firstHealthyAt),
-    verdict: state.verdict && { ...state.verdict, at: at(state.verdict.at), until: maybe(state.verdict.until) },
+    verdict: state.verdict && { ...state.verdict, at: at(state.verdict.at), until: maybe(state.verdict.until, until) },
     degradedSaidAt,
   };
 }

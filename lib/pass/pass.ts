@@ -25,7 +25,7 @@ import { rotateInPlace } from "../os/rotate.ts";
 import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { stateReader, writeState } from "../state/service-state.ts";
+import { latestRecordedIn, stateReader, writeState } from "../state/service-state.ts";
 import { findGap, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";
@@ -113,7 +113,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   try {
     const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
     if (!dryRun) {
-      clock = clock.follow();
+      clock = clock.follow(() => latestRecordedIn(stateDir));
       sayClock(clock.frame, logger);
     }
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.

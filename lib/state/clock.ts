@@ -14,8 +14,9 @@ export interface TendClock {
   /**
    * The same reading (advanced by the monotonic clock), now followed: a full pass, once it holds the
    * lock. The heartbeat is read again (another pass may have followed the step meanwhile); the clocks are not.
+   * `recordedUntil`: at a new boot, the latest time the boot before recorded (core/clock.ts frameOf).
    */
-  follow: () => TendClock;
+  follow: (recordedUntil?: () => number) => TendClock;
 }
 
 /**
@@ -34,9 +35,10 @@ function clockFrom(
   reading: ClockReading,
   monotonicAt: number,
   follow: boolean,
+  recordedUntil?: () => number,
 ): TendClock {
   const heartbeat = readHeartbeat(stateDir);
-  const frame = frameOf(heartbeat?.clock ?? null, reading, { follow });
+  const frame = frameOf(heartbeat?.clock ?? null, reading, { follow, recordedUntil });
   if (follow && frame.steppedMs !== null && heartbeat?.clock) {
     const step = frame.steps.at(-1)!;
     const record = { ...heartbeat.clock, ...frame, atMs: movedBy(heartbeat.clock.atMs, step) };
@@ -53,7 +55,7 @@ function clockFrom(
     frame,
     reading,
     now: () => frame.nowMs + (source.monotonic() - monotonicAt),
-    follow: () => {
+    follow: (recordedUntil) => {
       const monotonic = source.monotonic();
       const elapsed = monotonic - monotonicAt;
       const advanced = {
@@ -61,7 +63,7 @@ function clockFrom(
         wallMs: reading.wallMs + elapsed,
         bootMs: reading.bootMs === null ? null : reading.bootMs + elapsed,
       };
-      return clockFrom(stateDir, source, advanced, monotonic, true);
+      return clockFrom(stateDir, source, advanced, monotonic, true, recordedUntil);
     },
   };
 }

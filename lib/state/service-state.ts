@@ -1,9 +1,9 @@
-import { renameSync, statSync } from "node:fs";
+import { readdirSync, renameSync, statSync } from "node:fs";
 import { overwriteInPlace, writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
 import { notJudged } from "../core/verdict.ts";
-import { applySteps } from "../core/clock.ts";
+import { applySteps, latestRecorded } from "../core/clock.ts";
 import { statePaths } from "./dir.ts";
 import { clockSteps } from "./clock.ts";
 import { isFullDisk, spill, spillDir, spilled, unspill } from "./spill.ts";
@@ -41,6 +41,21 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
     } catch {}
   }
   return { state: fresh(), problem };
+}
+
+/**
+ * The latest time any service's state records as having happened (-Infinity: none): read once at a
+ * new boot, where the boot before may have recorded after its last heartbeat (a verification's end).
+ */
+export function latestRecordedIn(stateDir: string): number {
+  let names: string[] = [];
+  try {
+    names = readdirSync(statePaths(stateDir).services).filter((file) => file.endsWith(".json"));
+  } catch {}
+  return names.reduce(
+    (latest, file) => Math.max(latest, latestRecorded(readState(stateDir, file.slice(0, -5), { repair: false }).state)),
+    -Infinity,
+  );
 }
 
 /** A service's state as what only reads it sees it (status, stats, report, serve, the loop): never repaired. */

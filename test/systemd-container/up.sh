@@ -8,6 +8,7 @@
 #          hostusr            boot the host's own /usr on a tmpfs root (--volatile=yes), no download
 #   VOLATILE=overlay          (debootstrap mode) overlay|no : overlay = tree stays pristine, every boot clean
 #   EXTRA_NSPAWN_ARGS=""      e.g. "--bind=/path/to/repo --private-network"
+#   INCLUDE=systemd,dbus,python3  (debootstrap mode) the packages debootstrap adds to minbase
 # After success:  ${SYSTEMD_SANDBOX_DIR:-/tmp/tend-systemd-sandbox}/ct <cmd...>   runs <cmd> inside the container (nsenter).
 set -euo pipefail
 
@@ -63,7 +64,7 @@ if [ "$ROOTFS" = debootstrap ]; then
     MIRROR=${MIRROR:-http://deb.debian.org/debian}
     log "debootstrap $SUITE from $MIRROR -> $ROOT"
     rm -rf "$ROOT.partial"
-    debootstrap --variant=minbase --include=systemd,dbus,python3 "$SUITE" "$ROOT.partial" "$MIRROR" \
+    debootstrap --variant=minbase --include="${INCLUDE:-systemd,dbus,python3}" "$SUITE" "$ROOT.partial" "$MIRROR" \
       > "$STATE/debootstrap.log" 2>&1 || { tail -20 "$STATE/debootstrap.log"; exit 1; }
     rm -rf "$ROOT"; mv "$ROOT.partial" "$ROOT"
     touch "$ROOT/.sandbox-complete"

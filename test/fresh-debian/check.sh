@@ -1,0 +1,75 @@
+#!/bin/bash
+# make fresh-check: the README's set-up line and its two commands, as a new user runs them, on a fresh
+# Debian 12 booted with systemd: a debootstrapped minbase root (systemd and dbus only: no make, no
+# git, no Node, no /etc/hosts, no sendmail, no emoji font) booted by test/systemd-container/up.sh, the
+# repository cloned into /root/tend as root. Then `make test` a second time, and what the runs left
+# in /tmp and /etc/passwd. Prints each step's time and the test counts; exit 1 if anything failed.
+# The debootstrapped tree is kept (/var/lib/machines/tend-fresh, ~75 s to build); every boot starts
+# from it pristine (an overlay); PURGE=1 removes it afterwards.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")/../.." && pwd)
+export MACHINE=tend-fresh SYSTEMD_SANDBOX_DIR=/tmp/tend-fresh-sandbox ROOTFS=debootstrap VOLATILE=overlay
+export INCLUDE=systemd,dbus SUITE=bookworm
+SRC=$(mktemp -d /tmp/tend-fresh-src.XXXXXX)
+export EXTRA_NSPAWN_ARGS="--bind-ro=$SRC:/mnt/tend-src"
+T0=$(date +%s)
+say() { printf '[fresh-check %4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
+cleanup() {
+  bash "$HERE/test/systemd-container/down.sh" >/dev/null 2>&1
+  rm -rf "$SRC" "$SYSTEMD_SANDBOX_DIR"
+  [ "${PURGE:-0}" = 1 ] && rm -rf /var/lib/machines/tend-fresh
+}
+trap cleanup EXIT
+[ "$(id -u)" = 0 ] || { echo "fresh-check: needs root (debootstrap, systemd-nspawn)" >&2; exit 2; }
+
+# The repository as a clone would give it: what is committed (HEAD), nothing built or installed.
+git clone -q --no-local "$HERE" "$SRC/tend" || exit 1
+say "cloned $(git -C "$SRC/tend" rev-parse --short HEAD) into $SRC/tend"
+bash "$HERE/test/systemd-container/up.sh" | sed 's/^/  /' || { say "the Debian 12 container did not boot"; exit 1; }
+rm -f "/proc/$(cat "$SYSTEMD_SANDBOX_DIR/state-$MACHINE/leader.pid")/root/etc/hosts"
+
+# A root login shell inside: its own environment, nothing of this one's.
+inside() {
+  nsenter -t "$(cat "$SYSTEMD_SANDBOX_DIR/state-$MACHINE/leader.pid")" -a -- env -i HOME=/root TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -lc "$1"
+}
+say "inside: $(inside '. /etc/os-release; echo "$PRETTY_NAME, PID 1 $(cat /proc/1/comm)"'); \
+/etc/hosts $(inside 'test -e /etc/hosts && echo present || echo absent'); \
+sendmail $(inside 'command -v sendmail >/dev/null && echo present || echo absent'); \
+emoji fonts: $(inside 'ls /usr/share/fonts 2>/dev/null | wc -l')"
+
+# The README's set-up line, as it is written there.
+SETUP=$(grep -m1 -E '^ +apt-get .*install' "$HERE/README.md" | sed 's/#.*//')
+[ -n "$SETUP" ] || { say "README.md names no apt-get set-up line"; exit 1; }
+failed=0
+step() { # step NAME COMMAND: run it inside, keep its output, print its time and counts
+  local name=$1 command=$2 started=$(date +%s) log="$HERE/build/fresh-check-$1.log"
+  inside "$command" > "$log" 2>&1
+  local code=$? pass fail skip
+  pass=$(grep -E '^ *[0-9]+ pass$' "$log" | tail -1 | tr -dc 0-9)
+  fail=$(grep -E '^ *[0-9]+ fail$' "$log" | tail -1 | tr -dc 0-9)
+  skip=$(grep -E '^ *[0-9]+ skip$' "$log" | tail -1 | tr -dc 0-9)
+  local counts=""
+  [ -n "$pass" ] && counts=", ${pass} pass, ${fail:-0} fail, ${skip:-0} skip"
+  say "$name: exit $code in $(($(date +%s) - started))s$counts (output: build/fresh-check-$1.log)"
+  grep -E '^\(skip\)|skipped:' "$log" | sed 's/^/    /' | head -20
+  [ "$code" = 0 ] || { failed=1; grep -E '^\(fail\)' "$log" | sed 's/^/    /' | head -30; tail -5 "$log" | sed 's/^/    /'; }
+}
+mkdir -p "$HERE/build"
+step setup "export DEBIAN_FRONTEND=noninteractive; $SETUP"
+inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-before.txt"
+step clone "git clone -q /mnt/tend-src/tend /root/tend"
+step demo "cd /root/tend && make demo"
+step test "cd /root/tend && make test"
+step test-again "cd /root/tend && make test"
+inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-after.txt"
+left=$(diff "$HERE/build/fresh-check-before.txt" "$HERE/build/fresh-check-after.txt" | grep '^>' || true)
+if [ -n "$left" ]; then
+  failed=1
+  say "left behind in /tmp or /etc/passwd:"
+  echo "$left" | sed 's/^/    /'
+else
+  say "nothing left in /tmp or /etc/passwd"
+fi
+say "$([ $failed = 0 ] && echo PASSED || echo FAILED) in $(($(date +%s) - T0))s"
+exit $failed
