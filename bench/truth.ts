@@ -663,6 +663,9 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
             `no host DOWNTIME line ` +
             `near it (${host.map(([from, to]) => `${at(from)}-${at(to)}`).join(", ") || "none"})`,
         );
+      // Said once: a pass killed in the new boot's first second leaves it to the next, never twice (seed 165).
+      const again = host.filter(([from]) => mine && from === mine[0]).length;
+      if (again > 1) disagree(`reboot ${index + 1}: its host DOWNTIME line said ${again} times`);
       if (!received.some((message) => message.event === "reboot" && message.at >= resumedAt))
         disagree(`reboot ${index + 1}: no 🔌 received`);
     }

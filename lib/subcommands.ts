@@ -85,6 +85,17 @@ async function serveFor(args: Args, config: Config, io: Io, loop: LiveConfig | n
 /** Where install writes: for this binary, this user. */
 const where = (io: Io) => ({ binary: process.execPath, home: io.env.HOME || homedir(), uid: process.getuid?.() ?? 0 });
 
+/** What a user's systemd timer depends on: lingering (os/systemd.ts), in words (operator/install.ts). */
+async function lingerFor(io: Io): Promise<string> {
+  const [{ lingerWords }, { lingering }, { userName }] = await Promise.all([
+    import("./operator/install.ts"),
+    import("./os/systemd.ts"),
+    import("./os/users.ts"),
+  ]);
+  const user = userName(io.env);
+  return lingerWords(user, lingering(user));
+}
+
 /** Flags every subcommand takes. */
 const COMMON_FLAGS = ["config", "help", "version"];
 
@@ -220,7 +231,12 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
         mail: install.cronCanMail(io.env.PREFIX),
         loop: Boolean(args.loop),
       });
-      if (!args.write) return (io.out(install.renderInstall(scheduler, files)), 0);
+      // A user's timer stops at logout unless lingering is on: said beside what is written (stderr while printing).
+      const linger = scheduler === "systemd" && where(io).uid !== 0 ? await lingerFor(io) : null;
+      if (!args.write) {
+        if (linger) io.err(`watchdog install: ${linger}`);
+        return (io.out(install.renderInstall(scheduler, files)), 0);
+      }
       // The entry's output goes to the state dir (cron.log, the boot script's log): the shell opens
       // that redirect before tend starts, so the dir must exist from the first tick.
       const { existsSync } = await import("node:fs");
@@ -229,6 +245,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       ensureStateDir(config.watchdog.stateDir);
       if (created) io.out(`${config.watchdog.stateDir}: created (mode 0700)`);
       for (const line of await install.writeInstall(scheduler, files, replace)) io.out(line);
+      if (linger) io.out(linger);
       return 0;
     },
   },

@@ -2,6 +2,7 @@
 // viewport, measured in the rendered document (the page itself runs no script: its CSP allows
 // none; the protocol's evaluation is the browser's, not the page's), and its screenshot.
 import { mkdirSync, writeFileSync } from "node:fs";
+import { killAll } from "./helpers.ts";
 
 type Reply = { id?: number; result?: Record<string, unknown>; error?: { message: string } };
 
@@ -49,11 +50,20 @@ export async function launchBrowser(profileDir: string, timeoutMs = 60_000): Pro
       "--disable-gpu",
       "--hide-scrollbars",
       "--no-first-run",
+      "--disable-crash-reporter",
       `--user-data-dir=${profileDir}`,
       "--remote-debugging-port=0",
       "about:blank",
     ],
-    { stdout: "ignore", stderr: "pipe", stdin: "ignore" },
+    // Its own process group (close kills all of it) and its temp files (a singleton socket dir per
+    // run) and HOME in the profile: nothing of it outlives the sandbox it was given.
+    {
+      stdout: "ignore",
+      stderr: "pipe",
+      stdin: "ignore",
+      detached: true,
+      env: { ...process.env, TMPDIR: profileDir, HOME: profileDir },
+    },
   );
   const deadline = Date.now() + timeoutMs;
   // "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID" on stderr.
@@ -124,7 +134,7 @@ export async function launchBrowser(profileDir: string, timeoutMs = 60_000): Pro
       try {
         socket.close();
       } catch {}
-      child.kill("SIGKILL");
+      killAll([child.pid]);
     },
   };
 }

@@ -1,9 +1,9 @@
 // tend doctor on this host: what is here is ok, what is not is missing or limited, and the exit
 // code follows what the configuration uses.
-import { afterEach, expect, test } from "bun:test";
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Sandbox, TEND } from "./helpers.ts";
+import { Sandbox, TEND, testUser } from "./helpers.ts";
 
 let box: Sandbox;
 afterEach(() => box?.cleanup());
@@ -83,13 +83,12 @@ test("doctor: exit 1 when something the config uses is missing (state dir others
 });
 
 const DOCTOR_USER = "tenddoctor";
+let doctorUser: ReturnType<typeof testUser> | null = null;
+afterAll(() => doctorUser?.remove());
 
 /** tend doctor as an unprivileged user with a crontab of its own (HOME in the sandbox). */
 function asDoctorUser(args: string[], env: Record<string, string> = {}) {
-  if (Bun.spawnSync(["id", DOCTOR_USER]).exitCode !== 0) {
-    const added = Bun.spawnSync(["useradd", "--no-create-home", "--shell", "/bin/sh", DOCTOR_USER]);
-    if (added.exitCode !== 0) throw new Error(`useradd ${DOCTOR_USER}: ${added.stderr}`);
-  }
+  doctorUser ??= testUser(DOCTOR_USER);
   const binary = join(box.dir, "tend");
   if (!existsSync(binary)) {
     copyFileSync(TEND, binary);

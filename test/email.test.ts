@@ -91,7 +91,11 @@ test("email: a pass's alerts over STARTTLS and AUTH, a message per event, emoji 
       authenticated: true,
     });
   }
-  const subjects = mails.map((mail: { content: string }) => /^Subject: (.*)$/m.exec(mail.content)?.[1] ?? "");
+  // A long subject is folded over several lines (RFC 5322 2.2.3: a line break before white space): unfolded.
+  const subjects = mails.map(
+    (mail: { content: string }) =>
+      /^Subject: (.*(?:\r?\n[ \t].*)*)/m.exec(mail.content)?.[1].replace(/\r?\n(?=[ \t])/g, "") ?? "",
+  );
   // RFC 2047 encoded words: decoded, they are the titles.
   const decoded = subjects.map((subject: string) =>
     subject

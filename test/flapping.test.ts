@@ -19,6 +19,7 @@ afterEach(() => {
 });
 
 function world(service: Record<string, string | number> = {}) {
+  box?.cleanup(); // a test that builds two worlds leaves nothing of the first
   box = new Sandbox();
   let turn = 0;
   const flappy = Bun.serve({

@@ -122,6 +122,42 @@ export class Sandbox {
   }
 }
 
+/**
+ * A user for the tests of one file (its name that file's own: files run in parallel), made if
+ * missing. Returns what removes it again — only if this call made it — with its crontab and mail.
+ * useradd and userdel wait for each other's lock on /etc/passwd: retried while it is held.
+ */
+export function testUser(name: string): { uid: number; gid: number; remove: () => void } {
+  const id = (flag: string) => Number(Bun.spawnSync(["id", flag, name]).stdout.toString().trim());
+  const locked = (args: string[]) => {
+    const deadline = Date.now() + 10_000;
+    while (true) {
+      const result = Bun.spawnSync(args, { stderr: "pipe" });
+      const said = result.stderr.toString();
+      if (result.exitCode === 0 || !/lock/i.test(said) || Date.now() > deadline) return { code: result.exitCode, said };
+      Bun.sleepSync(50);
+    }
+  };
+  let made = false;
+  if (Bun.spawnSync(["id", name]).exitCode !== 0) {
+    const added = locked(["useradd", "--no-create-home", "--shell", "/bin/sh", name]);
+    if (added.code !== 0) throw new Error(`useradd ${name}: ${added.said}`);
+    made = true;
+  }
+  return {
+    uid: id("-u"),
+    gid: id("-g"),
+    remove() {
+      if (!made) return;
+      Bun.spawnSync(["crontab", "-r", "-u", name], { stderr: "ignore" });
+      const removed = locked(["userdel", "--force", name]);
+      if (removed.code !== 0) throw new Error(`userdel ${name}: ${removed.said}`);
+      rmSync(`/var/mail/${name}`, { force: true });
+      made = false;
+    },
+  };
+}
+
 /** SIGKILL each process the test started, and the process group it leads (tend's spawns lead their own). */
 export function killAll(pids: number[]) {
   for (const pid of pids) {

@@ -2,26 +2,28 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Sandbox, TEND } from "./helpers.ts";
+import { Sandbox, TEND, testUser } from "./helpers.ts";
 
-const USER = "tendtest";
+const USER = "tendinstall";
 let box: Sandbox;
 let binary = "";
+let user: ReturnType<typeof testUser> | null = null;
 
 beforeAll(() => {
-  if (Bun.spawnSync(["id", USER]).exitCode !== 0) {
-    const added = Bun.spawnSync(["useradd", "--no-create-home", "--shell", "/bin/sh", USER]);
-    if (added.exitCode !== 0) throw new Error(`useradd ${USER}: ${added.stderr}`);
-  }
+  user = testUser(USER);
 });
 afterEach(() => {
   Bun.spawnSync(["crontab", "-r", "-u", USER]);
   box?.cleanup();
 });
-afterAll(() => Bun.spawnSync(["crontab", "-r", "-u", USER]));
+afterAll(() => {
+  Bun.spawnSync(["crontab", "-r", "-u", USER]);
+  user?.remove();
+});
 
 /** A sandbox the unprivileged test user can use: its own copy of the binary, readable config. */
 function setup(interval = "5m") {
+  box?.cleanup(); // a test that sets up twice leaves nothing of the first
   box = new Sandbox();
   chmodSync(box.dir, 0o1777); // sticky: the test user writes its HOME here, never replaces the root-owned config
   binary = join(box.dir, "tend");

@@ -19,14 +19,14 @@ import { afterAll, afterEach, expect, test } from "bun:test";
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, freePort, ROOT, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { BUN, freePort, ROOT, Sandbox, SERVER, TEND, testUser, waitFor } from "./helpers.ts";
 
 const SCRIPT = join(ROOT, "docs", "migrating", "watchdog.sh");
 const BOOT = join(ROOT, "docs", "migrating", "boot.sh");
 const ENGINE = join(ROOT, "test", "trial-engine.ts");
 const GUIDE = readFileSync(join(ROOT, "docs", "migrating.md"), "utf8");
 const GUIDE_CONFIG = readFileSync(join(ROOT, "docs", "migrating", "tend.toml"), "utf8");
-const USER = "tendtest";
+const USER = "tendmigrate";
 const PERIOD_MS = Number(process.env.TRIAL_PERIOD_MS ?? 6000);
 if (!(PERIOD_MS >= 6000)) throw new Error(`TRIAL_PERIOD_MS=${process.env.TRIAL_PERIOD_MS}: 6000 (ms) or more`);
 /** Cron's real period: the guide's timeouts as they are. */
@@ -300,9 +300,11 @@ afterEach(() => {
   worlds = [];
 });
 const TABLE: string[] = [];
-afterAll(() =>
-  console.log(["| fault | watchdog.sh recovered | tend recovered |", "|---|---|---|", ...TABLE].join("\n")),
-);
+let user: ReturnType<typeof testUser> | null = null;
+afterAll(() => {
+  user?.remove();
+  console.log(["| fault | watchdog.sh recovered | tend recovered |", "|---|---|---|", ...TABLE].join("\n"));
+});
 
 /** Each world's observations: [time, blog, engine, ngrok], every 250 ms. */
 type Sample = [number, boolean, boolean, boolean];
@@ -310,13 +312,8 @@ type Sample = [number, boolean, boolean, boolean];
 test(
   "the second drop-in trial: the guide's crontab as cron runs it recovers no later than the script",
   async () => {
-    uid = Number(Bun.spawnSync(["id", "-u", USER]).stdout.toString().trim() || "-1");
-    if (uid < 0) {
-      const added = Bun.spawnSync(["useradd", "--no-create-home", "--shell", "/bin/sh", USER]);
-      if (added.exitCode !== 0) throw new Error(`useradd ${USER}: ${added.stderr}`);
-      uid = Number(Bun.spawnSync(["id", "-u", USER]).stdout.toString().trim());
-    }
-    gid = Number(Bun.spawnSync(["id", "-g", USER]).stdout.toString().trim());
+    user = testUser(USER);
+    ({ uid, gid } = user);
     const script = new World("script");
     const tend = new World("tend");
     worlds = [script, tend];

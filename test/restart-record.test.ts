@@ -220,3 +220,32 @@ test("the host goes down during a restart's action: its RESTART line and ⚠️ 
   expect(box.read("watchdog.log").match(/\[RESTART\] api:/g)).toHaveLength(1); // one line for one restart
   expect(hook.got.filter((message) => message.event === "restart")).toHaveLength(1);
 }, 60_000);
+
+test("the new boot's first pass killed after its host DOWNTIME line: the next says it no second time", async () => {
+  // Found by the ground-truth harness (seed 165): a pass killed in the new boot's first second left the
+  // host's downtime said but its heartbeat unwritten; the next pass found the same gap and said it again.
+  box = new Sandbox();
+  const hook = receiver();
+  box.configure({
+    notify: { url: hook.url, format: "json", min_interval: "0s" },
+    services: [{ name: "slow", check: { command: ["sleep", "2"], timeout: "10s" } }],
+  });
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  ageHeartbeat(box.state, Date.now() - 20_000, { otherBoot: true });
+  const first = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
+  box.track(first.pid);
+  const said = () => existsSync(join(box.state, "downtime.log")) && box.read("downtime.log").includes("host was");
+  await waitFor(said, 10_000, "the host's downtime said");
+  first.kill("SIGKILL"); // while its service is probed: no heartbeat of its own
+  await first.exited;
+  const next = await box.tend(["watchdog", "pass"]);
+  expect(next.code).toBe(0);
+  expect(next.stdout).not.toContain("[DOWNTIME] host");
+  expect(box.read("downtime.log").match(/\[DOWNTIME\] host was unavailable/g)).toHaveLength(1);
+  expect(box.read("watchdog.log").match(/\[DOWNTIME\] host was unavailable/g)).toHaveLength(1);
+  // The reboot's 🔌 once, keyed by the reboot: a pass that sends it again sends the same message.
+  expect(hook.got.filter((message) => message.event === "reboot")).toHaveLength(1);
+  // The pass after that: no gap, nothing said.
+  const third = await box.tend(["watchdog", "pass"]);
+  expect(third.stdout).not.toContain("DOWNTIME");
+}, 60_000);

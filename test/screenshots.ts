@@ -2,7 +2,7 @@
 // sandbox with two services watched by real passes of build/tend (one healthy, one that fails, is
 // restarted and recovers), served by `watchdog serve`, shot by headless chromium.
 //   bun test/screenshots.ts [OUT-DIR]
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { launchBrowser, SIDEWAYS, type Sideways } from "./browser.ts";
 import { controlledServer, ROOT, Sandbox, TEND } from "./helpers.ts";
@@ -58,8 +58,6 @@ try {
   } finally {
     browser.close();
   }
-  if (!existsSync("/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf"))
-    console.log("(no colour emoji font: icons are boxes; apt-get install fonts-noto-color-emoji)");
 } finally {
   serve.kill();
   web.server.stop(true);

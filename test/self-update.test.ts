@@ -303,12 +303,13 @@ test("redirects: never to a weaker scheme, and none at all without --sha256 (cur
       const path = new URL(request.url).pathname;
       hits.push(`https ${path}`);
       if (path === "/down") return Response.redirect(`http://127.0.0.1:${plain.port}/tend`, 302);
-      if (path === "/moved") return Response.redirect(`https://localhost:${server!.port}/tend`, 302);
+      if (path === "/moved") return Response.redirect(`https://127.0.0.1:${server!.port}/tend`, 302);
       return new Response(Bun.file(TEND));
     },
   });
   const env = { NODE_EXTRA_CA_CERTS: certs.ca };
-  const base = `https://localhost:${server.port}`;
+  // By address (the certificate names it too): a host without /etc/hosts resolves no "localhost" for fetch.
+  const base = `https://127.0.0.1:${server.port}`;
   try {
     const down = await box.tend(["self-update", `${base}/down`, "--yes", "--sha256", sha(TEND), "--target", target], {
       env,

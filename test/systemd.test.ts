@@ -226,3 +226,52 @@ spawn = ["/usr/bin/python3", "-m", "http.server", "${port}", "--bind", "127.0.0.
     systemd.ct("kill", pid);
   }, 90_000);
 });
+
+test("install systemd and doctor, as a user: whether lingering is on, as logind says, and how to turn it on", () => {
+  // A user of the container's own (its /etc/passwd), whose lingering the container's real logind sets.
+  const root = `/proc/${systemd.leader}/root`;
+  const [user, uid] = ["lingerer", 4321];
+  if (!readFileSync(`${root}/etc/passwd`, "utf8").includes(`\n${user}:`))
+    writeFileSync(`${root}/etc/passwd`, `${user}:x:${uid}:${uid}::/tmp/${user}:/bin/sh\n`, { flag: "a" });
+  systemd.ct("install", "-d", "-o", String(uid), "-g", String(uid), `/tmp/${user}`);
+  writeFileSync(`${root}/tmp/${user}.toml`, `[watchdog]\nstate_dir = "/tmp/${user}/state"\n`, { mode: 0o644 });
+  const asUser = (...args: string[]) =>
+    systemd.ct(
+      "setpriv",
+      `--reuid=${uid}`,
+      `--regid=${uid}`,
+      "--clear-groups",
+      "env",
+      `HOME=/tmp/${user}`,
+      systemd.tend,
+      ...args,
+      "--config",
+      `/tmp/${user}.toml`,
+    );
+  try {
+    expect(systemd.ct("loginctl", "disable-linger", user).code).toBe(0);
+    const off = asUser("watchdog", "install", "systemd");
+    expect(off.code).toBe(0);
+    expect(off.stdout).toContain(`# /tmp/${user}/.config/systemd/user/tend-watchdog.timer`);
+    expect(off.stderr).toBe(
+      `watchdog install: lingering is off for ${user}: the timer stops when ${user} logs out and does not start ` +
+        `at boot (turn it on: loginctl enable-linger ${user})\n`,
+    );
+    expect(asUser("watchdog", "install", "systemd", "--write").stdout).toContain(`lingering is off for ${user}`);
+    const doctorOff = asUser("doctor");
+    expect(doctorOff.stdout).toMatch(/systemd lingering/);
+    expect(doctorOff.stdout).toContain(`loginctl enable-linger ${user}`);
+
+    expect(systemd.ct("loginctl", "enable-linger", user).code).toBe(0);
+    expect(systemd.ct("loginctl", "show-user", user, "-p", "Linger", "--value").stdout.trim()).toBe("yes");
+    expect(asUser("watchdog", "install", "systemd").stderr).toBe(
+      `watchdog install: lingering is on for ${user}: the timer runs from boot, and after ${user} logs out\n`,
+    );
+    expect(asUser("doctor").stdout).toContain(`lingering is on for ${user}`);
+  } finally {
+    systemd.ct("loginctl", "disable-linger", user);
+    systemd.ct("loginctl", "terminate-user", user);
+    rmSync(`${root}/tmp/${user}`, { recursive: true, force: true });
+    rmSync(`${root}/tmp/${user}.toml`, { force: true });
+  }
+}, 60_000);

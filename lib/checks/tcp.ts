@@ -1,6 +1,6 @@
 import { humanDuration } from "../core/duration.ts";
 import { show, type Reader } from "../config/reader.ts";
-import { networkReason } from "../os/net.ts";
+import { connectName, networkReason } from "../os/net.ts";
 import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 
@@ -37,8 +37,9 @@ export const tcp = defineCheck<TcpCheck>({
   async probe(check) {
     const { connect } = await import("node:net"); // not at start-up: a pass without TCP checks never needs it
     const finish = stopwatch();
+    const host = await connectName(check.host);
     return new Promise<ProbeResult>((resolve) => {
-      const socket = connect({ host: check.host, port: check.port });
+      const socket = connect({ host, port: check.port });
       const done = (result: ProbeResult) => {
         cancel();
         socket.destroy();

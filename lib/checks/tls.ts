@@ -1,7 +1,7 @@
 import type { TLSSocket } from "node:tls";
 import { humanDuration } from "../core/duration.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { networkReason } from "../os/net.ts";
+import { connectName, networkReason } from "../os/net.ts";
 import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 import { address, readHostPort } from "./tcp.ts";
@@ -63,12 +63,13 @@ export const tls = defineCheck<TlsCheck>({
     const [{ connect }, { isIP }] = await Promise.all([import("node:tls"), import("node:net")]);
     const finish = stopwatch();
     const now = context.now ?? Date.now;
+    const host = await connectName(check.host);
     return new Promise<ProbeResult>((resolve) => {
       let socket: TLSSocket;
       try {
         // SNI takes a name, never an address; an address is still checked against the certificate's IP names.
         const servername = isIP(check.servername) ? undefined : check.servername;
-        socket = connect({ host: check.host, port: check.port, servername, rejectUnauthorized: !check.insecure });
+        socket = connect({ host, port: check.port, servername, rejectUnauthorized: !check.insecure });
       } catch (error) {
         return resolve(finish(false, `TLS handshake failed: ${oneLine((error as Error).message)}`));
       }

@@ -1,4 +1,5 @@
-import { lstatSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs";
+import { idEntry } from "../os/users.ts";
+import { lstatSync, realpathSync, statSync, type Stats } from "node:fs";
 import { dirname } from "node:path";
 import { TendError } from "../core/errors.ts";
 import { sharedStorage } from "../state/dir.ts";
@@ -58,19 +59,10 @@ function unsafe(stats: Stats, uid: number): { said: string; fix: string } | null
 
 /** The owner's private group: named as the user, and no one else in it (Debian's user groups). */
 function privateGroup(gid: number, owner: number): boolean {
-  try {
-    const user = readFileSync("/etc/passwd", "utf8")
-      .split("\n")
-      .map((line) => line.split(":"))
-      .find((fields) => Number(fields[2]) === owner);
-    const group = readFileSync("/etc/group", "utf8")
-      .split("\n")
-      .map((line) => line.split(":"))
-      .find((fields) => Number(fields[2]) === gid);
-    if (!user || !group) return false;
-    const members = (group[3] ?? "").split(",").filter(Boolean);
-    return group[0] === user[0] && members.every((member) => member === user[0]);
-  } catch {
-    return false; // no /etc/group to tell (Termux): not known to be private
-  }
+  const user = idEntry("/etc/passwd", owner);
+  const group = idEntry("/etc/group", gid);
+  // No /etc/group to tell (Termux): not known to be private.
+  if (!user || !group) return false;
+  const members = (group[3] ?? "").split(",").filter(Boolean);
+  return group[0] === user[0] && members.every((member) => member === user[0]);
 }

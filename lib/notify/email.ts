@@ -10,6 +10,7 @@ import { oneLine } from "../core/sanitize.ts";
 import { humanDuration } from "../core/duration.ts";
 import { scrubbedLine } from "../core/redact.ts";
 import type { SendResult } from "./send.ts";
+import { connectName } from "../os/net.ts";
 
 export interface Mail {
   from: string;
@@ -52,8 +53,11 @@ export async function sendMail(url: string, mail: Mail, timeoutMs: number): Prom
   };
   const target = smtpTarget(url);
   const credentials = target.user !== "";
+  // A localhost the resolver does not know is the loopback (os/net.ts); its certificate still answers for the name.
+  const host = await connectName(target.host);
   const transport = createTransport({
-    host: target.host,
+    host,
+    ...(host !== target.host ? { tls: { servername: target.host } } : {}),
     port: target.port,
     secure: target.secure,
     // Credentials never go in the clear: without TLS from the start, STARTTLS is then required.

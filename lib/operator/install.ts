@@ -301,6 +301,27 @@ ${args}
   }
 }
 
+/**
+ * A user's systemd timer runs only while its manager does: from their login to their logout,
+ * unless lingering is on. What install and doctor say of it (`on` null: no logind to ask).
+ */
+export function lingerWords(user: string, on: boolean | null): string {
+  const turnOn = `loginctl enable-linger ${user}`;
+  if (on === true) return `lingering is on for ${user}: the timer runs from boot, and after ${user} logs out`;
+  if (on === false)
+    return (
+      `lingering is off for ${user}: the timer stops when ${user} logs out and does not start at boot ` +
+      `(turn it on: ${turnOn})`
+    );
+  return (
+    `lingering for ${user} is unknown (no systemd-logind state here): a user timer runs only while ${user} ` +
+    `is logged in unless it is on (${turnOn})`
+  );
+}
+
+/** Where a user's systemd timer for tend is installed. */
+export const userTimerPath = (home: string) => join(home, ".config", "systemd", "user", `${UNIT}.timer`);
+
 /** What --write would write: the crontab line, or each file under a `# PATH` line. */
 export function renderInstall(scheduler: Scheduler, files: InstallFile[]): string {
   return files.map((file) => (scheduler === "cron" ? file.content : `# ${file.path}\n${file.content}`)).join("\n");

@@ -3,7 +3,7 @@
 // and every way of not answering has its own words. fetch cannot do this: it waits for a body it
 // was not asked to read, and reports a clean close, a reset and a malformed answer all as ECONNRESET.
 import { humanDuration } from "../core/duration.ts";
-import { socketWords } from "./net.ts";
+import { connectName, socketWords } from "./net.ts";
 import { after } from "./timer.ts";
 
 export interface GetOptions {
@@ -257,32 +257,38 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       answer();
     };
     const send = (open: { write(text: string): number }) => open.write(requestText(target, options.headers));
-    Bun.connect({
-      hostname: host,
-      port,
-      tls: secure
-        ? {
-            rejectUnauthorized: !options.insecure,
-            serverName: IP_LITERAL.test(host) ? undefined : host,
-            ...(options.ca ? { ca: options.ca } : {}),
-          }
-        : undefined,
-      socket: {
-        open(open) {
-          socket = open;
-          if (!secure) send(open);
-        },
-        handshake(open, ok, error) {
-          if (ok) return void send(open);
-          const code = (error as NodeJS.ErrnoException | null)?.code;
-          noAnswer(tlsWords(code, error?.message ?? "", target.hostname) ?? "TLS handshake failed");
-        },
-        data: (_open, data) => onData(data),
-        end: () => closed(true),
-        close: (_open, error) => closed(!error, (error as NodeJS.ErrnoException | undefined)?.code),
-        error: (_open, error) => closed(false, (error as NodeJS.ErrnoException).code),
-        connectError: (_open, error) => noAnswer(socketWords((error as NodeJS.ErrnoException).code)),
-      },
-    }).catch((error: NodeJS.ErrnoException) => noAnswer(socketWords(error.code)));
+    connectName(host)
+      .then((hostname) =>
+        Bun.connect({
+          hostname,
+          port,
+          tls: secure
+            ? {
+                rejectUnauthorized: !options.insecure,
+                serverName: IP_LITERAL.test(host) ? undefined : host,
+                ...(options.ca ? { ca: options.ca } : {}),
+              }
+            : undefined,
+          socket: {
+            open(open) {
+              // Answered meanwhile (the deadline passed while a localhost name was looked up): closed at once.
+              if (settled) return void (open.terminate?.() ?? open.end());
+              socket = open;
+              if (!secure) send(open);
+            },
+            handshake(open, ok, error) {
+              if (ok) return void send(open);
+              const code = (error as NodeJS.ErrnoException | null)?.code;
+              noAnswer(tlsWords(code, error?.message ?? "", target.hostname) ?? "TLS handshake failed");
+            },
+            data: (_open, data) => onData(data),
+            end: () => closed(true),
+            close: (_open, error) => closed(!error, (error as NodeJS.ErrnoException | undefined)?.code),
+            error: (_open, error) => closed(false, (error as NodeJS.ErrnoException).code),
+            connectError: (_open, error) => noAnswer(socketWords((error as NodeJS.ErrnoException).code)),
+          },
+        }),
+      )
+      .catch((error: NodeJS.ErrnoException) => noAnswer(socketWords(error.code)));
   });
 }

@@ -59,3 +59,33 @@ export async function readBounded(response: Response, limit: number): Promise<st
   if (size >= limit) await reader.cancel().catch(() => {});
   return new TextDecoder().decode(Buffer.concat(chunks));
 }
+
+/** "localhost" and every name under ".localhost" (RFC 6761 section 6.3). */
+export const isLocalhostName = (host: string) => /^(?:[^.]+\.)*localhost\.?$/i.test(host);
+
+const localhostResolves = new Map<string, { resolves: boolean; until: number }>();
+
+/**
+ * The name to connect to for `host`: itself, but a localhost name the resolver does not know is
+ * 127.0.0.1 (a host without /etc/hosts — debootstrap writes none — and a DNS server that answers
+ * NXDOMAIN for it, as RFC 6761 asks). curl does the same without asking the resolver (7.78+,
+ * *.localhost 7.85+); where the resolver knows the name, what it says is kept. Asked once a minute.
+ */
+export async function connectName(host: string, now = Date.now()): Promise<string> {
+  if (!isLocalhostName(host)) return host;
+  let known = localhostResolves.get(host);
+  if (!known || known.until < now) {
+    const { lookup } = await import("node:dns/promises");
+    // A resolver that does not answer (no /etc/hosts, a DNS server away) is not waited for past a second.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const resolves = await Promise.race([
+      lookup(host).then(
+        () => true,
+        () => false,
+      ),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 1000))),
+    ]).finally(() => clearTimeout(timer));
+    localhostResolves.set(host, (known = { resolves, until: now + 60_000 }));
+  }
+  return known.resolves ? host : "127.0.0.1";
+}

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import type { ServiceState } from "../core/state.ts";
@@ -26,7 +27,7 @@ import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { latestRecordedIn, stateReader, writeState } from "../state/service-state.ts";
-import { findGap, writeHeartbeat } from "../state/heartbeat.ts";
+import { findGap, markGapSaid, readHeartbeat, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";
 import { judgeService, leftAsRecorded, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
@@ -121,19 +122,23 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const gap = dryRun ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
     if (!dryRun) repairAfterCut(config, gap !== null, logger);
     const gapEvents: Message[] = [];
-    if (gap) {
+    // Said already by a pass that found the same gap and did not finish: its services are judged
+    // after it all the same, but its DOWNTIME line and 💤 are not said twice.
+    if (gap && readHeartbeat(stateDir)?.gapSaidFrom !== Math.round(gap.from)) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
       const line: LogLine = { ...downtimeLine(gap), ...(gap.name === "watchdog" ? { event: "gap" as const } : {}) };
       logger.write(line.tag, line.message, { downtime: paths.downtime });
+      markGapSaid(stateDir, gap.from);
       const message = eventMessage("watchdog", line, new Date(now()));
-      if (message) gapEvents.push(message);
+      if (message) gapEvents.push({ ...message, key: gapKey(gap) });
     }
     const uptime = options.uptime ?? uptimeClock(now);
     const judging = judgeServices(config, config.services, { ...options, dryRun, echo, now, uptime, gap, logger });
     const services = await judging.judged;
     verifications = judging.done;
     const stopped = options.stop?.aborted === true;
-    if (gap?.name === "host" && !dryRun) gapEvents.push(rebootMessage(gap, services, new Date(now())));
+    if (gap?.name === "host" && !dryRun)
+      gapEvents.push({ ...rebootMessage(gap, services, new Date(now())), key: gapKey(gap, "reboot") });
     if (!dryRun && stopped) {
       // What it did is said by the next pass: spooled now, delivered then (a receiver may take seconds).
       // What cannot be spooled (a full disk) is sent now, in the seconds it has left.
@@ -355,6 +360,13 @@ function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number
 }
 
 const serviceNamed = (config: Config, name: string) => config.services.find((service) => service.name === name)!;
+
+/** A gap's messages keyed by the gap (its start): a pass that finds it again sends the same message, kept once. */
+const gapKey = (gap: Downtime, what = "gap") =>
+  `tend-${createHash("sha256")
+    .update(`${what}\0${Math.round(gap.from)}`)
+    .digest("hex")
+    .slice(0, 32)}`;
 
 /**
  * After a reboot, one 🔌 for the whole pass (not a ⚠️ per service): how long the host was down, as the

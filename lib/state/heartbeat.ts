@@ -20,6 +20,8 @@ export interface Heartbeat {
   clocks: Clocks | null;
   /** tend's time and its frame at that pass (core/clock.ts); null: a heartbeat of an earlier version. */
   clock: ClockRecord | null;
+  /** The gap since this pass was said (its DOWNTIME line) by a pass that did not finish: not said again. */
+  gapSaidFrom: number | null;
 }
 
 /**
@@ -35,7 +37,14 @@ export function readHeartbeat(stateDir: string): Heartbeat | null {
     const intervalMs = parseDuration(interval?.replace(/^interval\s+/, "") ?? "");
     const clock = /^clocks boot=(\d+(?:\.\d+)?) awake=(\d+(?:\.\d+)?)$/.exec(clockLine?.trim() ?? "");
     const clocks = clock ? { bootMs: Number(clock[1]), awakeMs: Number(clock[2]) } : null;
-    return { at: at.trim(), intervalMs: intervalMs || null, clocks, clock: clockRecordOf(at.trim(), lines, clocks) };
+    const said = field(lines, new RegExp(`^gap said from=${NUMBER}$`));
+    return {
+      at: at.trim(),
+      intervalMs: intervalMs || null,
+      clocks,
+      clock: clockRecordOf(at.trim(), lines, clocks),
+      gapSaidFrom: said ? Number(said[1]) : null,
+    };
   } catch {
     return null;
   }
@@ -98,6 +107,29 @@ export function writeHeartbeat(
     // A full disk: rewritten in the block it has. Else the last pass before a reboot would be the
     // last before the disk filled, and the host's downtime would count every pass since.
     if (!(isFullDisk(error) && overwriteInPlace(path, text, { pad: "\n" }))) throw error;
+  }
+}
+
+/**
+ * The gap since the last pass is said (its DOWNTIME line written): marked in the heartbeat, which
+ * is otherwise kept as it is, so a pass that finds the same gap again — this one was killed before
+ * it wrote its own heartbeat (a power cut in the new boot's first second) — does not say it twice.
+ * The pass's own heartbeat drops the mark. Durable: it is what keeps downtime.log from counting twice.
+ */
+export function markGapSaid(stateDir: string, fromMs: number): void {
+  const path = statePaths(stateDir).heartbeat;
+  let text: string;
+  try {
+    text = readRegularFile(path, 4096, { noFollow: true });
+  } catch {
+    return;
+  }
+  const kept = text.split("\n").filter((line) => line && !line.startsWith("gap said "));
+  try {
+    writeFileAtomic(path, [...kept, `gap said from=${Math.round(fromMs)}`, ""].join("\n"), 0o600, { durable: true });
+  } catch (error) {
+    // A full disk: the gap may be said twice after a second cut, never lost.
+    if (!isFullDisk(error)) throw error;
   }
 }
 

@@ -12,7 +12,9 @@ import { readProc, runningNamed } from "../os/proc.ts";
 import { processRss } from "../os/rss.ts";
 import { exerciseRows, termuxRows } from "./device.ts";
 import { runCommand } from "../os/run.ts";
-import { crontabLines, cronEnvironment, tendCronLines } from "../operator/install.ts";
+import { crontabLines, cronEnvironment, lingerWords, tendCronLines, userTimerPath } from "../operator/install.ts";
+import { lingering } from "../os/systemd.ts";
+import { userName } from "../os/users.ts";
 import { checkKind } from "../checks/index.ts";
 import { kindsUsedBy, restartKind, RESTARTS } from "../restarts/index.ts";
 
@@ -142,6 +144,19 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     add(programsRow(config, cronEnv.PATH, installed));
     const panes = tmuxRow(config, env, cronEnv.TMUX_TMPDIR);
     if (panes) add(await panes);
+  }
+
+  // A user's systemd timer (install systemd, not as root) runs only while they are logged in, unless lingering is on.
+  if ((process.getuid?.() ?? 0) !== 0 && !isTermux(env)) {
+    const user = userName(env);
+    const on = lingering(user);
+    add({
+      name: "systemd lingering",
+      status: on === true ? "ok" : on === false ? "limited" : "missing",
+      detail: lingerWords(user, on),
+      affects: "install systemd (as a user): the timer runs only while you are logged in without it",
+      used: existsSync(userTimerPath(env.HOME ?? "")),
+    });
   }
 
   const termux = isTermux(env);

@@ -182,7 +182,7 @@ function histogram(stats: ServiceStats): string {
     `<p class="muted">p50 ${stats.p50_ms === null ? "-" : ms(stats.p50_ms)} · p99 ` +
     `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · timeout ${ms(stats.timeout_ms)} · ` +
     `${counted(stats.samples, "probe")}, ${counted(stats.timeouts, "timeout")}</p>` +
-    (stats.warning ? `<p class="warn">⚠ ${html(stats.warning)}</p>` : "")
+    (stats.warning ? `<p class="warn">${html(stats.warning)}</p>` : "")
   );
 }
 
@@ -202,13 +202,35 @@ const TAG_ICONS: Record<string, string> = {
 };
 const iconOf = (event: EventRecord) => EVENTS[event.event as keyof typeof EVENTS]?.emoji ?? TAG_ICONS[event.tag] ?? "•";
 
+/**
+ * The page needs no emoji font (a fresh Debian, many a phone's browser, show one as an empty box):
+ * each event's icon is a dot in its tone's colour, its emoji kept as the dot's title.
+ */
+const TONES: Record<string, "ok" | "warn" | "alarm"> = {
+  "✅": "ok",
+  "⚠️": "warn",
+  "⏳": "warn",
+  "📈": "warn",
+  "📅": "warn",
+  "🔀": "warn",
+  "💤": "warn",
+  "🔌": "warn",
+  "🔔": "warn",
+  "🚨": "alarm",
+  "⛔": "alarm",
+  "❗": "alarm",
+  "⏱️": "alarm",
+};
+const iconDot = (emoji: string) =>
+  `<span class="icon t-${TONES[emoji] ?? "info"}" title="${html(emoji)}" aria-hidden="true"></span>`;
+
 /** Rows that wrap: time (month-day hour:minute), icon, words; never a line that needs a sideways scroll. */
 function eventRows(list: { at: number | null; icon: string; words: string }[], none: string): string {
   if (!list.length) return `<p class="muted">${none}</p>`;
   const row = ({ at, icon, words }: (typeof list)[0]) =>
     `<li><time${at === null ? "" : ` datetime="${new Date(at).toISOString()}"`}>` +
     `${at === null ? "" : localStamp(new Date(at)).slice(5, 16)}</time>` +
-    `<span class="icon" aria-hidden="true">${icon}</span><span class="words">${html(words)}</span></li>`;
+    `${iconDot(icon)}<span class="words">${html(words)}</span></li>`;
   return `<ol class="rows">${list.map(row).join("")}</ol>`;
 }
 
@@ -229,13 +251,13 @@ function card(row: StatusRow, data: PageData): string {
   const probe = row.probe
     ? `${html(row.probe.detail)} · ${ms(row.probe.latency_ms)} · ${ago(row.probe.at, data.now)}`
     : "not probed yet";
-  const recoveries = `(✓${row.recoveries_ok} ✗${row.recoveries_failed})`;
+  const recoveries = `(${row.recoveries_ok} recovered, ${row.recoveries_failed} failed)`;
   // The service's own events, newest first.
   const events = [...(view?.events ?? [])]
     .reverse()
     .map((event) => ({ at: event.at, icon: iconOf(event), words: event.message }));
   return `<section class="card ${calm ? "calm" : "alarm"}">
-<h2>${html(row.name)} <span class="state s-${calm ? "calm" : "alarm"}">${calm ? "" : "⚠ "}${html(row.state)}</span></h2>
+<h2>${html(row.name)} <span class="state s-${calm ? "calm" : "alarm"}">${html(row.state)}</span></h2>
 <p>${probe}</p>
 <p>strikes ${row.strikes}/${row.failures} · restarts ${row.restarts} ${recoveries}</p>
 ${history(data, row.name)}
@@ -248,19 +270,19 @@ ${stats ? histogram(stats) : ""}
 function peer(view: PeerView, now: number): string {
   if (!view.status)
     return (
-      `<section class="peer"><h3>${html(view.url)} <span class="state s-alarm">⚠ unreachable</span></h3>` +
+      `<section class="peer"><h3>${html(view.url)} <span class="state s-alarm">unreachable</span></h3>` +
       `<p class="muted">${html(view.problem ?? "")}</p></section>`
     );
   const { status } = view;
   const rows = status.services.map((row) => {
     const calm = calmRow(row);
     return (
-      `<tr><td>${html(row.name)}</td><td><span class="state s-${calm ? "calm" : "alarm"}">${calm ? "" : "⚠ "}` +
+      `<tr><td>${html(row.name)}</td><td><span class="state s-${calm ? "calm" : "alarm"}">` +
       `${html(row.state)}</span></td><td>${row.probe ? html(String(row.probe.detail)) : "-"}</td></tr>`
     );
   });
   const fresh = status.watchdog.stale
-    ? `<span class="state s-alarm">⚠ stale</span> last pass ${ago(status.last_pass, now)}`
+    ? `<span class="state s-alarm">stale</span> last pass ${ago(status.last_pass, now)}`
     : `last pass ${ago(status.last_pass, now)}`;
   return `<section class="peer"><h3>${html(view.url)}</h3><p class="muted">${fresh}</p>
 <table><tr><th>service</th><th>state</th><th>last probe</th></tr>${rows.join("")}</table></section>`;
@@ -271,7 +293,7 @@ export function renderPage(data: PageData, nonce: string): string {
   const { status } = data;
   const since = status.last_pass ? ` since ${localStamp(new Date(status.last_pass))}` : "";
   const fresh = status.watchdog.stale
-    ? `<p class="banner">⚠ STALE: the watchdog is not running${since} — ` +
+    ? `<p class="banner">STALE: the watchdog is not running${since} — ` +
       `last pass ${ago(status.last_pass, data.now)}, ` +
       `expected every ${status.watchdog.expected_every_s}s; what follows is as it last saw it</p>`
     : `<p>last pass ${ago(status.last_pass, data.now)} · expected every ${status.watchdog.expected_every_s}s</p>`;
@@ -309,7 +331,9 @@ figure{margin:0;min-width:0}figcaption{font-size:12px;color:#5f5f5a}
 .p-ok{fill:#3f6fb5}.p-bad{fill:#c62828}text{font-size:9px;fill:#5f5f5a}
 .rows{list-style:none;margin:4px 0;padding:0;font-size:13px}
 .rows li{display:flex;gap:6px;padding:2px 0;border-top:1px solid #ecece8}
-.rows time{flex:none;color:#5f5f5a;font-variant-numeric:tabular-nums}.rows .icon{flex:none}.rows .words{min-width:0}
+.rows time{flex:none;color:#5f5f5a;font-variant-numeric:tabular-nums}.rows .words{min-width:0}
+.rows .icon{flex:none;width:.7em;height:.7em;margin-top:.35em;border-radius:50%;background:#8a8a85}
+.rows .t-ok{background:#2e7d32}.rows .t-warn{background:#d89a00}.rows .t-alarm{background:#c62828}
 h3{font-size:16px;margin:16px 0 6px;overflow-wrap:anywhere}.state{white-space:nowrap}
 .peer{background:#fff;border:1px solid #d6d6d0;border-radius:6px;padding:4px 12px 8px;margin:8px 0}
 table{border-collapse:collapse;font-size:14px;width:100%;table-layout:fixed}
