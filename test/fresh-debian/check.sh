@@ -26,7 +26,16 @@ trap cleanup EXIT
 git clone -q --no-local "$HERE" "$SRC/tend" || exit 1
 say "cloned $(git -C "$SRC/tend" rev-parse --short HEAD) into $SRC/tend"
 bash "$HERE/test/systemd-container/up.sh" | sed 's/^/  /' || { say "the Debian 12 container did not boot"; exit 1; }
-rm -f "/proc/$(cat "$SYSTEMD_SANDBOX_DIR/state-$MACHINE/leader.pid")/root/etc/hosts"
+CT_ROOT="/proc/$(cat "$SYSTEMD_SANDBOX_DIR/state-$MACHINE/leader.pid")/root"
+rm -f "$CT_ROOT/etc/hosts"
+# This machine's network, not the repository: a TLS-intercepting egress proxy's CA (where the host
+# trusts one locally) is given to the container as its resolv.conf is, and made part of its trust
+# store once the set-up line has installed ca-certificates. A machine without one copies nothing.
+EXTRA_CAS=$(ls /usr/local/share/ca-certificates/*.crt 2>/dev/null | wc -l)
+if [ "$EXTRA_CAS" -gt 0 ]; then
+  mkdir -p "$CT_ROOT/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$CT_ROOT/usr/local/share/ca-certificates/"
+fi
 
 # A root login shell inside: its own environment, nothing of this one's.
 inside() {
@@ -57,6 +66,9 @@ step() { # step NAME COMMAND: run it inside, keep its output, print its time and
 }
 mkdir -p "$HERE/build"
 step setup "export DEBIAN_FRONTEND=noninteractive; $SETUP"
+if [ "$EXTRA_CAS" -gt 0 ]; then
+  say "the host's $EXTRA_CAS local CA certificate(s) (its network's) trusted inside: $(inside 'update-ca-certificates 2>&1 | tail -1')"
+fi
 inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-before.txt"
 step clone "git clone -q /mnt/tend-src/tend /root/tend"
 step demo "cd /root/tend && make demo"
