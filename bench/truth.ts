@@ -21,7 +21,7 @@ import {
   writeSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import minimist from "minimist";
 import { killGroup, waitFor } from "./common.ts";
 import { spillDir } from "../lib/state/spill.ts";
@@ -202,7 +202,8 @@ export interface RunOptions {
   /** How long faults are scheduled; then a quiet spell in which everything must come back. */
   faultSeconds?: number;
   quietSeconds?: number;
-  keep?: boolean;
+  /** A disagreeing run's files: kept where they are (true), or moved into this directory. */
+  keep?: boolean | string;
   say?: (line: string) => void;
   /**
    * Step the host's wall clock (make truth): not beside other tests, whose deadlines on the wall
@@ -846,7 +847,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     const spooled = existsSync(spool) ? readFileSync(spool, "utf8").trim() : "";
     if (spooled) disagree(`the spool still holds ${spooled.split("\n").length} message(s) after the last pass`);
     if (status.code !== 0) disagree(`status exits ${status.code} after the quiet spell`);
-    if (disagreements.length && options.keep) say(`  kept: ${dir}`);
+    if (disagreements.length && options.keep)
+      say(`  kept: ${typeof options.keep === "string" ? join(options.keep, basename(dir)) : dir}`);
     return {
       seed,
       mode,
@@ -873,7 +875,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       if (disagreements.length && options.keep) Bun.spawnSync(["cp", "-a", state, `${state}.kept`]);
       Bun.spawnSync(["umount", "-l", state]);
     }
-    if (!(disagreements.length && options.keep)) rmSync(dir, { recursive: true, force: true });
+    // Kept where asked (make test keeps a failing seed in build/, leaving nothing in /tmp), else in place.
+    if (disagreements.length && typeof options.keep === "string") {
+      mkdirSync(options.keep, { recursive: true });
+      Bun.spawnSync(["cp", "-a", dir, join(options.keep, basename(dir))]);
+    }
+    if (!(disagreements.length && options.keep === true)) rmSync(dir, { recursive: true, force: true });
   }
 }
 

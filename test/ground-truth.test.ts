@@ -5,14 +5,22 @@
 // the wall-clock step is make truth's alone: it would move the deadlines of the files beside this
 // one); then downtime.log, report, status, --nagios, /metrics, /api/status, the state's counts and
 // the notifications the receiver got are held to what happened (bench/truth.ts). A disagreement
-// prints the schedule to replay.
+// prints the schedule to replay; its files are kept in build/truth-kept (nothing is left in /tmp).
 import { expect, test } from "bun:test";
+import { join } from "node:path";
 import { describeFault, runSeed } from "../bench/truth.ts";
+import { ROOT } from "./helpers.ts";
 
 for (const mode of ["cron", "loop"] as const) {
   const watch = mode === "cron" ? "cron-like passes" : "the loop";
   test(`ground truth, seed 12 under ${watch}: every view agrees with the stopwatch`, async () => {
-    const result = await runSeed({ seed: 12, mode, faultSeconds: 30, keep: true, say: console.log });
+    const result = await runSeed({
+      seed: 12,
+      mode,
+      faultSeconds: 30,
+      keep: join(ROOT, "build", "truth-kept"),
+      say: console.log,
+    });
     if (result.disagreements.length) {
       console.log(`replay: make truth SEED=12 MODE=${mode}`);
       for (const fault of result.faults) console.log(`  ${describeFault(fault)}`);

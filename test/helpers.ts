@@ -1,7 +1,17 @@
-import { mkdtempSync, rmSync, writeFileSync, readFileSync, existsSync, utimesSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
 
@@ -144,8 +154,9 @@ export function testUser(name: string): { uid: number; gid: number; remove: () =
     if (added.code !== 0) throw new Error(`useradd ${name}: ${added.said}`);
     made = true;
   }
+  const uid = id("-u");
   return {
-    uid: id("-u"),
+    uid,
     gid: id("-g"),
     remove() {
       if (!made) return;
@@ -153,9 +164,63 @@ export function testUser(name: string): { uid: number; gid: number; remove: () =
       const removed = locked(["userdel", "--force", name]);
       if (removed.code !== 0) throw new Error(`userdel ${name}: ${removed.said}`);
       rmSync(`/var/mail/${name}`, { force: true });
+      // Its tmux servers' socket dir (tmux -L puts it in /tmp): the user's own, so this file's.
+      rmSync(`/tmp/tmux-${uid}`, { recursive: true, force: true });
       made = false;
     },
   };
+}
+
+let publicDir: string | null = null;
+
+/**
+ * What a test runs as another user (nobody, a Termux app's uid, the migration trial's user), where
+ * any user may read and run it: a checkout in /root is 0700, closed to them (a fresh Debian, cloned
+ * as root). One directory per test process, removed by removePublicCopy (a file's afterAll). `file`
+ * copies a file of the checkout there (a .ts script bundled, its imports inside it); the binaries
+ * are copied once.
+ */
+export function publicCopy() {
+  if (!publicDir) {
+    const dir = mkdtempSync(join(tmpdir(), "tend-public-"));
+    chmodSync(dir, 0o755);
+    publicDir = dir;
+  }
+  const dir = publicDir;
+  const copied = (name: string, from: string) => {
+    const to = join(dir, name);
+    if (!existsSync(to)) {
+      copyFileSync(from, to);
+      chmodSync(to, 0o755);
+    }
+    return to;
+  };
+  return {
+    dir,
+    tend: () => copied("tend", TEND),
+    bun: () => copied("bun", BUN),
+    /** A file of the checkout (relative to it), readable by anyone. */
+    file(relative: string): string {
+      const to = join(dir, relative.replace(/\.ts$/, ".js"));
+      if (existsSync(to)) return to;
+      mkdirSync(dirname(to), { recursive: true, mode: 0o755 });
+      if (relative.endsWith(".ts")) {
+        const built = Bun.spawnSync([BUN, "build", "--target=bun", join(ROOT, relative), "--outfile", to], {
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        if (built.exitCode !== 0) throw new Error(`bun build ${relative}: ${built.stderr}`);
+      } else copyFileSync(join(ROOT, relative), to);
+      chmodSync(to, 0o755);
+      return to;
+    },
+  };
+}
+
+/** Remove the public copy (a test file's afterAll); the next publicCopy() makes a new one. */
+export function removePublicCopy() {
+  if (publicDir) rmSync(publicDir, { recursive: true, force: true });
+  publicDir = null;
 }
 
 /** SIGKILL each process the test started, and the process group it leads (tend's spawns lead their own). */

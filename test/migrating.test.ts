@@ -19,11 +19,14 @@ import { afterAll, afterEach, expect, test } from "bun:test";
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, freePort, ROOT, Sandbox, SERVER, TEND, testUser, waitFor } from "./helpers.ts";
+import { freePort, publicCopy, removePublicCopy, ROOT, Sandbox, TEND, testUser, waitFor } from "./helpers.ts";
 
-const SCRIPT = join(ROOT, "docs", "migrating", "watchdog.sh");
-const BOOT = join(ROOT, "docs", "migrating", "boot.sh");
-const ENGINE = join(ROOT, "test", "trial-engine.ts");
+// What the trial's user runs, where it can read it (a checkout in /root is closed to it: helpers.ts publicCopy).
+const SCRIPT = () => publicCopy().file("docs/migrating/watchdog.sh");
+const BOOT = () => publicCopy().file("docs/migrating/boot.sh");
+const ENGINE = () => publicCopy().file("test/trial-engine.ts");
+const RUN_BUN = () => publicCopy().bun();
+const RUN_SERVER = () => publicCopy().file("examples/service.ts");
 const GUIDE = readFileSync(join(ROOT, "docs", "migrating.md"), "utf8");
 const GUIDE_CONFIG = readFileSync(join(ROOT, "docs", "migrating", "tend.toml"), "utf8");
 const USER = "tendmigrate";
@@ -95,14 +98,15 @@ class World {
     this.edgeUrl = `http://127.0.0.1:${edge.port}/`;
     this.ntfyUrl = `http://127.0.0.1:${ntfy.port}/my-topic`;
     const hangsOnce = join(this.home, ".ngrok-hangs-once");
+    const [bun, server, engineDir] = [RUN_BUN(), RUN_SERVER(), join(this.home, "engine")];
     this.commands = {
-      blog: `exec ${BUN} ${SERVER} ${this.ports.blog}`,
-      engine: `exec ${BUN} ${ENGINE} ${this.ports.engine} ${this.home}/engine/engine.log ${this.home}/engine/backfill`,
+      blog: `exec ${bun} ${server} ${this.ports.blog}`,
+      engine: `exec ${bun} ${ENGINE()} ${this.ports.engine} ${engineDir}/engine.log ${engineDir}/backfill`,
       // ngrok's first start after a boot comes up hung (seen after every reboot in the trial).
       ngrok:
-        `if [ -e ${hangsOnce} ]; then rm ${hangsOnce}; exec ${BUN} ${SERVER} ${this.ports.ngrok} --delay 600000; fi; ` +
-        `exec ${BUN} ${SERVER} ${this.ports.ngrok} --body '${NGROK_ANSWER}'`,
-      tunnel: `exec ${BUN} ${SERVER} ${this.ports.tunnel}`,
+        `if [ -e ${hangsOnce} ]; then rm ${hangsOnce}; exec ${bun} ${server} ${this.ports.ngrok} --delay 600000; fi; ` +
+        `exec ${bun} ${server} ${this.ports.ngrok} --body '${NGROK_ANSWER}'`,
+      tunnel: `exec ${bun} ${server} ${this.ports.tunnel}`,
     };
     if (this.kind === "tend") this.install();
     else this.lines = [this.scriptLine()];
@@ -186,7 +190,7 @@ class World {
       NTFY: this.ntfyUrl,
     };
     const assignments = Object.entries(env).map(([key, value]) => `${key}='${value.replaceAll("'", `'\\''`)}'`);
-    return `*/5 * * * * ${assignments.join(" ")} /bin/bash ${SCRIPT} >> ${this.home}/watchdog.cron.log 2>&1`;
+    return `*/5 * * * * ${assignments.join(" ")} /bin/bash ${SCRIPT()} >> ${this.home}/watchdog.cron.log 2>&1`;
   }
 
   /** As the user, in cron's environment (or a login's, for setup). */
@@ -236,7 +240,7 @@ class World {
 
   /** Termux:Boot runs the boot script (the wake lock, the panes on the private server). */
   boot() {
-    const booted = this.asUser(["/bin/sh", BOOT], false, {
+    const booted = this.asUser(["/bin/sh", BOOT()], false, {
       SOCKET: this.socket,
       BLOG_CMD: this.commands.blog,
       ENGINE_CMD: this.commands.engine,
@@ -303,6 +307,7 @@ const TABLE: string[] = [];
 let user: ReturnType<typeof testUser> | null = null;
 afterAll(() => {
   user?.remove();
+  removePublicCopy();
   console.log(["| fault | watchdog.sh recovered | tend recovered |", "|---|---|---|", ...TABLE].join("\n"));
 });
 

@@ -234,7 +234,11 @@ test("the new boot's first pass killed after its host DOWNTIME line: the next sa
   ageHeartbeat(box.state, Date.now() - 20_000, { otherBoot: true });
   const first = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
   box.track(first.pid);
-  const said = () => existsSync(join(box.state, "downtime.log")) && box.read("downtime.log").includes("host was");
+  // Said: its line written and the heartbeat marked (the instant between the two can still say it twice).
+  const said = () =>
+    existsSync(join(box.state, "downtime.log")) &&
+    box.read("downtime.log").includes("host was") &&
+    box.read("heartbeat").includes("gap said");
   await waitFor(said, 10_000, "the host's downtime said");
   first.kill("SIGKILL"); // while its service is probed: no heartbeat of its own
   await first.exited;

@@ -1,6 +1,6 @@
 // A real systemd 252 as PID 1 of a systemd-nspawn container (test/systemd-container/up.sh: the host's
 // /usr on a tmpfs root, booted with --register=no --keep-unit; nothing from outside the repository), for tests.
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, TEND } from "./helpers.ts";
 
@@ -85,6 +85,8 @@ function readlinkSafe(path: string): string | null {
   }
 }
 
+/** Stop the container, and remove what the sandbox kept in /tmp (its shared folder, its state). */
 export function shutdownSystemd() {
   Bun.spawnSync(["bash", join(SCRIPTS, "down.sh")], { env, stdout: "ignore", stderr: "ignore" });
+  rmSync(BASE, { recursive: true, force: true });
 }

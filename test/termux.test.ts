@@ -1,15 +1,29 @@
 // The end-to-end tests that matter on a phone, run inside the Termux-shaped sandbox (test/termux.ts):
 // no /proc/uptime, /proc/stat or /proc/net, other users' processes invisible, no /tmp, a /bin/sh
 // that is not Termux's, an unprivileged user. The same behaviours are tested outside in their own files.
-import { afterEach, expect, test } from "bun:test";
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, utimesSync } from "node:fs";
 import { uptime } from "node:os";
-import { alive, BUN, controlledServer, freePort, recordingReceiver, SERVER, waitFor } from "./helpers.ts";
+import {
+  alive,
+  BUN,
+  controlledServer,
+  freePort,
+  publicCopy,
+  recordingReceiver,
+  removePublicCopy,
+  SERVER,
+  waitFor,
+} from "./helpers.ts";
+
+/** The example service as the app runs it: a copy it can read (helpers.ts publicCopy). */
+const service = () => publicCopy().file("examples/service.ts");
 import { HOME, PREFIX, TermuxBox } from "./termux.ts";
 
 let box: TermuxBox;
 let pidfiles: string[] = [];
 const stops: (() => void)[] = [];
+afterAll(() => removePublicCopy());
 afterEach(async () => {
   while (stops.length) stops.pop()!();
   await box?.cleanup(pidfiles);
@@ -90,7 +104,7 @@ grace = "0s"
 http = "http://127.0.0.1:${port}/"
 timeout = "1s"
 [service.restart]
-spawn = ["bun", "${SERVER}", "${port}"]
+spawn = ["bun", "${service()}", "${port}"]
 `);
   const pass = await box.tendRun(["watchdog"]);
   expect(pass.stdout).not.toContain("[START] api: started");
@@ -135,7 +149,7 @@ failures = 1
 http = "http://127.0.0.1:${port}/"
 timeout = "1s"
 [service.restart]
-spawn = ["bun", "${SERVER}", "${port}"]
+spawn = ["bun", "${service()}", "${port}"]
 `);
   const first = await box.tendRun(["watchdog"]);
   expect(first.stdout).toMatch(/\[START\] web: started pid \d+/);
@@ -162,7 +176,7 @@ http = "http://127.0.0.1:${port}/"
 timeout = "2s"
 [service.restart]
 tmux = "main:blog"
-run = "exec bun ${SERVER} ${port}"
+run = "exec bun ${service()} ${port}"
 `);
   const first = await box.tendRun(["watchdog"]);
   expect(first.stdout).toContain("[START] blog: ");
@@ -221,7 +235,7 @@ log = "${HOME}/engine.log"
 [service.memory]
 limit = "1GiB"
 [service.restart]
-spawn = ["bun", "${SERVER}", "${port}"]
+spawn = ["bun", "${service()}", "${port}"]
 `);
   await box.tendRun(["watchdog"]); // starts it
   await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "engine");

@@ -18,14 +18,13 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
-  realpathSync,
   rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { BUN, killAll, ROOT, run, TEND, type Run } from "./helpers.ts";
+import { join } from "node:path";
+import { killAll, publicCopy, run, type Run } from "./helpers.ts";
 
 export const FILES = "/data/data/com.termux/files";
 export const HOME = `${FILES}/home`;
@@ -108,8 +107,9 @@ export class TermuxBox {
     symlinkSync("/usr/bin/bash", join(bin, "bash"));
     for (const program of PROGRAMS)
       if (existsSync(`/usr/bin/${program}`)) symlinkSync(`/usr/bin/${program}`, join(bin, program));
-    symlinkSync(TEND, join(bin, "tend"));
-    symlinkSync(BUN, join(bin, "bun"));
+    // Copies anyone may run (the app's uid cannot enter a checkout in /root: helpers.ts publicCopy).
+    symlinkSync(publicCopy().tend(), join(bin, "tend"));
+    symlinkSync(publicCopy().bun(), join(bin, "bun"));
     this.chownAll();
   }
 
@@ -139,12 +139,12 @@ export class TermuxBox {
 
   /** Run argv inside (argv[0] looked up on $PREFIX/bin). */
   run(argv: string[], { timeoutMs = 60_000 }: { timeoutMs?: number } = {}): Promise<Run> {
-    return run(this.enter(argv), { timeoutMs, cwd: ROOT });
+    return run(this.enter(argv), { timeoutMs, cwd: this.host });
   }
 
-  /** The argv that runs `argv` inside: the host dir, and the host dirs to keep reachable (checkout, binaries). */
+  /** The argv that runs `argv` inside: the host dir, and the host dir to keep reachable (what it runs, copied). */
   private enter(argv: string[]): string[] {
-    const keep = [...new Set([ROOT, dirname(realpathSync(TEND)), dirname(realpathSync(BUN))])];
+    const keep = [publicCopy().dir];
     return ["unshare", "-m", "/usr/bin/bash", "-c", ENTER, "enter", this.host, keep.join(" "), ...argv];
   }
 
