@@ -105,6 +105,32 @@ export interface Fault {
 export const ROOT_FAULTS: FaultKind[] = ["reboot", "clockstep", "diskfull"];
 export const asRoot = () => process.getuid?.() === 0;
 
+let rebootProbe: string | null | undefined;
+
+/**
+ * Why a reboot cannot be made here, or null. It needs a boot id of its own bound over
+ * /proc/sys/kernel/random/boot_id in a mount namespace, and a time namespace: a container (nspawn
+ * mounts /proc/sys its own way) refuses the bind. Then the fault is left out, and the harness says so.
+ */
+export function rebootRefused(): string | null {
+  if (rebootProbe !== undefined) return rebootProbe;
+  const file = join(tmpdir(), `tend-truth-bootid-${process.pid}`);
+  const id = crypto.randomUUID();
+  writeFileSync(file, `${id}\n`);
+  const bind = 'mount --bind "$0" /proc/sys/kernel/random/boot_id && cat /proc/sys/kernel/random/boot_id';
+  const probe = Bun.spawnSync(["unshare", "-mfT", "--boottime", "1", "sh", "-c", bind, file], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  rmSync(file, { force: true });
+  const said = probe.stderr.toString().trim().split("\n")[0] ?? "";
+  rebootProbe =
+    probe.exitCode === 0 && probe.stdout.toString().trim() === id
+      ? null
+      : `a boot id cannot be bound over /proc/sys/kernel/random/boot_id here: ${said || `exit ${probe.exitCode}`}`;
+  return rebootProbe;
+}
+
 /** mulberry32: a small seeded PRNG, so a seed is a schedule. */
 function prng(seed: number) {
   let a = seed >>> 0;
@@ -133,7 +159,7 @@ export function schedule(
   seed: number,
   faultSeconds: number,
   mode: "cron" | "loop",
-  { clockSteps = false } = {},
+  { clockSteps = false, reboots = true } = {},
 ): Fault[] {
   const random = prng(seed);
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)];
@@ -164,7 +190,10 @@ export function schedule(
   const whole = drawn.filter(() => random() < 0.6);
   faults.push(
     ...whole.filter(
-      (fault) => (asRoot() || !ROOT_FAULTS.includes(fault.kind)) && (clockSteps || fault.kind !== "clockstep"),
+      (fault) =>
+        (asRoot() || !ROOT_FAULTS.includes(fault.kind)) &&
+        (clockSteps || fault.kind !== "clockstep") &&
+        (reboots || fault.kind !== "reboot"),
     ),
   );
   return faults.sort((a, b) => a.at - b.at);
@@ -239,9 +268,11 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
   const started = trueNow();
   const dir = mkdtempSync(join(tmpdir(), `tend-truth-${seed}-${mode}-`));
   const state = join(dir, "state");
-  const faults = schedule(seed, faultSeconds, mode, { clockSteps: options.clockSteps });
+  const noReboot = asRoot() ? rebootRefused() : null;
+  const faults = schedule(seed, faultSeconds, mode, { clockSteps: options.clockSteps, reboots: !noReboot });
   if (!asRoot()) say(`  left out (they need root): ${ROOT_FAULTS.join(", ")}`);
   else if (!options.clockSteps) say("  left out: clockstep (the host's clock: other tests run beside this one)");
+  if (noReboot) say(`  left out: reboot (${noReboot})`);
   const stepsClock = faults.some((fault) => fault.kind === "clockstep");
   if (stepsClock) for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, stoppedWhileStepped);
   const children: number[] = [];

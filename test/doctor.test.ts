@@ -95,8 +95,12 @@ function asDoctorUser(args: string[], env: Record<string, string> = {}) {
     chmodSync(binary, 0o755);
   }
   const vars = Object.entries({ HOME: box.dir, ...env }).map(([key, value]) => `${key}=${value}`);
+  // From a directory the user may not enter, as `sudo -u` from a checkout in /root (0700) runs it.
+  const closed = join(box.dir, "closed");
+  mkdirSync(closed, { recursive: true, mode: 0o700 });
   const result = Bun.spawnSync(["runuser", "-u", DOCTOR_USER, "--", "env", ...vars, binary, ...args], {
     env: box.env(),
+    cwd: closed,
   });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }

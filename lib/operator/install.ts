@@ -130,7 +130,8 @@ export function cronEnvironment(
 
 /** The user's crontab lines ([] when there is none). */
 export async function crontabLines(): Promise<string[]> {
-  const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000 });
+  // In "/": a working directory this user may not enter must not read as "no crontab".
+  const current = await runCommand(["crontab", "-l"], { timeoutMs: 10_000, cwd: "/" });
   if (current.error) throw new TendError(`crontab: ${current.error} (install cron)`, 1);
   // `crontab -l` exits 1 with "no crontab for USER" when there is none yet.
   return current.exitCode === 0
@@ -395,6 +396,7 @@ async function writeCrontab(line: string, replace: string | null = null): Promis
 async function saveCrontab(lines: string[]) {
   const written = await runCommand(["crontab", "-"], {
     timeoutMs: 10_000,
+    cwd: "/",
     input: lines.length ? lines.join("\n") + "\n" : "",
   });
   if (written.exitCode !== 0) {

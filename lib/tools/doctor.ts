@@ -46,7 +46,9 @@ export interface DoctorOptions {
  */
 async function probe(command: string, ...args: string[]): Promise<{ code: number; said: string }> {
   const { $ } = await import("zx");
-  const run = $({ nothrow: true, quiet: true })`${command} ${args}`;
+  // In "/": no probe needs the working directory, and one this user may not enter (`sudo -u` from
+  // /root, a checkout there) would make every probe fail as if the tool were missing.
+  const run = $({ nothrow: true, quiet: true, cwd: "/" })`${command} ${args}`;
   const result = await Promise.race([run, Bun.sleep(10_000).then(() => null)]);
   if (!result) return { code: -1, said: "no answer within 10s" };
   const said = (result.stdout.trim() || result.stderr.trim()).split("\n")[0] ?? "";
