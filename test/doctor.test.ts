@@ -1,7 +1,7 @@
 // tend doctor on this host: what is here is ok, what is not is missing or limited, and the exit
 // code follows what the configuration uses.
 import { afterAll, afterEach, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox, TEND, testUser } from "./helpers.ts";
 
@@ -178,6 +178,13 @@ test("doctor names the tmux server the panes live on when it is not the one cron
       `it would start a second copy (set TMUX_TMPDIR in the crontab, or run the panes on cron's server)`,
   );
   // Looked at from cron's own TMUX_TMPDIR: nothing there yet, and the first pass creates the session.
-  const same = rowsOf((await box.tend(["doctor", "--json"], { env: { TMUX_TMPDIR: "/tmp" } })).stdout);
-  expect(same["tmux server"].detail).toMatch(/^(no server on|\/tmp\/tmux-\d+\/default has no session)/);
+  // (tmux makes /tmp/tmux-UID when asked there: removed again if this test made it.)
+  const cronDir = `/tmp/tmux-${uid}`;
+  const existed = existsSync(cronDir);
+  try {
+    const same = rowsOf((await box.tend(["doctor", "--json"], { env: { TMUX_TMPDIR: "/tmp" } })).stdout);
+    expect(same["tmux server"].detail).toMatch(/^(no server on|\/tmp\/tmux-\d+\/default has no session)/);
+  } finally {
+    if (!existed) rmSync(cronDir, { recursive: true, force: true });
+  }
 });
