@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { TELEGRAM_NEEDS_CHAT, type NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
@@ -7,6 +8,13 @@ import { redactUrl, scrub, scrubbedLine } from "../core/redact.ts";
 import { escapeControls, oneLine } from "../core/sanitize.ts";
 import { usageError } from "../core/errors.ts";
 import type { Mail } from "./email.ts";
+
+/**
+ * An idempotency key made from what names one message (its service and time, a gap's start): the
+ * same parts give the same key in every run, so a message said again is kept once.
+ */
+export const messageKey = (...parts: (string | number)[]) =>
+  `tend-${createHash("sha256").update(parts.join("\0")).digest("hex").slice(0, 32)}`;
 
 /** One notification. */
 export interface Message {

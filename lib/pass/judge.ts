@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { describeCheck, probe, type ProbeResult } from "../checks/index.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { decide, explain, type Decision, type Facts, type LogLine, type RestartReason } from "../core/decide.ts";
@@ -9,7 +8,7 @@ import { uptimeMs } from "../os/proc.ts";
 import { treeRss } from "../os/rss.ts";
 import { showUnit } from "../os/systemd.ts";
 import { eventMessage, spoolEvents } from "../notify/alert.ts";
-import type { Message } from "../notify/send.ts";
+import { messageKey, type Message } from "../notify/send.ts";
 import { describeRestart, restartKind, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
@@ -107,9 +106,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
         owed.flatMap(({ at, line }, index) => {
           const said = { ...line, message: `${line.message} (${detail})` } as LogLine;
           const message = eventMessage(service.name, said, new Date(at));
-          const digest = createHash("sha256").update(`${service.name}\0${at}\0${index}`).digest("hex");
-          const key = `tend-${digest.slice(0, 32)}`;
-          return message ? [{ ...message, key }] : [];
+          return message ? [{ ...message, key: messageKey(service.name, at, index) }] : [];
         }),
         logger,
         now,

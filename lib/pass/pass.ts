@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import type { ServiceState } from "../core/state.ts";
@@ -9,7 +8,7 @@ import { oneLine } from "../core/sanitize.ts";
 import { notJudged, viewOf } from "../core/verdict.ts";
 import { eventMessage, pingHeartbeat, sendEvents, spoolEvents } from "../notify/alert.ts";
 import { syncAlerts } from "../notify/alertmanager.ts";
-import type { Message } from "../notify/send.ts";
+import { messageKey, type Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
 import { holderRecord, loopRuns, tryLock, type Holder } from "../os/lock.ts";
@@ -362,11 +361,7 @@ function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number
 const serviceNamed = (config: Config, name: string) => config.services.find((service) => service.name === name)!;
 
 /** A gap's messages keyed by the gap (its start): a pass that finds it again sends the same message, kept once. */
-const gapKey = (gap: Downtime, what = "gap") =>
-  `tend-${createHash("sha256")
-    .update(`${what}\0${Math.round(gap.from)}`)
-    .digest("hex")
-    .slice(0, 32)}`;
+const gapKey = (gap: Downtime, what = "gap") => messageKey(what, Math.round(gap.from));
 
 /**
  * After a reboot, one 🔌 for the whole pass (not a ⚠️ per service): how long the host was down, as the
