@@ -19,6 +19,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { spillDir } from "../lib/state/spill.ts";
+import { keepSpoolRoom, readSpool, spoolCount, spoolNow } from "../lib/notify/spool.ts";
 import { overwriteInPlace, writeFileAtomic } from "../lib/os/atomic.ts";
 import { appendNoFollow } from "../lib/os/files.ts";
 import {
@@ -135,10 +136,12 @@ test("a full state disk: the strike kept in memory, the frozen service restarted
   expect(second.stdout).toMatch(/\[RECOVERED\] web recovered [\d.]+s after restart/);
   expect(second.stdout).not.toContain("cannot save its state"); // said once
   expect(box.stateOf("web")).toMatchObject({ restartsTotal: 1, recoveriesOk: 1 }); // on the disk
-  // Its ⚠️ is spooled on /dev/shm (the spool's copy while the disk is full), not dropped.
+  // Its ⚠️ is spooled on the disk, in the blocks kept past the spool's end (a reboot keeps it;
+  // /dev/shm, where it went before, would not: truth seed 145), not dropped.
   expect(second.stdout).not.toContain("could not spool");
   expect(second.stdout).not.toContain("not spooled");
-  expect(readFileSync(join(spillDir(box.state)!, "notify-spool.jsonl"), "utf8")).toContain("⚠️ web");
+  expect(box.read("notify-spool.jsonl")).toContain("⚠️ web");
+  expect(existsSync(join(spillDir(box.state)!, "notify-spool.jsonl"))).toBe(false);
   expect(receiver.received).toEqual([]);
 
   receiver.control.status = 200;
@@ -250,3 +253,49 @@ test("a disk that fills during a write: no short temp file renamed over the stat
   expect(() => appendNoFollow(log, `[t] [WARN] ${"y".repeat(64 * 1024)}\n`)).toThrow(/ENOSPC/);
   expect(readFileSync(log, "utf8")).toBe("[t] [START] first\n"); // not half a line
 });
+
+test("the spool keeps room on disk for a full disk; without it (no spool yet) /dev/shm holds the message", async () => {
+  box = new Sandbox();
+  mkdirSync(box.state, { mode: 0o700 });
+  expect((await run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", box.state])).code).toBe(0);
+  stops.push(() => {
+    Bun.spawnSync(["umount", box.state]);
+    const spilled = spillDir(box.state);
+    if (spilled) rmSync(spilled, { recursive: true, force: true });
+  });
+  const channel = { url: "http://127.0.0.1:9/", format: "json" as const, timeoutMs: 1000, retries: 0 };
+  const options = { stateDir: box.state, channel, timeoutMs: 1000, retries: 0, minIntervalMs: 0, now: Date.now };
+  const message = (n: number) => ({
+    message: `⚠️ web restarted (${n}) ` + "x".repeat(400),
+    title: null,
+    priority: null,
+    tags: [],
+    event: null,
+    service: "web",
+    time: new Date().toISOString(),
+  });
+  const spool = join(box.state, "notify-spool.jsonl");
+
+  // A quiet pass keeps the room: the file made empty, 64 KiB of blocks past its end.
+  expect(await keepSpoolRoom(box.state)).toBe(true);
+  expect(statSync(spool).size).toBe(0);
+  expect(statSync(spool).blocks * 512).toBeGreaterThanOrEqual(64 * 1024);
+  fill(join(box.state, "filler"));
+  // Full: 20 messages, one save each, all in the file (on the disk), none on /dev/shm.
+  for (let n = 1; n <= 20; n++) await spoolNow([message(n)], options);
+  expect(spoolCount(box.state)).toBe(20);
+  expect(readSpool(box.state).messages.map((entry) => entry.message.match(/\(\d+\)/)?.[0])).toEqual(
+    Array.from({ length: 20 }, (_, n) => `(${n + 1})`),
+  );
+  expect(existsSync(join(spillDir(box.state) ?? box.dir, "notify-spool.jsonl"))).toBe(false);
+
+  // A spool file without that room (made while the disk was full): the message goes to /dev/shm,
+  // and is counted and read from there.
+  rmSync(spool);
+  fill(join(box.state, "filler2")); // what the spool's blocks gave back
+  writeFileSync(spool, "");
+  await spoolNow([message(21)], options);
+  expect(readFileSync(join(spillDir(box.state)!, "notify-spool.jsonl"), "utf8")).toContain("(21)");
+  expect(spoolCount(box.state)).toBe(1);
+  expect(statSync(spool).size).toBe(0);
+}, 60_000);

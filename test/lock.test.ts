@@ -11,7 +11,7 @@ describe("flock errors are said as themselves, never taken for another pass (FAT
   const path = join(box.dir, "watchdog.lock");
   mkdirSync(box.dir, { recursive: true });
   // The real libc is used everywhere else; here flock(2) answers as it does on Android's shared storage.
-  const failing = (errno: number) => ({ flock: () => -1, errno: () => errno, clock: () => null });
+  const failing = (errno: number) => ({ flock: () => -1, errno: () => errno, clock: () => null, fallocate: null });
   test("ENOSYS: an error that names it, exit 1", async () => {
     await expect(tryLock(path, { lib: failing(38) })).rejects.toThrow(
       `cannot lock ${path}: flock(2) failed: function not implemented (ENOSYS`,

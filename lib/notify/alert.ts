@@ -8,7 +8,7 @@ import type { Logger } from "../state/logger.ts";
 import type { Message } from "./send.ts";
 import { redactUrl, scrub, scrubbedLine } from "../core/redact.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
-import { deliver, deliveryOptions, readSpool, spoolNow } from "./spool.ts";
+import { deliver, deliveryOptions, keepSpoolRoom, readSpool, spoolNow } from "./spool.ts";
 import { logDelivery } from "./log.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
@@ -60,7 +60,10 @@ export async function spoolEvents(
 export async function sendEvents(config: Config, events: Message[], logger: Logger, now: () => number): Promise<void> {
   const { url, format, timeoutMs, retries } = config.notify;
   const stateDir = config.watchdog.stateDir;
-  if ((!events.length || !url) && readSpool(stateDir).messages.length === 0) return;
+  if ((!events.length || !url) && readSpool(stateDir).messages.length === 0) {
+    if (url && format !== "alertmanager") await keepSpoolRoom(stateDir);
+    return;
+  }
   const channel = url ? { url, format, timeoutMs, retries } : null;
   try {
     const report = await deliver(channel ? events : [], deliveryOptions(config, channel, now));

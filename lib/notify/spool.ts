@@ -15,8 +15,9 @@ import { oneLine } from "../core/sanitize.ts";
 import { lastStep, stepped, steppedIso, type ClockStep } from "../core/clock.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
-import { overwriteInPlace, writeFileAtomic } from "../os/atomic.ts";
+import { overwriteInPlace, reserveTail, writeFileAtomic } from "../os/atomic.ts";
 import { inWords, readRegularFile, readTail } from "../os/files.ts";
+import { libc } from "../os/libc.ts";
 import { waitLock } from "../os/lock.ts";
 import { clockSteps, tendNow } from "../state/clock.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
@@ -25,6 +26,8 @@ import { buildRequest, lateNote, send, type Channel, type Message, type SendOpti
 
 /** The spool and the dead letters keep at most this many messages each. */
 export const SPOOL_LIMIT = 1000;
+/** Blocks kept past the spool's end for a full disk: 64 KiB, some 60 messages. */
+const SPOOL_RESERVE = 64 * 1024;
 /** 1000 messages of up to 64 KiB each, with room: a larger file is not tend's. */
 const SPOOL_BYTES_LIMIT = 128 * 1024 * 1024;
 const STATE_LIMIT = 4 * 1024 * 1024;
@@ -314,8 +317,12 @@ export function countLines(path: string): number {
     const block = Buffer.alloc(64 * 1024);
     let lines = 0;
     let last = 10;
+    // A newline ends a line unless it follows another: the blank lines a full disk's in-place save
+    // pads with are no messages.
     for (let read; (read = readSync(fd, block, 0, block.length, null)) > 0;) {
-      for (let at = block.indexOf(10); at !== -1 && at < read; at = block.indexOf(10, at + 1)) lines++;
+      for (let at = block.indexOf(10); at !== -1 && at < read; at = block.indexOf(10, at + 1)) {
+        if ((at === 0 ? last : block[at - 1]) !== 10) lines++;
+      }
       last = block[read - 1];
     }
     return lines + (last === 10 ? 0 : 1); // a last line without its newline
@@ -329,6 +336,14 @@ export const spoolCount = (stateDir: string) => {
   return countLines(spare && existsSync(spare) ? spare : spoolFile(stateDir));
 };
 export const deadCount = (stateDir: string) => countLines(deadFile(stateDir));
+
+/**
+ * Keep the spool's room for a full disk (see withSpool) on a pass that sends nothing: the first
+ * ⚠️ spooled after the disk fills has blocks on disk to go to. A cheap fstat once they are there.
+ */
+export async function keepSpoolRoom(stateDir: string): Promise<boolean> {
+  return reserveTail(spoolFile(stateDir), SPOOL_RESERVE, (await libc())?.fallocate ?? null);
+}
 
 /** Run `work` holding notify.lock, so concurrent senders neither lose nor duplicate a message. */
 export async function withSpool<T>(
@@ -345,9 +360,14 @@ export async function withSpool<T>(
       "locked",
     );
   }
+  // Blocks kept past the spool's end, before and after (a save is a new file, without them): a
+  // message spooled while the disk is full is written there, on disk, and outlives a reboot.
+  const fallocate = (await libc())?.fallocate ?? null;
+  reserveTail(spoolFile(stateDir), SPOOL_RESERVE, fallocate);
   try {
     return await work();
   } finally {
+    reserveTail(spoolFile(stateDir), SPOOL_RESERVE, fallocate);
     lock.release();
   }
 }
@@ -660,19 +680,25 @@ function spilledSpool(stateDir: string, create = false): string | null {
 }
 
 /**
- * Save the whole queue: in the state dir, or, while its disk is full, on /dev/shm (a message that can
- * be neither delivered nor spooled was lost: a ⚠️ whose receiver answered 500 on a full disk). The
- * /dev/shm copy goes as soon as the file takes the queue again.
+ * Save the whole queue: in the state dir; while its disk is full, over the file in the blocks it
+ * has and those withSpool keeps past its end (padded with blank lines, which readers skip); when
+ * even those are too few, on /dev/shm (a message that can be neither delivered nor spooled was
+ * lost: a ⚠️ whose receiver answered 500 on a full disk), which a reboot empties. The /dev/shm copy
+ * goes as soon as the file takes the queue again.
  */
 function saveSpool(stateDir: string, entries: Spooled[]) {
   const spare = spilledSpool(stateDir);
+  const text = entries.map((entry) => JSON.stringify(entry) + "\n").join("");
   try {
     saveLines(spoolFile(stateDir), entries);
   } catch (error) {
-    const spill = isFullDisk(error) ? spilledSpool(stateDir, true) : null;
-    if (!spill) throw error;
-    writeFileAtomic(spill, entries.map((entry) => JSON.stringify(entry) + "\n").join(""), 0o600, { durable: false });
-    return;
+    if (!isFullDisk(error)) throw error;
+    if (!overwriteInPlace(spoolFile(stateDir), text, { durable: true, pad: "\n" })) {
+      const spill = spilledSpool(stateDir, true);
+      if (!spill) throw error;
+      writeFileAtomic(spill, text, 0o600, { durable: false });
+      return;
+    }
   }
   if (spare) rmSync(spare, { force: true });
 }

@@ -178,3 +178,32 @@ export function overwriteInPlace(path: string, data: string, { durable = false, 
     if (fd !== undefined) closeSync(fd);
   }
 }
+
+/** fallocate(2)'s FALLOC_FL_KEEP_SIZE: the blocks are the file's, its size (what readers see) stays. */
+const KEEP_SIZE = 1;
+
+/**
+ * Keep `bytes` of blocks for this file past its end (made, empty, when missing), so
+ * overwriteInPlace can still grow it when the disk is full: the notify spool's ⚠️ must outlive a
+ * full disk and the reboot after it, which /dev/shm would not. Best effort: false where fallocate
+ * is missing (macOS) or refused (a full disk, a file system without it), or the path is no file.
+ */
+export function reserveTail(
+  path: string,
+  bytes: number,
+  fallocate: ((fd: number, mode: number, offset: number, length: number) => number) | null,
+): boolean {
+  if (!fallocate) return false;
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) return false;
+    if (stats.blocks * 512 >= stats.size + bytes) return true;
+    return fallocate(fd, KEEP_SIZE, 0, stats.size + bytes) === 0;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

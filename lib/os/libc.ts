@@ -1,6 +1,7 @@
 /**
  * The few libc calls Bun does not expose, through bun:ffi: flock(2) (a lock the kernel drops when
- * the process dies), errno after it, and clock_gettime(2) for the two clocks a heartbeat records.
+ * the process dies), errno after it, clock_gettime(2) for the two clocks a heartbeat records, and
+ * fallocate(2) (blocks kept for a file past its end, so it can still grow when the disk is full).
  * Loaded once per process, only where a lock or a clock is needed; null where it cannot be loaded.
  */
 export interface Libc {
@@ -9,6 +10,8 @@ export interface Libc {
   errno(): number;
   /** clock_gettime(id) in ms, or null when it failed. */
   clock(id: number): number | null;
+  /** fallocate(fd, mode, offset, length): 0 or -1; null where there is none (macOS). */
+  fallocate: ((fd: number, mode: number, offset: number, length: number) => number) | null;
 }
 
 const NAMES: Record<string, string[]> = {
@@ -48,11 +51,19 @@ export async function libc(): Promise<Libc | null> {
           break;
         } catch {}
       }
+      let fallocate: Libc["fallocate"] = null;
+      try {
+        const symbol = dlopen(name, {
+          fallocate: { args: [FFIType.i32, FFIType.i32, FFIType.i64, FFIType.i64], returns: FFIType.i32 },
+        }).symbols.fallocate;
+        fallocate = (fd, mode, offset, length) => symbol(fd, mode, offset, length) as number;
+      } catch {}
       const timespec = new BigInt64Array(2);
       const { flock, clock_gettime } = lib.symbols;
       loaded = {
         flock: (fd, operation) => flock(fd, operation) as number,
         errno,
+        fallocate,
         clock(id) {
           if (clock_gettime(id, timespec) !== 0) return null;
           return Number(timespec[0]) * 1000 + Number(timespec[1]) / 1e6;
