@@ -54,7 +54,7 @@ docs: node_modules/.installed
 	$(BUN) -e 'const { renderReference } = await import("./lib/config/reference.ts"); await Bun.write("docs/configuration.md", renderReference())'
 
 # What the tests run besides node/npm: installed with apt when root, else named in one line.
-TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc
+TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc nginx:nginx node:nodejs
 test-deps:
 	@missing=""; for pair in $(TEST_TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \

@@ -263,7 +263,13 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   validate: {
     takes: "none",
     flags: [],
-    run: async ({ config, io }) => (io.out(`${config.path}: ok (${config.services.length} services)`), 0),
+    async run({ config, io }) {
+      io.out(`${config.path}: ok (${config.services.length} services)`);
+      // Valid, but blind to a frozen service: said, not an error.
+      const { blindTcpNotes } = await import("./checks/tcp.ts");
+      for (const note of blindTcpNotes(config.services)) io.err(`watchdog validate: note: ${note}`);
+      return 0;
+    },
   },
   plan: {
     takes: "none",

@@ -1,4 +1,5 @@
 import { processIo, VERSION, type Io } from "../lib/io.ts";
+import { allClosed } from "../lib/os/closing.ts";
 
 type Main = (argv: string[], io: Io) => Promise<number>;
 
@@ -43,6 +44,8 @@ if (import.meta.main) {
   // In a compiled binary only argv0 carries the name it was invoked by.
   const io = processIo();
   const code = await dispatch(process.argv0 === "bun" ? "tend" : process.argv0, process.argv.slice(2), io);
+  // A probe's body read on to its end, to close with FIN (SPEC "Answers"): each within its probe's timeout.
+  await allClosed();
   await io.close();
   process.exit(code);
 }

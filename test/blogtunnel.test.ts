@@ -1,6 +1,7 @@
 // blogtunnel against a local "public URL" and a real tmux server on a private socket.
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { alive, Sandbox, TEND, waitFor } from "./helpers.ts";
 
@@ -241,3 +242,58 @@ test("--depends-on NAME: WAIT while that configured service is failing (no strik
     blog.stop(true);
   }
 });
+
+test("one verdict for one answer and --fail-codes, with or without a configuration, 000 listed or not", async () => {
+  box = new Sandbox();
+  const configured = new Sandbox();
+  configured.configure({ defaults: { grace: "0s" } });
+  // A raw server for what Bun.serve cannot say: a status line of 000.
+  const raw = createServer((socket) => {
+    socket.on("error", () => {});
+    socket.once("data", () => socket.end("HTTP/1.1 000 Odd\r\nContent-Length: 0\r\n\r\n"));
+  });
+  const rawPort = await new Promise<number>((resolve) =>
+    raw.listen(0, "127.0.0.1", () => resolve((raw.address() as any).port)),
+  );
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => new Response("", { status: Number(new URL(request.url).pathname.slice(1)) }),
+  });
+  const answers: Record<string, [string, boolean]> = {
+    refused: ["http://127.0.0.1:1/", true],
+    "status 000": [`http://127.0.0.1:${rawPort}/`, true],
+    "503": [`http://127.0.0.1:${server.port}/503`, true],
+    "404": [`http://127.0.0.1:${server.port}/404`, false],
+    "200": [`http://127.0.0.1:${server.port}/200`, false],
+  };
+  try {
+    const verdicts: string[] = [];
+    for (const [answer, [url, strike]] of Object.entries(answers)) {
+      for (const failCodes of ["502,503", "502,503,000"]) {
+        for (const [how, sandbox] of [
+          ["without", box],
+          ["with", configured],
+        ] as const) {
+          const counter = join(sandbox.dir, "count");
+          writeFileSync(counter, "0\n");
+          const args = ["blogtunnel", "--url", url, "--counter", counter, "--strikes", "5", "--fail-codes", failCodes];
+          const result = await sandbox.tend(args);
+          const struck = readFileSync(counter, "utf8") === "1\n";
+          verdicts.push(`${answer} --fail-codes ${failCodes} ${how} a configuration: ${struck ? "strike" : "healthy"}`);
+          expect({ answer, failCodes, how, struck, code: result.code }).toEqual({
+            answer,
+            failCodes,
+            how,
+            struck: strike,
+            code: strike ? 1 : 0,
+          });
+        }
+      }
+    }
+    console.log(verdicts.join("\n"));
+  } finally {
+    raw.close();
+    configured.cleanup();
+  }
+}, 60_000);

@@ -127,3 +127,20 @@ test("watchdog status --nagios, run as Nagios runs a check: exit 0/1/2, one line
   expect(critical.text).toStartWith("TEND CRITICAL");
   expect(critical.text).toContain("web");
 }, 60_000);
+
+test("a plugin killed by a signal is said as that (UNKNOWN, a failure), never 'exit null'", async () => {
+  box = new Sandbox();
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\n` +
+      service("killed", ["bash", "-c", 'echo "OK - half a line"; kill -KILL $$']) +
+      service("termed", ["bash", "-c", "kill -TERM $$"]),
+  );
+  const pass = await box.tend(["watchdog"]);
+  expect(pass.code).toBe(0);
+  expect(box.stateOf("killed").lastProbe).toMatchObject({
+    ok: false,
+    detail: "plugin killed by SIGKILL: OK - half a line",
+  });
+  expect(box.stateOf("termed").lastProbe).toMatchObject({ ok: false, detail: "plugin killed by SIGTERM" });
+  expect(pass.stdout).not.toContain("exit null");
+});

@@ -68,8 +68,15 @@ export const nagios = defineCheck<NagiosCheck>({
     if (result.error) return finish(false, `cannot run ${check.argv[0]}: ${result.error}`);
     if (result.timedOut)
       return finish(false, `plugin did not finish within ${humanDuration(check.timeoutMs)}`, { timedOut: true });
+    // Killed by a signal (no exit status): UNKNOWN, said as what happened, never "exit null".
+    if (result.exitCode === null)
+      return finish(
+        false,
+        `plugin killed by ${result.signal ?? "a signal"}` +
+          (firstLine(result.stdout) ? `: ${firstLine(result.stdout)}` : ""),
+      );
     const said = firstLine(result.stdout) || `exit ${result.exitCode}`;
-    const code = result.exitCode ?? 3;
+    const code = result.exitCode;
     const seen = finish(code === 0 || code === 1, code in STATES ? said : `exit ${code} (not a plugin's 0-3): ${said}`);
     const latency = perfdataLatencyMs(result.stdout);
     const perfdata = parsePerfdata(result.stdout);

@@ -72,7 +72,11 @@ const CHECK_KEYS: Record<string, KeyDoc[]> = {
     key("ca", "path", "", "a CA bundle to verify the server with (curl `--cacert`)"),
     key("insecure", "boolean", "false", "do not verify the certificate (curl `-k`)"),
   ],
-  tcp: [key("tcp", "HOST:PORT", "", "healthy when a TCP connect succeeds within the timeout")],
+  tcp: [
+    key("tcp", "HOST:PORT", "", "healthy when a TCP connect succeeds within the timeout"),
+    key("send", "string", "", 'written once connected (with `expect`): `"PING\\r\\n"`'),
+    key("expect", "string", "", "the answer (first 64 KiB) must hold this: a frozen process's kernel still connects"),
+  ],
   command: [key("command", "argv", "", "run without a shell; healthy when it exits 0 within the timeout")],
   process: [key("process", "true", "", "healthy when the service's PID exists, not a zombie, not stopped (T)")],
   log: [

@@ -5,6 +5,7 @@
 import { humanDuration } from "../core/duration.ts";
 import { connectName, socketWords } from "./net.ts";
 import { after } from "./timer.ts";
+import { stillClosing } from "./closing.ts";
 
 export interface GetOptions {
   headers: Record<string, string>;
@@ -25,8 +26,28 @@ export type GetResult =
   | { answered: true; status: number; headersMs: number; found: boolean | null; bodyEnd: BodyEnd | null }
   | { answered: false; timedOut: boolean; words: string };
 
-const HEADER_LIMIT = 64 * 1024;
-const STATUS_LINE = /^HTTP\/\d(?:\.\d)? (\d{3})(?:[ \r]|$)/;
+/** curl's limit on an answer's headers, interim answers' included: past it, no answer. */
+export const HEADER_LIMIT = 300 * 1024;
+/** Interim answers (1xx) before the final one: bounded in count as in bytes (an endless 100 Continue). */
+export const INTERIM_LIMIT = 32;
+/**
+ * A status line as curl reads it (7.88's `sscanf(" HTTP/%1d.%1d%c%3d%c")`, measured against it):
+ * HTTP/1.0, 1.1 or 2.0 (or `HTTP/2`), one space, blanks, then at most three digits, a reason glued
+ * on or not; a fourth digit is no answer. Any case: curl takes a lowercase `http/1.1 503` for
+ * HTTP/1.0 200 (its fallback for lines it cannot read); tend reads the status it says.
+ */
+const STATUS_LINE = /^HTTP\/(?:([12])\.(\d)|(2)) [ \t]*(\d{1,3})(\d?)/i;
+
+/** The status of a final or interim status line, or why it is none. */
+function readStatus(line: string): { status: number } | { words: string } {
+  const match = STATUS_LINE.exec(line);
+  if (!match || match[5] !== "") return { words: "not an HTTP answer" };
+  const version = match[3] ? "2.0" : `${match[1]}.${match[2]}`;
+  if (!["1.0", "1.1", "2.0"].includes(version)) return { words: `not an HTTP answer (HTTP version ${version})` };
+  const status = Number(match[4]);
+  // As in curl: 000 or 099 is no answer, never a status to judge.
+  return status < 100 ? { words: `not an HTTP answer (status ${match[4]})` } : { status };
+}
 
 /** TLS errors as the SPEC says them; `name` is the host the certificate had to be valid for. */
 export function tlsWords(code: string | undefined, message: string, name: string): string | null {
@@ -48,10 +69,59 @@ export function tlsWords(code: string | undefined, message: string, name: string
     case "CERT_SIGNATURE_FAILURE":
       return "certificate not trusted";
   }
-  if (code === "EPROTO" || /wrong.version|packet.length|http.request|unknown.protocol|handshake/i.test(message))
+  // The server's alert, as curl names it (BoringSSL's reason in the message).
+  if (/ALERT_PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL/i.test(message)) return "TLS version not supported by the server";
+  if (/CERTIFICATE_REQUIRED/i.test(message)) return "the server requires a client certificate";
+  if (/ALERT_HANDSHAKE_FAILURE/i.test(message))
+    return "TLS handshake refused by the server (a client certificate or a cipher it requires?)";
+  if (/wrong.version|packet.length|http.request|unknown.protocol/i.test(message))
     return "TLS handshake failed (the port speaks plain HTTP?)";
-  if (code?.startsWith("ERR_SSL") || code?.startsWith("ERR_TLS")) return "TLS handshake failed";
+  if (code === "EPROTO" || code?.startsWith("ERR_SSL") || code?.startsWith("ERR_TLS")) return "TLS handshake failed";
   return null;
+}
+
+/**
+ * The TLS version a server that refused ours offers ("TLS 1.0"), asked with one more handshake
+ * that allows the old ones (node:tls: Bun.connect has no minVersion); null when it will not say
+ * within `timeoutMs`. Only after a refusal: a probe that succeeds never pays for it.
+ */
+export async function offeredTlsVersion(
+  address: string,
+  name: string,
+  port: number,
+  timeoutMs: number,
+): Promise<string | null> {
+  const { connect } = await import("node:tls");
+  return new Promise((resolve) => {
+    let socket: import("node:tls").TLSSocket;
+    try {
+      socket = connect({
+        host: address,
+        port,
+        servername: IP_LITERAL.test(name) ? undefined : name,
+        rejectUnauthorized: false, // the version is asked, not the certificate: nothing is sent
+        minVersion: "TLSv1",
+        ciphers: "ALL",
+      });
+    } catch {
+      return resolve(null);
+    }
+    const done = (version: string | null) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(version);
+    };
+    const timer = setTimeout(() => done(null), Math.max(0, timeoutMs));
+    socket.on("secureConnect", () =>
+      done(
+        socket
+          .getProtocol()
+          ?.replace(/^TLSv(\d)$/, "TLSv$1.0")
+          .replace("TLSv", "TLS ") ?? null,
+      ),
+    );
+    socket.on("error", () => done(null));
+  });
 }
 
 /** The request's bytes: Host, a User-Agent, Basic auth from the URL's user info; the check's headers win. */
@@ -77,69 +147,126 @@ interface Head {
   rest: Buffer;
 }
 
-/** The final head in `buffer` (1xx interim answers skipped); null: not complete yet; "bad": not HTTP. */
-export function parseHead(buffer: Buffer): Head | null | "bad" {
+/** What the bytes so far hold: the final head, not yet (and the last interim answer seen), or no answer. */
+export type HeadParse =
+  { kind: "head"; head: Head } | { kind: "more"; interim: string | null } | { kind: "bad"; words: string };
+
+/**
+ * The final head in `buffer`, read as leniently as curl (SPEC "Answers"): lines end in CRLF or a bare
+ * LF (or a mix), the protocol in any case, obs-fold lines continue the header before them, a line
+ * without a colon is skipped. 1xx interim answers (not 101) are skipped, at most INTERIM_LIMIT; every
+ * head together at most HEADER_LIMIT bytes, however the bytes arrived. A status below 100 (000, 099)
+ * is no answer, as in curl. `closed`: nothing more comes (the server closed): a head cut short after
+ * its status line is taken as it is.
+ */
+export function parseHead(buffer: Buffer, closed = false): HeadParse {
   let start = 0;
+  let interims = 0;
+  let interim: string | null = null;
+  const larger = { kind: "bad", words: `headers larger than ${HEADER_LIMIT / 1024} KB` } as const;
   for (;;) {
-    const prefix = buffer.subarray(start, start + 5).toString("latin1");
-    if (prefix.length > 0 && !"HTTP/".startsWith(prefix.slice(0, Math.min(prefix.length, 5)))) return "bad";
-    const end = buffer.indexOf("\r\n\r\n", start, "latin1");
-    if (end < 0) return buffer.length - start > HEADER_LIMIT ? "bad" : null;
-    const lines = buffer.subarray(start, end).toString("latin1").split("\r\n");
-    const statusLine = STATUS_LINE.exec(lines[0]);
-    if (!statusLine) return "bad";
-    const status = Number(statusLine[1]);
-    const headers = new Map<string, string>();
-    for (const line of lines.slice(1)) {
-      const colon = line.indexOf(":");
-      if (colon <= 0) return "bad";
-      headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+    const prefix = buffer
+      .subarray(start, start + 5)
+      .toString("latin1")
+      .toUpperCase();
+    if (!"HTTP/".startsWith(prefix)) return { kind: "bad", words: "not an HTTP answer" };
+    const lines: string[] = [];
+    let end = -1;
+    for (let from = start; ;) {
+      const newline = buffer.indexOf(10, from);
+      if (newline < 0) break; // a line cut short is no line
+      const line = buffer.subarray(from, newline).toString("latin1").replace(/\r$/, "");
+      from = newline + 1;
+      if (line === "") {
+        end = from;
+        break;
+      }
+      lines.push(line);
     }
-    start = end + 4;
-    if (status >= 100 && status < 200 && status !== 101) continue; // 100 Continue, 103 Early Hints
-    return { status, headers, rest: buffer.subarray(start) };
+    if (end < 0) {
+      if (buffer.length > HEADER_LIMIT) return larger;
+      // Closed inside the head, after a whole status line: that status is the answer, as curl has
+      // it (a status line cut short is none).
+      if (!closed || !lines.length) return { kind: "more", interim };
+      end = buffer.length;
+    }
+    if (end > HEADER_LIMIT) return larger;
+    const read = readStatus(lines[0]);
+    if ("words" in read) return { kind: "bad", words: read.words };
+    const { status } = read;
+    const headers = new Map<string, string>();
+    let last: string | null = null;
+    for (const line of lines.slice(1)) {
+      if (/^[ \t]/.test(line) && last !== null) {
+        headers.set(last, `${headers.get(last)} ${line.trim()}`.trim()); // obs-fold: the header before goes on
+        continue;
+      }
+      const colon = line.indexOf(":");
+      if (colon <= 0) continue; // not a header: curl skips it too
+      last = line.slice(0, colon).trim().toLowerCase();
+      headers.set(last, line.slice(colon + 1).trim());
+    }
+    start = end;
+    if (status >= 100 && status < 200 && status !== 101) {
+      // 100 Continue, 103 Early Hints: the final answer follows.
+      if (++interims > INTERIM_LIMIT)
+        return { kind: "bad", words: `not an HTTP answer (more than ${INTERIM_LIMIT} interim answers)` };
+      interim = lines[0].replace(/^\S+\s+/, "").trim();
+      continue;
+    }
+    return { kind: "head", head: { status, headers, rest: buffer.subarray(start) } };
   }
 }
 
 /**
- * A body being read for a string: framed by Content-Length, chunked, or the close; decoded bytes
- * kept up to the limit and searched as they come (an endless stream that shows the string is found).
+ * An answer's body, read to its end (framed by Content-Length, chunked, or the close) so that the
+ * connection closes with FIN, never a reset (SPEC "Answers": a probe leaves no trace). At most
+ * `limit` bytes; with a needle, searched as they come (an endless stream that shows it is found).
  */
-class BodySearch {
-  private body: Buffer;
+class BodyReader {
+  private kept: Buffer | null;
   private size = 0;
   private pending = Buffer.alloc(0);
   private left: number | null;
   private chunked: boolean;
   private chunkLeft = 0;
-  private needle: Buffer;
-  done: { found: boolean; end: BodyEnd } | null = null;
+  private needle: Buffer | null;
+  found = false;
+  /** How the body ended (null: still coming). */
+  end: BodyEnd | null = null;
 
-  constructor(head: Head, contains: string, limit: number) {
-    this.needle = Buffer.from(contains);
-    this.body = Buffer.alloc(limit);
+  constructor(
+    head: Head,
+    contains: string | null,
+    private limit: number,
+  ) {
+    this.needle = contains === null ? null : Buffer.from(contains);
+    this.kept = this.needle ? Buffer.alloc(limit) : null;
     const length = head.headers.get("content-length");
     this.chunked = /\bchunked\b/i.test(head.headers.get("transfer-encoding") ?? "");
     this.left = !this.chunked && length !== undefined && /^\d+$/.test(length) ? Number(length) : null;
-    if ([204, 304].includes(head.status)) this.left = 0;
+    // No body: 204, 304, and a 101's connection is another protocol's from here.
+    if ([101, 204, 304].includes(head.status)) this.left = 0;
     if (this.left === 0) this.finish("complete");
   }
 
   private finish(end: BodyEnd) {
-    if (!this.done) this.done = { found: this.body.subarray(0, this.size).includes(this.needle), end };
+    this.end ??= end;
   }
 
   private keep(bytes: Buffer) {
-    const from = Math.max(0, this.size - this.needle.length + 1);
-    const room = this.body.length - this.size;
-    bytes.copy(this.body, this.size, 0, Math.min(room, bytes.length));
-    this.size += Math.min(room, bytes.length);
-    if (this.body.subarray(from, this.size).includes(this.needle)) this.done = { found: true, end: "complete" };
-    else if (this.size >= this.body.length) this.finish("limit");
+    const part = Math.min(this.limit - this.size, bytes.length);
+    if (this.kept && this.needle && !this.found) {
+      const from = Math.max(0, this.size - this.needle.length + 1);
+      bytes.copy(this.kept, this.size, 0, part);
+      this.found = this.kept.subarray(from, this.size + part).includes(this.needle);
+    }
+    this.size += part;
+    if (this.size >= this.limit) this.finish("limit");
   }
 
   add(data: Buffer) {
-    if (this.done) return;
+    if (this.end) return;
     if (!this.chunked) {
       const part = this.left === null ? data : data.subarray(0, this.left);
       if (this.left !== null) this.left -= part.length;
@@ -148,27 +275,31 @@ class BodySearch {
       return;
     }
     this.pending = Buffer.concat([this.pending, data]);
-    while (!this.done) {
+    while (!this.end) {
       if (this.chunkLeft > 0) {
         const part = this.pending.subarray(0, this.chunkLeft);
         this.chunkLeft -= part.length;
         this.pending = this.pending.subarray(part.length);
         this.keep(part);
-        if (this.chunkLeft > 0 || this.done) return;
-        this.chunkLeft = -2; // the CRLF after a chunk
+        if (this.chunkLeft > 0 || this.end) return;
+        this.chunkLeft = -2; // the line end after a chunk
       }
       if (this.chunkLeft === -2) {
-        if (this.pending.length < 2) return;
-        if (this.pending.subarray(0, 2).toString("latin1") !== "\r\n") return this.finish("broke");
-        this.pending = this.pending.subarray(2);
+        const lineEnd = this.pending.indexOf(10);
+        if (lineEnd < 0) return void (this.pending.length > 2 && this.finish("broke"));
+        if (this.pending.subarray(0, lineEnd).toString("latin1").replace(/\r$/, "") !== "") return this.finish("broke");
+        this.pending = this.pending.subarray(lineEnd + 1);
         this.chunkLeft = 0;
       }
-      const lineEnd = this.pending.indexOf("\r\n", 0, "latin1");
+      const lineEnd = this.pending.indexOf(10);
       if (lineEnd < 0) return void (this.pending.length > 1024 && this.finish("broke"));
-      const size = /^([0-9a-fA-F]+)(;.*)?$/.exec(this.pending.subarray(0, lineEnd).toString("latin1"));
+      const size = /^([0-9a-fA-F]+)[ \t]*(;.*)?$/.exec(
+        this.pending.subarray(0, lineEnd).toString("latin1").replace(/\r$/, ""),
+      );
       if (!size) return this.finish("broke");
-      this.pending = this.pending.subarray(lineEnd + 2);
+      this.pending = this.pending.subarray(lineEnd + 1);
       this.chunkLeft = parseInt(size[1], 16);
+      // The last chunk: its trailers (if any) are not waited for.
       if (this.chunkLeft === 0) return this.finish("complete");
     }
   }
@@ -198,63 +329,101 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
   const port = Number(target.port || (secure ? 443 : 80));
   const started = performance.now();
   const contains = options.contains ?? null;
+  let released!: () => void;
+  let cutNow: () => void = () => {};
+  stillClosing(new Promise<void>((resolve) => (released = resolve)), () => cutNow());
   return new Promise<GetResult>((resolve) => {
-    let received = Buffer.alloc(0);
+    let received: Buffer = Buffer.alloc(0);
     let head: Head | null = null;
+    let interim: string | null = null;
     let headersMs = 0;
-    let search: BodySearch | null = null;
+    let body: BodyReader | null = null;
     let settled = false;
+    let done = false;
+    /** The TLS handshake was refused for its version: the answer is said once the server's is known. */
+    let refused = false;
     let socket: { end(): void; terminate?(): void } | null = null;
+    /** The verdict, once; the connection may go on until its body ends. */
     const settle = (result: GetResult) => {
       if (settled) return;
       settled = true;
-      cancel();
-      try {
-        socket?.terminate?.() ?? socket?.end();
-      } catch {}
       resolve(result);
     };
-    const answer = () => {
-      const done = search?.done ?? null;
+    /** The connection's end, once: FIN after a body read to its end, else cut. */
+    const release = (how: "end" | "cut") => {
+      if (done) return;
+      done = true;
+      cancel();
+      try {
+        if (how === "end") socket?.end();
+        else socket?.terminate?.() ?? socket?.end();
+      } catch {}
+      released();
+    };
+    cutNow = () => release("cut");
+    const answer = () =>
       settle({
         answered: true,
         status: head!.status,
         headersMs,
-        found: done?.found ?? null,
-        bodyEnd: done?.end ?? null,
+        found: contains === null ? null : body!.found,
+        bodyEnd: contains === null ? null : body!.end,
       });
+    const noAnswer = (words: string, timedOut = false) => {
+      settle({ answered: false, timedOut, words });
+      release("cut");
     };
-    const noAnswer = (words: string, timedOut = false) => settle({ answered: false, timedOut, words });
+    /** After the head: the answer once its body decides it (found, or ended), the connection once the body ends. */
+    const progress = () => {
+      if (contains === null || body!.found || body!.end) answer();
+      if (body!.end) release(body!.end === "complete" ? "end" : "cut");
+    };
     const cancel = after(options.timeoutMs, () => {
       if (!head) return noAnswer(`no answer within ${humanDuration(options.timeoutMs)}`, true);
-      search?.timedOut();
-      answer();
+      body!.timedOut();
+      progress();
     });
     const onData = (data: Buffer) => {
-      if (settled) return;
+      if (done) return;
       if (head) {
-        search!.add(data);
-        if (search!.done) answer();
-        return;
+        body!.add(data);
+        return progress();
       }
-      received = Buffer.concat([received, data]);
+      received = received.length ? Buffer.concat([received, data]) : data;
       const parsed = parseHead(received);
-      if (parsed === "bad") return noAnswer("not an HTTP answer");
-      if (!parsed) return;
-      head = parsed;
+      if (parsed.kind === "bad") return noAnswer(parsed.words);
+      if (parsed.kind === "more") return void (interim = parsed.interim);
+      onHead(parsed.head);
+    };
+    const onHead = (final: Head) => {
+      head = final;
       headersMs = Math.round(performance.now() - started);
       received = Buffer.alloc(0);
-      // The status decides: without `contains`, the body is never waited for (an endless stream is an answer).
-      if (contains === null) return answer();
-      search = new BodySearch(parsed, contains, options.bodyLimit ?? 1024 * 1024);
-      if (search.done) return answer();
-      onData(parsed.rest);
+      // The status decides: without `contains` the answer is given now; the body is read on only to close cleanly.
+      body = new BodyReader(head, contains, options.bodyLimit ?? 1024 * 1024);
+      if (head.rest.length) body.add(head.rest);
+      progress();
     };
-    const closed = (clean: boolean, code?: string) => {
-      if (settled) return;
-      if (!head) return noAnswer(clean ? "connection closed without an answer" : socketWords(code ?? "ECONNRESET"));
-      search?.closed(clean);
-      answer();
+    const closed = (clean: boolean, error?: NodeJS.ErrnoException) => {
+      if (refused) return;
+      const code = error?.code;
+      if (done) return;
+      if (!head && received.length) {
+        const parsed = parseHead(received, true);
+        if (parsed.kind === "bad") return noAnswer(parsed.words);
+        if (parsed.kind === "head") onHead(parsed.head);
+        else interim = parsed.interim;
+        if (done) return;
+      }
+      if (!head) {
+        if (clean && interim) return noAnswer(`connection closed after ${interim} without a final answer`);
+        // A TLS alert after the handshake (TLS 1.3's client certificate) is said as the alert.
+        const alert = secure && !clean ? tlsWords(code, error?.message ?? "", host) : null;
+        return noAnswer(clean ? "connection closed without an answer" : (alert ?? socketWords(code ?? "ECONNRESET")));
+      }
+      body!.closed(clean);
+      progress();
+      release("cut");
     };
     const send = (open: { write(text: string): number }) => open.write(requestText(target, options.headers));
     connectName(host)
@@ -272,19 +441,24 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
           socket: {
             open(open) {
               // Answered meanwhile (the deadline passed while a localhost name was looked up): closed at once.
-              if (settled) return void (open.terminate?.() ?? open.end());
+              if (done) return void (open.terminate?.() ?? open.end());
               socket = open;
               if (!secure) send(open);
             },
             handshake(open, ok, error) {
               if (ok) return void send(open);
-              const code = (error as NodeJS.ErrnoException | null)?.code;
-              noAnswer(tlsWords(code, error?.message ?? "", target.hostname) ?? "TLS handshake failed");
+              const words = tlsWords((error as NodeJS.ErrnoException | null)?.code, error?.message ?? "", host);
+              if (words !== "TLS version not supported by the server") return noAnswer(words ?? "TLS handshake failed");
+              refused = true; // its close is not the answer: the words wait for the version it offers
+              const left = options.timeoutMs - (performance.now() - started);
+              void offeredTlsVersion(hostname, host, port, left).then((version) =>
+                noAnswer(version ? `${words} (it offers ${version})` : words),
+              );
             },
             data: (_open, data) => onData(data),
             end: () => closed(true),
-            close: (_open, error) => closed(!error, (error as NodeJS.ErrnoException | undefined)?.code),
-            error: (_open, error) => closed(false, (error as NodeJS.ErrnoException).code),
+            close: (_open, error) => closed(!error, error as NodeJS.ErrnoException | undefined),
+            error: (_open, error) => closed(false, error as NodeJS.ErrnoException),
             connectError: (_open, error) => noAnswer(socketWords((error as NodeJS.ErrnoException).code)),
           },
         }),

@@ -16,6 +16,7 @@ import { crontabLines, cronEnvironment, lingerWords, tendCronLines, userTimerPat
 import { lingering } from "../os/systemd.ts";
 import { userName } from "../os/users.ts";
 import { checkKind } from "../checks/index.ts";
+import { blindTcpNotes } from "../checks/tcp.ts";
 import { kindsUsedBy, restartKind, RESTARTS } from "../restarts/index.ts";
 
 export type Health = "ok" | "missing" | "limited";
@@ -181,6 +182,15 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
   rows.push(...(await exerciseRows(stateDir)));
 
   if (config) add(stateDirRow(config.watchdog.stateDir, tendCronLines(lines)));
+  const blind = config ? blindTcpNotes(config.services) : [];
+  if (blind.length)
+    add({
+      name: "tcp checks",
+      status: "limited",
+      detail: blind.join("; "),
+      affects: "a frozen service behind a tcp check without expect stays healthy: never restarted",
+      used: true,
+    });
   add({
     name: "config",
     status: config ? "ok" : "missing",

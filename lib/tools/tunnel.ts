@@ -26,7 +26,7 @@ export interface TunnelOptions {
   timeoutMs: number;
   strikes: number;
   counter: string;
-  /** Status codes that are strikes; "000" = no answer (timeout, refused, DNS). */
+  /** Status codes that are strikes; no answer (timeout, refused, DNS: "000") is one, listed or not. */
   failCodes: string[];
   pane: TunnelRecord["pane"];
 }
@@ -58,7 +58,9 @@ export async function checkTunnel(options: TunnelOptions, logger: Logger): Promi
   const shown = redactUrl(options.url);
   const { value, problem } = readCounter(options.counter);
   if (problem) logger.write("ERROR", problem);
-  if (!options.failCodes.includes(code)) {
+  // No answer always fails, listed as 000 or not, as fail_codes in a configuration (SPEC "Answers"):
+  // one verdict for one answer, with or without one.
+  if (code !== "000" && !options.failCodes.includes(code)) {
     if (value > 0)
       logger.write(
         "RECOVERED",
