@@ -7,7 +7,7 @@
 // nor a new boot: those are below with an injected clock (the wall clock as the test sets it, the
 // boot-time clock real).
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { uptime } from "node:os";
 import { join } from "node:path";
 import { runPass } from "../lib/pass/pass.ts";
@@ -16,7 +16,7 @@ import { tendNow } from "../lib/state/clock.ts";
 import { answer } from "../lib/views/serve.ts";
 import { collectStatus } from "../lib/views/status.ts";
 import { parseConfig } from "../lib/config/load.ts";
-import { readDead, readNotifyState, readSpool, writeNotifyState } from "../lib/notify/spool.ts";
+import { readDead, readNotifyState, readSpool, spoolNow, writeNotifyState } from "../lib/notify/spool.ts";
 import type { ClockSource } from "../lib/os/clock.ts";
 import type { ClockReading } from "../lib/core/clock.ts";
 import { BUN, controlledServer, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
@@ -519,3 +519,53 @@ test("a pidfile written while the clock read an hour behind: tend's own process 
   expect(next.stdout).not.toContain("[RESTART]");
   expect(box.stateOf("web")).toMatchObject({ restartsTotal: 0, lastProbe: { ok: true } });
 }, 60_000);
+
+test("a dedup record ahead of now (a clock's wrong frame) suppresses nothing: min_interval 0 or 10m", async () => {
+  // Truth seed 174: a restart's lastAt left 103 s ahead by a step; the next restart's ⚠️, with
+  // min_interval 0, was suppressed (now − lastAt < 0) and never sent.
+  box = new Sandbox();
+  mkdirSync(box.state, { mode: 0o700 });
+  const now = Date.parse("2026-12-02T10:45:54Z");
+  const restart = (n: number) => ({
+    message: `⚠️ web restarted (${n})`,
+    title: null,
+    priority: null,
+    tags: [],
+    event: "restart",
+    service: "web",
+    time: new Date(now).toISOString(),
+  });
+  const channel = { url: "http://127.0.0.1:9/", format: "json" as const, timeoutMs: 1000, retries: 0 };
+  for (const [n, minIntervalMs] of [
+    [1, 0],
+    [2, 600_000],
+  ]) {
+    writeNotifyState(box.state, {
+      dropped: 0,
+      dedup: { "web\u0000restart": { lastAt: now + 103_000, suppressed: 0 } },
+      lastError: null,
+      firing: {},
+      unanswered: {},
+    });
+    await spoolNow([restart(n)], {
+      stateDir: box.state,
+      channel,
+      timeoutMs: 1000,
+      retries: 0,
+      minIntervalMs,
+      now: () => now,
+    });
+    expect(readSpool(box.state).messages.map((entry) => entry.message)).toContain(`⚠️ web restarted (${n})`);
+    expect(readNotifyState(box.state).dedup["web\u0000restart"]).toEqual({ lastAt: now, suppressed: 0 });
+  }
+  // A record behind now, inside min_interval, still suppresses (what dedup is for).
+  await spoolNow([restart(3)], {
+    stateDir: box.state,
+    channel,
+    timeoutMs: 1000,
+    retries: 0,
+    minIntervalMs: 600_000,
+    now: () => now + 60_000,
+  });
+  expect(readSpool(box.state).messages.map((entry) => entry.message)).not.toContain("⚠️ web restarted (3)");
+});

@@ -484,6 +484,10 @@ function admit(
   report: DeliverReport,
 ): { entry: Spooled; message: Message }[] {
   const fresh: { entry: Spooled; message: Message }[] = [];
+  // Within min_interval of the last one: a last one ahead of now (recorded in a clock's wrong frame,
+  // truth seed 174) is not, or min_interval 0 would suppress a restart's ⚠️ until the clock caught up.
+  const within = (seen: { lastAt: number } | undefined) =>
+    seen !== undefined && now() - seen.lastAt >= 0 && now() - seen.lastAt < minIntervalMs;
   for (const original of messages) {
     if (!channel) throw new TendError("no destination for a new message", 2);
     const key = dedupKey(original);
@@ -492,11 +496,10 @@ function admit(
     // is down, and another ✅ minutes earlier (a blip's, a flap's) does not say it is up again.
     const answers = original.event === "recovered" && original.service !== null && original.service in state.unanswered;
     if (original.service !== null && (original.event === "recovered" || ALERTS.has(original.event ?? ""))) {
-      if (ALERTS.has(original.event!) && !(key && seen && now() - seen.lastAt < minIntervalMs))
-        state.unanswered[original.service] = now();
+      if (ALERTS.has(original.event!) && !(key && within(seen))) state.unanswered[original.service] = now();
       if (answers) delete state.unanswered[original.service];
     }
-    if (key && seen && !answers && now() - seen.lastAt < minIntervalMs) {
+    if (key && seen && !answers && within(seen)) {
       seen.suppressed++;
       const detail =
         `same ${original.service ? "service+" : ""}event within ${humanDuration(minIntervalMs)} ` +
