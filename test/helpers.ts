@@ -127,7 +127,9 @@ export class Sandbox {
       if (pid > 1) this.children.push(pid);
     }
     killAll(this.children);
-    Bun.spawnSync(["tmux", "kill-server"], { env: this.env() });
+    // Only while its dir is there: cleaned a second time, tmux finds no TMUX_TMPDIR and falls back
+    // to /tmp, making /tmp/tmux-UID (a fresh Debian's first `make test` left it so).
+    if (existsSync(this.dir)) Bun.spawnSync(["tmux", "kill-server"], { env: this.env() });
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
