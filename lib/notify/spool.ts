@@ -362,12 +362,11 @@ export async function withSpool<T>(
   }
   // Blocks kept past the spool's end, before and after (a save is a new file, without them): a
   // message spooled while the disk is full is written there, on disk, and outlives a reboot.
-  const fallocate = (await libc())?.fallocate ?? null;
-  reserveTail(spoolFile(stateDir), SPOOL_RESERVE, fallocate);
+  await keepSpoolRoom(stateDir);
   try {
     return await work();
   } finally {
-    reserveTail(spoolFile(stateDir), SPOOL_RESERVE, fallocate);
+    await keepSpoolRoom(stateDir);
     lock.release();
   }
 }
@@ -486,8 +485,10 @@ function admit(
   const fresh: { entry: Spooled; message: Message }[] = [];
   // Within min_interval of the last one: a last one ahead of now (recorded in a clock's wrong frame,
   // truth seed 174) is not, or min_interval 0 would suppress a restart's ⚠️ until the clock caught up.
-  const within = (seen: { lastAt: number } | undefined) =>
-    seen !== undefined && now() - seen.lastAt >= 0 && now() - seen.lastAt < minIntervalMs;
+  const within = (seen: { lastAt: number } | undefined) => {
+    const since = seen ? now() - seen.lastAt : -1;
+    return since >= 0 && since < minIntervalMs;
+  };
   for (const original of messages) {
     if (!channel) throw new TendError("no destination for a new message", 2);
     const key = dedupKey(original);
@@ -691,11 +692,11 @@ function spilledSpool(stateDir: string, create = false): string | null {
  */
 function saveSpool(stateDir: string, entries: Spooled[]) {
   const spare = spilledSpool(stateDir);
-  const text = entries.map((entry) => JSON.stringify(entry) + "\n").join("");
   try {
     saveLines(spoolFile(stateDir), entries);
   } catch (error) {
     if (!isFullDisk(error)) throw error;
+    const text = entries.map((entry) => JSON.stringify(entry) + "\n").join(""); // only here: saveLines made its own
     if (!overwriteInPlace(spoolFile(stateDir), text, { durable: true, pad: "\n" })) {
       const spill = spilledSpool(stateDir, true);
       if (!spill) throw error;
