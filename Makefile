@@ -56,7 +56,7 @@ docs: node_modules/.installed
 # What the tests run besides node/npm: installed with apt when root, else named in one line. nginx
 # is installed without being started (policy-rc.d for that one call): a test runs its own, and the
 # package's default site would take port 80.
-TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc nginx:nginx node:nodejs
+TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc nginx:nginx node:nodejs gcc:gcc gcc:libc6-dev ip:iproute2 nsenter:util-linux dash:dash
 test-deps:
 	@missing=""; for pair in $(TEST_TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
@@ -74,7 +74,7 @@ test-deps:
 	      installed=$$?; [ -z "$$policy" ] || rm -f "$$policy"; [ $$installed = 0 ] || exit 1;; esac; \
 	  else echo "make test needs:$$missing (as root: apt-get install$$missing)"; exit 1; fi; fi
 
-test: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus build/tools/alertmanager
+test: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus build/tools/alertmanager build/tools/android build/tools/busybox
 	TEND_BIN=$(CURDIR)/build/tend PROMTOOL=$(CURDIR)/build/tools/promtool ALERTMANAGER=$(CURDIR)/build/tools/alertmanager \
 	  PROMETHEUS=$(CURDIR)/build/tools/prometheus $(BUN) test --timeout 120000 $(TEST_PARALLEL) test/
 
@@ -82,7 +82,7 @@ test: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus
 # Most of a test's time is waiting on real processes and timers, so 4 workers on 2 cores; TEST_PARALLEL= runs them one by one.
 TEST_PARALLEL ?= --parallel=4 --timings=test/timings.json
 
-test-timings: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus build/tools/alertmanager
+test-timings: test-deps build/tend typecheck build/tools/promtool build/tools/prometheus build/tools/alertmanager build/tools/android build/tools/busybox
 	$(MAKE) test TEST_PARALLEL="--parallel=4 --timings=test/timings.json --update-timings"
 
 # Real receivers from Debian's packages, unpacked (not installed, no service started): promtool
@@ -93,6 +93,16 @@ build/tools/promtool:
 
 build/tools/prometheus:
 	test/deb-tool.sh prometheus usr/bin/prometheus $@
+
+# The Termux-shaped sandbox's phone (test/termux.ts): its init, Android's seccomp filter and /proc denials
+# for the app, /system/bin/sh and getprop; static, so it runs in the phone's root as it is.
+build/tools/android: test/android/android.c
+	@mkdir -p build/tools
+	cc -O2 -static -Wall -Wextra -o $@ test/android/android.c
+
+# The phone's crond (with termux-services): Debian's busybox, the static build (it has crond).
+build/tools/busybox:
+	test/deb-tool.sh busybox-static bin/busybox $@
 
 # Debian's Alertmanager reads its templates from /usr/share/prometheus/alertmanager: its wrapper
 # shows it build/tools/share there, in a mount namespace of its own (an overlay on /usr/share).

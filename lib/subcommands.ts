@@ -222,6 +222,18 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
           );
         if (!hasCrontab && args.write) return 1;
       }
+      if (scheduler === "termux-boot" && !args.loop) {
+        // A fresh Termux has no crond to start at boot: a script that starts nothing is refused, not written.
+        const missing = install.termuxBootMissing(io.env);
+        if (missing.length) {
+          io.err(
+            `watchdog install: termux-boot: ${missing.join(", ")} not found: at boot nothing would run tend's ` +
+              `passes. Install them: pkg install cronie termux-services; then sv-enable crond; then ` +
+              `watchdog install cron --write. Or let tend's loop watch: watchdog install termux-boot --loop --write`,
+          );
+          if (args.write) return 1;
+        }
+      }
       const warnings = scheduler === "cron" ? await install.crontabWarnings(replace) : [];
       const rounded = scheduler === "cron" ? install.cronWarning(intervalMs) : null;
       for (const warning of [...(rounded ? [rounded] : []), ...warnings]) io.err(`watchdog install: ${warning}`);

@@ -297,3 +297,37 @@ test("one verdict for one answer and --fail-codes, with or without a configurati
     configured.cleanup();
   }
 }, 60_000);
+
+test("a blogtunnel run by hand leaves no row behind: shown while it is run, then said as not watched", async () => {
+  box = new Sandbox();
+  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog") });
+  box.configure({ watchdog: { interval: "1m" } });
+  const counter = join(box.dir, "count");
+  const run = () => box.tend(["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter]);
+  const status = async () => JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
+  const names = (report: { services: { name: string }[] }) => report.services.map((row) => row.name);
+  /** The tunnel's last judgement moved `ms` into the past: as if that long had gone by since it ran. */
+  const age = (ms: number) => {
+    const state = box.stateOf("blogtunnel");
+    for (const record of [state.verdict, state.lastProbe]) record.at -= ms;
+    box.write("services/blogtunnel.json", JSON.stringify(state));
+  };
+  expect((await run()).code).toBe(0);
+  expect(names(await status())).toEqual(["blogtunnel"]);
+  // Nothing ran it again for 10 minutes: at the watchdog's 1m interval that is not watched (2 x 1m + 30s).
+  age(10 * 60_000);
+  const later = await status();
+  expect(names(later)).toEqual([]);
+  expect(later.unwatched).toEqual([{ name: "blogtunnel", last_judged: expect.any(String) }]);
+  const text = (await box.tend(["watchdog", "status"])).stdout;
+  expect(text).not.toMatch(/^blogtunnel\s/m);
+  expect(text).toContain("blogtunnel: last judged");
+  expect(text).toContain("not since: not watched (blogtunnel run by hand, or its crontab line is gone)");
+  // Run again (from cron every 10 minutes, say): shown again, and kept for its own period, not the watchdog's.
+  expect((await run()).code).toBe(0);
+  expect(box.stateOf("blogtunnel").tunnel.everyMs).toBeGreaterThanOrEqual(10 * 60_000);
+  age(15 * 60_000);
+  expect(names(await status())).toEqual(["blogtunnel"]);
+  age(10 * 60_000); // 25 minutes: more than 2 x its 10 minutes + 30 s
+  expect(names(await status())).toEqual([]);
+});

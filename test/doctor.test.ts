@@ -188,3 +188,32 @@ test("doctor names the tmux server the panes live on when it is not the one cron
     if (!existed) rmSync(cronDir, { recursive: true, force: true });
   }
 });
+
+test("doctor's tmux row for a service with its own socket looks at that server, not tmux's default", async () => {
+  box = new Sandbox();
+  const socket = `${box.dir}/panes.sock`;
+  box.configure({
+    services: [
+      {
+        name: "api",
+        check: { tcp: "127.0.0.1:1" },
+        restart: { tmux: "main:api", run: "sleep 1000", socket },
+      },
+    ],
+  });
+  const started = Bun.spawnSync(["tmux", "-S", socket, "new-session", "-d", "-s", "main", "sleep 1000"], {
+    env: box.env(),
+  });
+  expect(started.exitCode).toBe(0);
+  try {
+    const rows = rowsOf((await box.tend(["doctor", "--json"])).stdout);
+    expect(rows["tmux server"]).toBeUndefined(); // no service uses the default server
+    expect(rows[`tmux server (socket ${socket})`]).toMatchObject({
+      status: "ok",
+      used: true,
+      detail: `${socket}: sessions main`,
+    });
+  } finally {
+    Bun.spawnSync(["tmux", "-S", socket, "kill-server"]);
+  }
+});

@@ -120,6 +120,11 @@ export class Sandbox {
     return JSON.parse(this.read(`services/${name}.json`));
   }
 
+  /** Write a file under the state dir (a test's edit of what tend recorded). */
+  write(name: string, text: string) {
+    writeFileSync(join(this.state, name), text);
+  }
+
   /** Kill what this test started (and what tend spawned for it, via pidfiles), nothing else. */
   cleanup(pidfiles: string[] = []) {
     for (const file of pidfiles) {
@@ -251,12 +256,12 @@ export const spooledLine = (fields: Record<string, unknown> = {}) =>
 
 /** A local receiver on port 0 that answers 200 and keeps every body it got. */
 /** A receiver that keeps what it accepted; `control.status` other than 2xx refuses (and keeps nothing). */
-export function recordingReceiver() {
+export function recordingReceiver({ hostname = "127.0.0.1" } = {}) {
   const received: string[] = [];
   const control = { status: 200 };
   const server = Bun.serve({
     port: 0,
-    hostname: "127.0.0.1",
+    hostname,
     async fetch(request) {
       const body = await request.text();
       if (control.status >= 200 && control.status < 300) received.push(body);

@@ -88,16 +88,26 @@ test("termux-boot: the wake lock, then runsvdir (crond runs the short passes); -
     `${box.state}: created (mode 0700)\n${path}: written\n`,
   );
   expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: unchanged\n`);
+  // Run as Termux:Boot runs it in test/termux.test.ts (its reboot test); here: what it is made of.
   const script = readFileSync(path, "utf8").split("\n");
+  const at = (lines: string[], start: string) => lines.findIndex((line) => line.trimStart().startsWith(start));
   expect(script[0]).toBe("#!/data/data/com.termux/files/usr/bin/sh");
-  expect(script.indexOf("termux-wake-lock")).toBeLessThan(script.indexOf("service-daemon start"));
-  expect(script.some((line) => line.includes("watchdog run"))).toBe(false);
+  expect(script).toContain("# tend needs: termux-wake-lock service-daemon runsvdir sv crond");
+  expect(script).toContain(`tend=${binary}`);
+  expect(script).toContain(`log=${box.state}/boot.log`);
+  expect(at(script, "termux-wake-lock &&")).toBeGreaterThan(0);
+  expect(at(script, "termux-wake-lock &&")).toBeLessThan(at(script, "service-daemon start"));
+  // The loop only as the fallback, when crond cannot be started.
+  expect(script.filter((line) => line.trimStart().startsWith("exec "))).toHaveLength(1);
+  expect(at(script, "exec ")).toBeGreaterThan(at(script, "loop() {"));
   expect(statSync(path).mode & 0o777).toBe(0o755);
   // The loop is the user's choice.
   expect(asUser("watchdog", "install", "termux-boot", "--write", "--loop").stdout).toBe(`${path}: updated\n`);
   const loop = readFileSync(path, "utf8").split("\n");
-  expect(loop.indexOf("termux-wake-lock")).toBeLessThan(loop.findIndex((line) => line.startsWith("exec ")));
-  expect(loop).toContain(`exec ${binary} watchdog run --config ${box.config}`);
+  expect(at(loop, "termux-wake-lock &&")).toBeLessThan(at(loop, "exec "));
+  expect(loop).toContain('exec "$tend" watchdog run --config "$config" > /dev/null 2>> "$log"');
+  expect(loop).toContain(`config=${box.config}`);
+  expect(loop.some((line) => line.includes("service-daemon"))).toBe(false);
   expect(asUser("watchdog", "install", "cron", "--loop").code).toBe(2);
 });
 

@@ -179,6 +179,41 @@ test("tmux:TARGET signals the pane's process", async () => {
   expect((await box.tend(["safe-kill", "tmux:work:nosuch"])).code).toBe(1);
 });
 
+test("tmux:TARGET of a configured service reaches the pane on that service's own socket (-L NAME)", async () => {
+  box = new Sandbox();
+  const socket = `sk${process.pid}`;
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", "-L", socket, ...args], { env: box.env() });
+  tmux("new-session", "-d", "-s", "main", "-n", "api", "sleep 301");
+  try {
+    await killPaneOnItsSocket(tmux);
+  } finally {
+    tmux("kill-server");
+  }
+});
+
+async function killPaneOnItsSocket(tmux: (...args: string[]) => ReturnType<typeof Bun.spawnSync>) {
+  const socket = `sk${process.pid}`;
+  const pid = Number(String(tmux("display-message", "-p", "-t", "main:api", "#{pane_pid}").stdout).trim());
+  expect(pid).toBeGreaterThan(1);
+  // Without a configuration: tmux's default server has no such pane.
+  expect((await box.tend(["safe-kill", "--dry-run", "tmux:main:api"])).code).toBe(1);
+  box.writeConfig(`[watchdog]
+state_dir = "${box.state}"
+[[service]]
+name = "api"
+[service.check]
+tcp = "127.0.0.1:1"
+[service.restart]
+tmux = "main:api"
+run = "sleep 301"
+socket = "${socket}"
+`);
+  const result = await box.tend(["safe-kill", "-s", "KILL", "tmux:main:api"]);
+  expect(result.stderr).toBe("");
+  expect(result.stdout).toContain(`sent SIGKILL to main:api (pid ${pid}: sleep 301)`);
+  await waitFor(() => !alive(pid), 5000, "pane process gone");
+}
+
 test("launchd label via the config (STAND-IN launchctl: launchd cannot run on Linux)", async () => {
   box = new Sandbox();
   const { pid } = startTarget(["sleep", "300"]);

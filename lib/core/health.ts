@@ -7,6 +7,24 @@ export const staleAfter = (intervalMs: number) => 2 * intervalMs + 30_000;
 export const isStale = (lastPassAt: number | null, intervalMs: number, now: number) =>
   lastPassAt !== null && now - lastPassAt > staleAfter(intervalMs);
 
+const DAY = 24 * 3600_000;
+
+/**
+ * A service judged outside the configuration (blogtunnel) is watched while it keeps being judged: its
+ * last judgement no older than the watchdog's own staleness, at its own period as last seen (at most
+ * a day) or the watchdog's interval. A blogtunnel run once by hand, or one whose crontab line is gone,
+ * is then no longer shown as if something watched it.
+ */
+export const externalIsWatched = (
+  judgedAt: number | null | undefined,
+  everyMs: number | null | undefined,
+  intervalMs: number,
+  now: number,
+) =>
+  judgedAt !== null &&
+  judgedAt !== undefined &&
+  !isStale(judgedAt, Math.max(Math.min(everyMs ?? 0, DAY), intervalMs), now);
+
 /**
  * A gap in the heartbeat, found by the first pass after it: booted after the last heartbeat, the
  * host was down; up all along but asleep for most of it (a phone without a wake lock: the boot-time

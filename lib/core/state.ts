@@ -152,6 +152,8 @@ export interface TunnelRecord {
   requiresDns: string | null;
   /** `--depends-on`: configured services it waits on (WAIT while one is failing). */
   dependsOn?: string[];
+  /** How long before this run the one before it ran (its cron period, as seen): how long its row stays shown. */
+  everyMs?: number | null;
 }
 export const OUTAGE_HISTORY = 1000;
 

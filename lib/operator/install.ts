@@ -181,6 +181,86 @@ function refuseControls(what: string, path: string) {
     );
 }
 
+/** Termux's shell: Termux:Boot runs a script by its #! line, and /bin/sh is Android's, not Termux's. */
+const TERMUX_SH = "/data/data/com.termux/files/usr/bin/sh";
+/** What the boot script calls to start the short passes: termux-services' runsvdir runs cronie's crond. */
+export const BOOT_PROGRAMS = ["service-daemon", "runsvdir", "sv", "crond"];
+/** The line of a boot script tend wrote that names what it calls (doctor checks each on Termux:Boot's PATH). */
+export const BOOT_NEEDS = "# tend needs:";
+
+/**
+ * The Termux:Boot script. Each step goes to STATE_DIR/boot.log; each program is looked for before it
+ * is called; if crond cannot be started (a program missing, crond not enabled or not running 10s
+ * later) the loop watches instead, said in boot.log and in a notification: a reboot never leaves
+ * the phone unwatched without a word. With --loop the loop is the user's choice.
+ */
+function bootScript(config: Config, options: InstallOptions, every: string): string {
+  const stateDir = config.watchdog.stateDir;
+  const run = `exec "$tend" watchdog run${every} --config "$config" > /dev/null 2>> "$log"`;
+  const head = [
+    `#!${TERMUX_SH}`,
+    "# Written by `tend watchdog install termux-boot`. Termux:Boot runs it after the first unlock.",
+    `${BOOT_NEEDS} termux-wake-lock${options.loop ? "" : ` ${BOOT_PROGRAMS.join(" ")}`}`,
+    `log=${quote(join(stateDir, "boot.log"))}`,
+    `tend=${quote(options.binary)}`,
+    `config=${quote(config.path)}`,
+    `mkdir -p ${quote(stateDir)}`,
+    `say() { echo "$(date '+%Y-%m-%d %H:%M:%S') $*" >> "$log"; }`,
+    'say "boot: Termux:Boot runs tend-watchdog"',
+    "# The wake lock first: without it the CPU sleeps between passes.",
+    "if command -v termux-wake-lock > /dev/null; then",
+    '  termux-wake-lock && say "wake lock taken"',
+    "else",
+    '  say "termux-wake-lock not found: the CPU may sleep between passes"',
+    "fi",
+  ];
+  if (options.loop)
+    return [
+      ...head,
+      "# The loop, your choice: Android 12+'s phantom process killer goes for long-lived processes first",
+      "# (tend doctor says how to turn it off).",
+      `say "tend's loop starts (watchdog run)"`,
+      run,
+      "",
+    ].join("\n");
+  return [
+    ...head,
+    "# Short passes from cron: termux-services' runsvdir runs crond, which runs tend's crontab line",
+    "# (pkg install cronie termux-services; sv-enable crond; tend watchdog install cron --write).",
+    "loop() {",
+    `  say "$1: tend's loop watches instead (watchdog run)"`,
+    '  "$tend" notify --config "$config" --title "tend at boot" --priority high \\',
+    `    "crond could not be started at boot ($1): tend's loop watches instead (watchdog run)" >> "$log" 2>&1`,
+    `  ${run}`,
+    "}",
+    'export SVDIR="$PREFIX/var/service" LOGDIR="$PREFIX/var/log"',
+    `for program in ${BOOT_PROGRAMS.join(" ")}; do`,
+    '  command -v "$program" > /dev/null || loop "$program not found (pkg install cronie termux-services)"',
+    "done",
+    '[ -e "$SVDIR/crond/run" ] || loop "crond is no service in $SVDIR (pkg install cronie termux-services)"',
+    '[ ! -e "$SVDIR/crond/down" ] || loop "crond is not enabled (sv-enable crond)"',
+    "# Termux:Boot may run this twice: a runsvdir that already runs is kept.",
+    'service-daemon start >> "$log" 2>&1 || say "service-daemon start: exit $? (runsvdir may run already)"',
+    "waited=0",
+    "until sv status crond 2> /dev/null | grep -q '^run:'; do",
+    '  [ "$waited" -lt 10 ] || loop "crond did not start within 10s ($(sv status crond 2>&1))"',
+    "  sleep 1",
+    "  waited=$((waited + 1))",
+    "done",
+    `say "crond runs ($(sv status crond)): it runs tend's crontab line"`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * On Termux, what the boot script's short passes need that this Termux lacks: the programs not on
+ * PATH (a fresh Termux has neither cronie nor termux-services). Elsewhere nothing can be checked: [].
+ */
+export function termuxBootMissing(env: Record<string, string | undefined>): string[] {
+  if (!isTermux(env)) return [];
+  return [...BOOT_PROGRAMS, "crontab"].filter((program) => Bun.which(program, { PATH: env.PATH ?? "" }) === null);
+}
+
 /** The files (or crontab line) each scheduler needs. */
 export function installFiles(scheduler: Scheduler, config: Config, options: InstallOptions): InstallFile[] {
   const { binary, home, uid, intervalMs } = options;
@@ -198,26 +278,7 @@ export function installFiles(scheduler: Scheduler, config: Config, options: Inst
         {
           path: join(home, ".termux", "boot", "tend-watchdog"),
           mode: 0o755,
-          content: [
-            "#!/data/data/com.termux/files/usr/bin/sh",
-            ...(options.loop
-              ? [
-                  "# Termux:Boot runs this after the first unlock: a wake lock, then the loop (your choice:",
-                  "# Android 12+'s phantom process killer goes for long-lived processes first; see tend doctor).",
-                  "termux-wake-lock",
-                  `exec ${quote(binary)} watchdog run${every} --config ${quote(config.path)}`,
-                ]
-              : [
-                  "# Termux:Boot runs this after the first unlock. The wake lock keeps the CPU from sleeping",
-                  "# through cron's passes; termux-services' runsvdir runs crond, which runs tend's crontab line",
-                  "# (pkg install cronie termux-services; sv-enable crond; watchdog install cron --write).",
-                  "# Short passes: the phantom process killer (Android 12+) goes for long-lived processes first.",
-                  "termux-wake-lock",
-                  'export SVDIR="$PREFIX/var/service" LOGDIR="$PREFIX/var/log"',
-                  "service-daemon start",
-                ]),
-            "",
-          ].join("\n"),
+          content: bootScript(config, options, every),
         },
       ];
     case "systemd": {

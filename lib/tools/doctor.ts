@@ -11,6 +11,7 @@ import { flockAvailable } from "../os/lock.ts";
 import { readProc, runningNamed } from "../os/proc.ts";
 import { processRss } from "../os/rss.ts";
 import { exerciseRows, termuxRows } from "./device.ts";
+import { installedRow } from "./installed.ts";
 import { runCommand } from "../os/run.ts";
 import { crontabLines, cronEnvironment, lingerWords, tendCronLines, userTimerPath } from "../operator/install.ts";
 import { lingering } from "../os/systemd.ts";
@@ -145,8 +146,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     // Termux's cronie gives its jobs $PREFIX/bin; elsewhere cron's PATH is /usr/bin:/bin.
     const cronEnv = cronEnvironment(lines, isTermux(env) ? join(env.PREFIX!, "bin") : undefined);
     add(programsRow(config, cronEnv.PATH, installed));
-    const panes = tmuxRow(config, env, cronEnv.TMUX_TMPDIR);
-    if (panes) add(await panes);
+    for (const row of tmuxRows(config, env, cronEnv.TMUX_TMPDIR)) add(await row);
   }
 
   // A user's systemd timer (install systemd, not as root) runs only while they are logged in, unless lingering is on.
@@ -181,6 +181,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
   // What a pass does, done once: the device check.
   rows.push(...(await exerciseRows(stateDir)));
 
+  add(installedRow(env, lines));
   if (config) add(stateDirRow(config.watchdog.stateDir, tendCronLines(lines)));
   const blind = config ? blindTcpNotes(config.services) : [];
   if (blind.length)
@@ -327,26 +328,38 @@ function resolveOn(program: string, path: string): string | null {
 }
 
 /**
- * The tmux server the configuration's panes live on, as cron's tend reaches it: the default socket
- * under TMUX_TMPDIR (the crontab's, else /tmp). A person's panes on another server (their own
- * TMUX_TMPDIR, or inside tmux) would make cron's tend start a second copy of each.
+ * The tmux servers the configuration's panes live on, as cron's tend reaches them: each service's
+ * `socket` (a name under TMUX_TMPDIR, or a path), else the default socket under TMUX_TMPDIR (the
+ * crontab's, else tmux's own default). A person's panes on another server (their own TMUX_TMPDIR,
+ * or inside tmux) would make cron's tend start a second copy of each. One row per server.
  */
-function tmuxRow(config: Config, env: Record<string, string | undefined>, cronTmpdir: string | null) {
-  const sessions = [
-    ...new Set(config.services.flatMap((service) => (service.tmux ? [service.tmux.split(":")[0]] : []))),
-  ];
-  if (!sessions.length) return null;
+function tmuxRows(config: Config, env: Record<string, string | undefined>, cronTmpdir: string | null) {
+  const servers = new Map<string | null, string[]>();
+  for (const service of config.services) {
+    if (!service.tmux) continue;
+    const socket = service.tmuxSocket ?? null;
+    const sessions = servers.get(socket) ?? [];
+    const session = service.tmux.split(":")[0];
+    if (!sessions.includes(session)) sessions.push(session);
+    servers.set(socket, sessions);
+  }
   const uid = process.getuid?.() ?? 0;
-  const socketIn = (tmpdir: string) => join(tmpdir, `tmux-${uid}`, "default");
   // tmux's own default: /tmp, and $PREFIX/tmp for Termux's build.
   const fallback = isTermux(env) ? join(env.PREFIX!, "tmp") : join("/", "tmp");
-  const cronSocket = socketIn(cronTmpdir || fallback);
-  const mine = env.TMUX?.split(",")[0] || socketIn(env.TMUX_TMPDIR || fallback);
-  return (async () => {
-    const row = { name: "tmux server", affects: "restart.tmux and tmux pid sources from cron", used: true };
-    const listed = (socket: string) =>
-      runCommand(["tmux", "-S", socket, "list-sessions", "-F", "#{session_name}"], { timeoutMs: 5000 }).then(
-        (result) => (result.exitCode === 0 ? result.stdout.split("\n").filter(Boolean) : null),
+  const socketIn = (tmpdir: string, socket: string | null) =>
+    socket?.startsWith("/") ? socket : join(tmpdir, `tmux-${uid}`, socket ?? "default");
+  return [...servers].map(async ([socket, sessions]) => {
+    const cronSocket = socketIn(cronTmpdir || fallback, socket);
+    const inside = socket === null ? env.TMUX?.split(",")[0] : undefined;
+    const mine = inside || socketIn(env.TMUX_TMPDIR || fallback, socket);
+    const row = {
+      name: socket === null ? "tmux server" : `tmux server (socket ${socket})`,
+      affects: "restart.tmux and tmux pid sources from cron",
+      used: true,
+    };
+    const listed = (path: string) =>
+      runCommand(["tmux", "-S", path, "list-sessions", "-F", "#{session_name}"], { timeoutMs: 5000 }).then((result) =>
+        result.exitCode === 0 ? result.stdout.split("\n").filter(Boolean) : null,
       );
     const onCron = await listed(cronSocket);
     const absent = sessions.filter((session) => !onCron?.includes(session));
@@ -364,7 +377,7 @@ function tmuxRow(config: Config, env: Record<string, string | undefined>, cronTm
       };
     const server = onCron ? `${cronSocket} has no session ${absent.join(", ")}` : `no server on ${cronSocket} yet`;
     return { ...row, status: "ok" as const, detail: `${server}: the first pass creates it` };
-  })();
+  });
 }
 
 /** Everything the configuration uses works (ok or limited). */

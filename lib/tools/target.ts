@@ -37,7 +37,9 @@ export async function resolveTarget(target: string, config: Config | null, cwd =
   } else if (target.startsWith("tmux:")) {
     label = target.slice("tmux:".length);
     if (!TMUX_TARGET.test(label)) throw usageError(`tmux:${label}: expected tmux:SESSION:WINDOW[.PANE]`);
-    found = await fromTmux(label);
+    // A configured service's pane lives on that service's tmux server (its `socket`), not tmux's default.
+    const owner = config?.services.find((service) => service.tmux === label);
+    found = await fromTmux(label, owner?.tmuxSocket ?? null);
   } else {
     const service = config?.services.find((candidate) => candidate.name === target);
     if (service) {

@@ -134,7 +134,11 @@ export async function watchTunnel(
     const { value, problem } = readCounter(counter);
     if (problem) logger.write("ERROR", `${name}: ${problem}`);
     const { state } = readState(stateDir, name);
-    writeState(stateDir, name, { ...state, strikes: Math.min(value, service.failures), tunnel: record });
+    // Its period as seen (the time since the run before): how long status shows it unjudged (core/health.ts).
+    const before = state.verdict?.at ?? state.lastProbe?.at ?? null;
+    const everyMs = before !== null && before < now() ? Math.round(now() - before) : (state.tunnel?.everyMs ?? null);
+    const tunnel = { ...record, everyMs };
+    writeState(stateDir, name, { ...state, strikes: Math.min(value, service.failures), tunnel });
     const outcome = await judgeService(service, {
       config: { ...config, services: [service] },
       logger,

@@ -152,7 +152,7 @@ async function slicedReport(
  * latencies of the last day (the latency history parsed once, for both).
  */
 async function serviceViews(config: Config, now: number, read: StateReader) {
-  const rows = await mapInSlices(watchedServices(config, read), (service) => {
+  const rows = await mapInSlices(watchedServices(config, read, now), (service) => {
     const state = read(service.name);
     const samples = parseSamples(state.latencyLog);
     const events = state.events ?? (state.lastEvent ? [state.lastEvent] : []);
@@ -173,7 +173,7 @@ type Route = (config: Config, url: URL, now: number) => Promise<Response> | Resp
 const ROUTES: Record<string, Route> = {
   async "/"(config, _url, now) {
     const read = stateReader(config.watchdog.stateDir, { once: true }); // one read per file, three views
-    await mapInSlices(watchedServices(config, read), (service) => read(service.name));
+    await mapInSlices(watchedServices(config, read, now), (service) => read(service.name));
     const status = await collectStatus(config, { cached: true, now: () => now, read });
     const { stats, views } = await serviceViews(config, now, read);
     const data: PageData = {
@@ -219,7 +219,7 @@ const ROUTES: Record<string, Route> = {
   },
   async "/metrics"(config, _url, now) {
     const read = stateReader(config.watchdog.stateDir);
-    const rows = await mapInSlices(watchedServices(config, read), (service) => {
+    const rows = await mapInSlices(watchedServices(config, read, now), (service) => {
       const state = read(service.name);
       return { name: service.name, state, word: viewOf(service.enabled, state.verdict).word };
     });

@@ -1,4 +1,4 @@
-import { watchedServices } from "./watched.ts";
+import { unwatchedServices, watchedServices } from "./watched.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
@@ -68,6 +68,8 @@ export interface StatusReport {
     expected_every_s: number;
   };
   services: StatusRow[];
+  /** Services judged outside the configuration (blogtunnel) that nothing judges any more: not rows. */
+  unwatched?: { name: string; last_judged: string | null }[];
   /** Notifications waiting in the spool, and the last delivery failure (cleared by a clean delivery). */
   notify: { spooled: number; dead: number; last_error: { at: string; detail: string } | null };
 }
@@ -105,7 +107,10 @@ export async function collectStatus(
   const clock = given ? { now: given, bootedAt: bootTimeMs } : await statusClock(config.watchdog.stateDir);
   const now = clock.now;
   const bootedAt = givenBoot ?? clock.bootedAt;
-  const all = watchedServices(config, read);
+  // A service nothing judges any more is no row, unless asked for by name.
+  const unwatched = unwatchedServices(config, read, now());
+  const named = unwatched.filter((one) => names.includes(one.name)).map((one) => one.name);
+  const all = named.length ? watchedServices(config, read) : watchedServices(config, read, now());
   const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length)
     throw usageError(
@@ -154,6 +159,14 @@ export async function collectStatus(
     last_pass: watchdog.last_pass,
     watchdog,
     services: rows,
+    ...(unwatched.length && !names.length
+      ? {
+          unwatched: unwatched.map((one) => ({
+            name: one.name,
+            last_judged: one.judgedAt === null ? null : new Date(one.judgedAt).toISOString(),
+          })),
+        }
+      : {}),
     notify: {
       spooled,
       dead: deadCount(config.watchdog.stateDir),
@@ -419,6 +432,12 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
           ),
         ]
       : [];
+  const unwatched = (report.unwatched ?? []).map((one) =>
+    paint.dim(
+      `${one.name}: ${one.last_judged ? `last judged ${when(one.last_judged)}` : "never judged"}, not since: ` +
+        `not watched (blogtunnel run by hand, or its crontab line is gone)`,
+    ),
+  );
   const notJudged = report.services
     .filter((row) => row.error)
     .map((row) => paint.bad(`${row.name}: not judged by the last pass (${row.error}); shown as it was`));
@@ -439,6 +458,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
     ...notJudged,
     ...lastPasses,
     ...hidden,
+    ...unwatched,
   ].join("\n");
 }
 

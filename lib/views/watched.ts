@@ -3,26 +3,54 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { statePaths } from "../state/dir.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
 import { tunnelService } from "../config/tunnel.ts";
+import { externalIsWatched } from "../core/health.ts";
 
-/**
- * The configured services, then those judged outside the configuration (blogtunnel, from the
- * state it keeps in services/): status, stats and report show both.
- */
-export function watchedServices(
-  config: Config,
-  read: StateReader = stateReader(config.watchdog.stateDir),
-): ServiceConfig[] {
+/** A service judged outside the configuration, and when it was last judged. */
+interface External {
+  service: ServiceConfig;
+  judgedAt: number | null;
+  watched: boolean;
+}
+
+function externals(config: Config, read: StateReader, now: number): External[] {
   const configured = new Set(config.services.map((service) => service.name));
   let names: string[] = [];
   try {
     names = readdirSync(statePaths(config.watchdog.stateDir).services);
   } catch {}
-  const external = names
+  return names
     .filter((file) => file.endsWith(".json") && !configured.has(file.slice(0, -5)))
     .flatMap((file) => {
       const name = file.slice(0, -5);
       const state = read(name);
-      return state.tunnel ? [tunnelService(name, state.tunnel, config.defaults)] : [];
+      if (!state.tunnel) return [];
+      const judgedAt = state.verdict?.at ?? state.lastProbe?.at ?? null;
+      const watched = externalIsWatched(judgedAt, state.tunnel.everyMs, config.watchdog.intervalMs, now);
+      return [{ service: tunnelService(name, state.tunnel, config.defaults), judgedAt, watched }];
     });
-  return [...config.services, ...external];
+}
+
+/**
+ * The configured services, then those judged outside the configuration (blogtunnel, from the
+ * state it keeps in services/). With `now` (the live views: status, the page, metrics), only those
+ * still being judged (core/health.ts externalIsWatched); without it (report, stats: history), all.
+ */
+export function watchedServices(
+  config: Config,
+  read: StateReader = stateReader(config.watchdog.stateDir),
+  now: number | null = null,
+): ServiceConfig[] {
+  const external = externals(config, read, now ?? 0).filter((one) => now === null || one.watched);
+  return [...config.services, ...external.map((one) => one.service)];
+}
+
+/** Services judged outside the configuration that nothing judges any more: said by status, not shown as rows. */
+export function unwatchedServices(
+  config: Config,
+  read: StateReader = stateReader(config.watchdog.stateDir),
+  now: number,
+): { name: string; judgedAt: number | null }[] {
+  return externals(config, read, now)
+    .filter((one) => !one.watched)
+    .map((one) => ({ name: one.service.name, judgedAt: one.judgedAt }));
 }
