@@ -1,5 +1,6 @@
 import { appendAll } from "./atomic.ts";
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from "node:fs";
+import { join } from "node:path";
 
 const WORDS: Record<string, string> = {
   ENOENT: "no such file",
@@ -146,4 +147,24 @@ export function fdIsFile(fd: number, path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The full path `program` resolves to on `path` as exec would find it (an absolute or relative path:
+ * itself), if it is an executable regular file there; else null.
+ */
+export function resolveOnPath(program: string, path: string): string | null {
+  const candidates = program.includes("/")
+    ? [program]
+    : path
+        .split(":")
+        .filter(Boolean)
+        .map((dir) => join(dir, program));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {}
+  }
+  return null;
 }

@@ -1,11 +1,11 @@
-import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isTermux } from "../core/platform.ts";
 import { join } from "node:path";
 import { connect } from "node:net";
 import type { Config } from "../config/types.ts";
 import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { inWords } from "../os/files.ts";
+import { inWords, resolveOnPath } from "../os/files.ts";
 import { networkReason } from "../os/net.ts";
 import { flockAvailable } from "../os/lock.ts";
 import { readProc, runningNamed } from "../os/proc.ts";
@@ -296,8 +296,8 @@ function programsRow(config: Config, cronPath: string, installed: boolean): Capa
     for (const kind of kindsUsedBy(service)) for (const tool of kind.tools) want(tool, `${service.name}: ${kind.kind}`);
   }
   const missing = [...wanted].flatMap(([program, uses]) => {
-    if (resolveOn(program, cronPath)) return [];
-    const elsewhere = resolveOn(program, process.env.PATH ?? "");
+    if (resolveOnPath(program, cronPath)) return [];
+    const elsewhere = resolveOnPath(program, process.env.PATH ?? "");
     const hint = elsewhere ? ` (here it is ${elsewhere}: give the full path or set PATH= in the crontab)` : "";
     return [`${program} (${uses[0]}) is not on cron's PATH ${cronPath}${hint}`];
   });
@@ -308,23 +308,6 @@ function programsRow(config: Config, cronPath: string, installed: boolean): Capa
     affects: "restarts and checks run from cron: a program cron cannot find fails every time",
     used: wanted.size > 0,
   };
-}
-
-/** The full path `program` resolves to on `path` (an absolute one: itself, if executable), or null. */
-function resolveOn(program: string, path: string): string | null {
-  const candidates = program.includes("/")
-    ? [program]
-    : path
-        .split(":")
-        .filter(Boolean)
-        .map((dir) => join(dir, program));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {}
-  }
-  return null;
 }
 
 /**

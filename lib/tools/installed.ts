@@ -2,7 +2,8 @@
 // crontab line, the Termux:Boot script, the systemd units, the launchd plist. Every program an entry
 // calls resolved on its runner's PATH, every file and directory it names present; one that cannot
 // run is `missing`, and doctor exits 1, whatever the configuration uses.
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { resolveOnPath } from "../os/files.ts";
 import { dirname, join } from "node:path";
 import { isTermux } from "../core/platform.ts";
 import { BOOT_NEEDS, BOOT_PROGRAMS, tendCronLines, userTimerPath } from "../operator/install.ts";
@@ -46,24 +47,7 @@ export function shellWords(line: string): string[] {
   return words;
 }
 
-const runnable = (path: string) => {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-};
-
-/** The full path `program` resolves to on `path` (an absolute one: itself), or null. */
-const resolveOn = (program: string, path: string) =>
-  (program.includes("/")
-    ? [program]
-    : path
-        .split(":")
-        .filter(Boolean)
-        .map((dir) => join(dir, program))
-  ).find(runnable) ?? null;
+const runnable = (path: string) => resolveOnPath(path, "") !== null;
 
 /** What an entry needs that is not there: the binary, the configuration, the dir it writes to. */
 function tendProblems(binary: string | null, config: string | null, writesIn: string | null): string[] {
@@ -106,7 +90,9 @@ function bootEntry(script: string, env: Record<string, string | undefined>): str
   const needs = needsLine
     ? needsLine.slice(BOOT_NEEDS.length).trim().split(/\s+/).filter(Boolean)
     : ["termux-wake-lock", ...BOOT_PROGRAMS, "service-daemon"].filter((program) => script.includes(program));
-  const absent = [...new Set(needs)].filter((program) => program !== "termux-wake-lock" && !resolveOn(program, path));
+  const absent = [...new Set(needs)].filter(
+    (program) => program !== "termux-wake-lock" && !resolveOnPath(program, path),
+  );
   if (absent.length)
     problems.push(
       `${absent.join(", ")} not found on ${path} (pkg install cronie termux-services): at boot it falls back ` +

@@ -1,4 +1,4 @@
-import { unwatchedServices, watchedServices } from "./watched.ts";
+import { servicesAt } from "./watched.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
@@ -108,9 +108,9 @@ export async function collectStatus(
   const now = clock.now;
   const bootedAt = givenBoot ?? clock.bootedAt;
   // A service nothing judges any more is no row, unless asked for by name.
-  const unwatched = unwatchedServices(config, read, now());
-  const named = unwatched.filter((one) => names.includes(one.name)).map((one) => one.name);
-  const all = named.length ? watchedServices(config, read) : watchedServices(config, read, now());
+  const services = servicesAt(config, read, now());
+  const { unwatched } = services;
+  const all = unwatched.some((one) => names.includes(one.name)) ? services.all : services.watched;
   const unknown = names.filter((name) => !all.some((service) => service.name === name));
   if (unknown.length)
     throw usageError(

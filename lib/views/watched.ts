@@ -40,17 +40,21 @@ export function watchedServices(
   read: StateReader = stateReader(config.watchdog.stateDir),
   now: number | null = null,
 ): ServiceConfig[] {
-  const external = externals(config, read, now ?? 0).filter((one) => now === null || one.watched);
-  return [...config.services, ...external.map((one) => one.service)];
+  return servicesAt(config, read, now).watched;
 }
 
-/** Services judged outside the configuration that nothing judges any more: said by status, not shown as rows. */
-export function unwatchedServices(
-  config: Config,
-  read: StateReader = stateReader(config.watchdog.stateDir),
-  now: number,
-): { name: string; judgedAt: number | null }[] {
-  return externals(config, read, now)
-    .filter((one) => !one.watched)
-    .map((one) => ({ name: one.service.name, judgedAt: one.judgedAt }));
+/**
+ * What status shows at `now`: the watched services, those judged outside the configuration that
+ * nothing judges any more (said, not shown as rows), and every service (for one asked for by name).
+ */
+export function servicesAt(config: Config, read: StateReader, now: number | null) {
+  const external = externals(config, read, now ?? 0);
+  const live = external.filter((one) => now === null || one.watched);
+  return {
+    watched: [...config.services, ...live.map((one) => one.service)],
+    unwatched: external
+      .filter((one) => !live.includes(one))
+      .map((one) => ({ name: one.service.name, judgedAt: one.judgedAt })),
+    all: [...config.services, ...external.map((one) => one.service)],
+  };
 }

@@ -307,6 +307,10 @@ static int run_main(int argc, char **argv) {
     // The supervisor outlives this run: what the app left running (a service, a loop) keeps opening files.
     pid_t supervisor = fork();
     if (supervisor == 0) {
+      // As the app's uid: reading an app's memory and cwd then needs no CAP_SYS_PTRACE (a container drops it).
+      if (setgroups(0, NULL) < 0 || setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) < 0 ||
+          setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0)
+        die("supervisor's uid");
       setsid();
       int null = open("/dev/null", O_RDWR);
       dup2(null, 0), dup2(null, 1), dup2(null, 2);

@@ -11,7 +11,9 @@ HERE=$(cd "$(dirname "$0")/../.." && pwd)
 export MACHINE=tend-fresh SYSTEMD_SANDBOX_DIR=/tmp/tend-fresh-sandbox ROOTFS=debootstrap VOLATILE=overlay
 export INCLUDE=systemd,dbus SUITE=bookworm
 SRC=$(mktemp -d /tmp/tend-fresh-src.XXXXXX)
-export EXTRA_NSPAWN_ARGS="--bind-ro=$SRC:/mnt/tend-src"
+# A fresh machine's root has every capability; nspawn drops some by default. The Termux-shaped sandbox
+# needs two of them: CAP_NET_ADMIN (a phone's own network, joined by a veth pair) and CAP_SYS_PTRACE.
+export EXTRA_NSPAWN_ARGS="--bind-ro=$SRC:/mnt/tend-src --capability=CAP_NET_ADMIN,CAP_SYS_PTRACE"
 T0=$(date +%s)
 say() { printf '[fresh-check %4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
 cleanup() {
