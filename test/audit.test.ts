@@ -1,0 +1,143 @@
+// tend doctor --audit: the traps the seeds fell into, found in real-world-shaped files (test/audit/: units,
+// plists, crontabs, watchdog.sh variants, Termux:Boot scripts, and the migration guide's own scripts), in
+// a user's crontab and the scripts its lines run, and against the p99 tend itself measured.
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { controlledServer, ROOT, Sandbox, TEND, testUser } from "./helpers.ts";
+
+const CORPUS = join(ROOT, "test", "audit");
+const EXPECTED: Record<string, Record<string, number>> = JSON.parse(
+  readFileSync(join(CORPUS, "expected.json"), "utf8"),
+).findings;
+const USER = "tendaudit";
+let box: Sandbox;
+let user: ReturnType<typeof testUser> | null = null;
+const stops: (() => void)[] = [];
+beforeAll(() => {
+  user = testUser(USER);
+});
+afterEach(() => {
+  while (stops.length) stops.pop()!();
+  Bun.spawnSync(["crontab", "-r", "-u", USER]);
+  box?.cleanup();
+});
+afterAll(() => user?.remove());
+
+type Finding = { severity: string; trap: string; file: string; line: number; what: string; fix: string };
+
+function corpusFiles(dir = CORPUS): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return corpusFiles(path);
+    return name === "expected.json" ? [] : [path];
+  });
+}
+
+test("each trap of the corpus is found at its line, and nothing in the clean files (20+ files)", async () => {
+  box = new Sandbox();
+  const files = [...corpusFiles(), join(ROOT, "docs/migrating/watchdog.sh"), join(ROOT, "docs/migrating/boot.sh")];
+  expect(files.length).toBeGreaterThanOrEqual(20);
+  const result = await box.tend(["doctor", "--audit", "--json", ...files]);
+  const report = JSON.parse(result.stdout);
+  expect(report.unread).toEqual([]);
+  expect(report.files).toEqual(expect.arrayContaining(files));
+  for (const file of files) {
+    const found: Record<string, number> = {};
+    for (const finding of report.findings as Finding[]) if (finding.file === file) found[finding.trap] = finding.line;
+    expect({ file: relative(CORPUS, file), found }).toEqual({
+      file: relative(CORPUS, file),
+      found: EXPECTED[relative(CORPUS, file)] ?? {},
+    });
+  }
+  // Each finding says what happens and the fix; the high ones are the SPEC's.
+  const high = new Set(["kill-by-pattern", "start-limit-unreachable", "launchd-reaps-children", "curl-without-fail"]);
+  for (const finding of report.findings as Finding[]) {
+    expect(finding.what.length).toBeGreaterThan(20);
+    expect(finding.fix.length).toBeGreaterThan(5);
+    if (high.has(finding.trap) || finding.trap === "pid-only-check") expect(finding.severity).toBe("high");
+    else expect(finding.severity).toBe("medium");
+  }
+  expect(result.code).toBe(1); // a high finding
+});
+
+test("exit 0 with only medium findings; the text names severity, file:line, what happens and the fix", async () => {
+  box = new Sandbox();
+  const file = join(CORPUS, "tour-jvm.service");
+  const result = await box.tend(["doctor", "--audit", file]);
+  expect(result.code).toBe(0);
+  expect(result.stdout).toContain(`MEDIUM ${file}:7  no-oom-policy-kill`);
+  expect(result.stdout).toContain("fix: OOMPolicy=kill");
+  expect(result.stdout).toContain("1 finding(s), 0 high");
+  const unit = await box.tend(["doctor", "--audit", join(CORPUS, "tunnel-burst.service")]);
+  expect(unit.code).toBe(1);
+  expect(unit.stdout).toContain(
+    "StartLimitBurst=5 within StartLimitIntervalSec=10s cannot be reached at RestartSec=5s ((5 - 1) x 5s >= 10s)",
+  );
+  const missing = await box.tend(["doctor", "--audit", join(box.dir, "nosuch.sh")]);
+  expect(missing.stdout).toContain(`not read: ${join(box.dir, "nosuch.sh")}: no such file`);
+  expect((await box.tend(["doctor", "stray"])).code).toBe(2); // files are for --audit
+});
+
+test("a unit tend probes (a configured service's unit) is no Restart=on-failure trap", async () => {
+  box = new Sandbox();
+  box.configure({
+    services: [{ name: "api", unit: "api-on-failure.service", check: { http: "http://127.0.0.1:1/" } }],
+  });
+  const report = JSON.parse(
+    (await box.tend(["doctor", "--audit", "--json", join(CORPUS, "api-on-failure.service")])).stdout,
+  );
+  expect(report.findings.filter((finding: Finding) => finding.trap === "restart-without-probe")).toEqual([]);
+});
+
+test("the user's crontab and the scripts its lines run, each finding at its own file and line", async () => {
+  box = new Sandbox();
+  chmodSync(box.dir, 0o755);
+  const bin = join(box.dir, "bin");
+  mkdirSync(bin);
+  const script = join(bin, "check.sh");
+  copyFileSync(join(CORPUS, "watchdog-kill0.sh"), script);
+  chmodSync(script, 0o755);
+  const crontab = `*/10 * * * * ${script} >> ${box.dir}/check.log 2>&1\n0 * * * * curl -s -d up https://ntfy.sh/t\n`;
+  Bun.spawnSync(["crontab", "-u", USER, "-"], { stdin: new TextEncoder().encode(crontab) });
+  const run = Bun.spawnSync(
+    [
+      "runuser",
+      "-u",
+      USER,
+      "--",
+      "env",
+      `HOME=${box.dir}`,
+      TEND,
+      "doctor",
+      "--audit",
+      "--json",
+      "--config",
+      "/nonexistent",
+    ],
+    { cwd: "/" },
+  );
+  const report = JSON.parse(run.stdout.toString());
+  expect(report.files).toEqual(["crontab -l", script]);
+  const found = report.findings.map((finding: Finding) => `${finding.file}:${finding.line} ${finding.trap}`);
+  expect(found).toEqual(["crontab -l:2 curl-without-fail", `${script}:3 pid-only-check`]);
+  expect(run.exitCode).toBe(1);
+});
+
+test("a --max-time below the p99 tend measured for the same URL cuts normal latency (seed 2)", async () => {
+  box = new Sandbox();
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  control.delayMs = 400;
+  box.configure({ services: [{ name: "engine", check: { http: url, timeout: "5s" } }] });
+  for (let pass = 0; pass < 3; pass++) expect((await box.tend(["watchdog"])).code).toBe(0);
+  const script = join(box.dir, "watchdog.sh");
+  Bun.write(script, `#!/bin/sh\ncode=$(curl -s -o /dev/null -w '%{http_code}' --max-time 0.3 ${url})\n`);
+  const result = await box.tend(["doctor", "--audit", "--json", script]);
+  const report = JSON.parse(result.stdout);
+  expect(report.findings).toEqual([
+    expect.objectContaining({ severity: "medium", trap: "timeout-below-p99", file: script, line: 2 }),
+  ]);
+  expect(report.findings[0].what).toMatch(/--max-time 0\.3 is below the p99 tend measured for .* \(0\.4s\)/);
+  expect(result.code).toBe(0);
+});
