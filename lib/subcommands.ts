@@ -272,6 +272,14 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       return 0;
     },
   },
+  import: {
+    takes: "one",
+    flags: ["out"],
+    async run({ args, names: [script], io }) {
+      const { importFromFile } = await import("./tools/import-file.ts");
+      return importFromFile(script, args.out === undefined ? null : String(args.out), io);
+    },
+  },
   validate: {
     takes: "none",
     flags: [],

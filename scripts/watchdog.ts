@@ -1,7 +1,7 @@
 import { givenFlags, runCli, type Io } from "../lib/cli.ts";
 import { errorMessage } from "../lib/core/errors.ts";
 import { oneLine } from "../lib/core/sanitize.ts";
-import { loadConfig } from "../lib/config/load.ts";
+import { defaultConfig, loadConfig } from "../lib/config/load.ts";
 import { killRunningChecks } from "../lib/os/run.ts";
 import { subcommand } from "../lib/subcommands.ts";
 import { logConfigError } from "../lib/pass/config-error.ts";
@@ -18,6 +18,7 @@ const USAGE = `usage: watchdog [pass] [--dry-run] [--interval D]  one pass (what
        watchdog logs NAME [-n N] [-f]         the service's own output (spawn output, tmux pane, journal)
        watchdog install cron|termux-boot|systemd|launchd [--write] [--interval D] [--replace PATTERN] [--loop]
        watchdog uninstall cron|termux-boot|systemd|launchd [--write]   remove exactly what install wrote
+       watchdog import SCRIPT [--out FILE]    a draft tend.toml from a hand-written watchdog script
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
 
@@ -41,12 +42,14 @@ function watchdog(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "watchdog",
     usage: USAGE,
-    string: ["interval", "for", "since", "n", "replace", "listen"],
+    string: ["interval", "for", "since", "n", "replace", "listen", "out"],
     boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve", "nagios", "loop"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [name = "pass", ...names] = args._.map(String);
     const command = subcommand(name, names, USAGE, givenFlags(argv));
+    // A draft from a script needs no configuration: there may be none yet.
+    if (name === "import") return command.run({ args, names, config: defaultConfig(io.env), io });
     let config;
     try {
       config = loadConfig({ path: args.config, env: io.env });

@@ -69,6 +69,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
 export const BUILT_IN = "(built-in defaults).json";
 
 /** The configuration, or the built-in defaults when no file exists (notify works without one). */
+/** tend's defaults, no services: for what needs no configuration file. */
+export const defaultConfig = (env: Env = process.env): Config => parseConfig("{}", BUILT_IN, env);
+
 export function loadConfigOrDefaults(options: LoadOptions = {}): Config {
   try {
     findConfig(options);
