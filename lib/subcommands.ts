@@ -272,6 +272,26 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       return 0;
     },
   },
+  incident: {
+    takes: "some",
+    flags: ["last", "at", "markdown", "json"],
+    async run({ args, names, config, io }) {
+      if (names.length > 1) throw usageError(`watchdog incident takes at most one service name`);
+      if (args.last && args.at !== undefined) throw usageError("--last and --at choose one outage each: give one");
+      if (args.markdown && args.json) throw usageError("--markdown and --json: give one");
+      const [{ collectIncident, parseAt, renderIncident, renderIncidentMarkdown }, { statusClock }, { uptimeMs }] =
+        await Promise.all([import("./views/incident.ts"), import("./views/status.ts"), import("./os/proc.ts")]);
+      const at = args.at === undefined ? null : parseAt(String(args.at));
+      const { now } = await statusClock(config.watchdog.stateDir);
+      const incident = await collectIncident(config, names[0] ?? null, { at, now: now(), uptimeMs: uptimeMs() });
+      const text = args.json
+        ? JSON.stringify(incident, null, 2)
+        : args.markdown
+          ? renderIncidentMarkdown(incident)
+          : renderIncident(incident);
+      return (io.out(text), 0);
+    },
+  },
   import: {
     takes: "one",
     flags: ["out"],

@@ -19,6 +19,7 @@ const USAGE = `usage: watchdog [pass] [--dry-run] [--interval D]  one pass (what
        watchdog install cron|termux-boot|systemd|launchd [--write] [--interval D] [--replace PATTERN] [--loop]
        watchdog uninstall cron|termux-boot|systemd|launchd [--write]   remove exactly what install wrote
        watchdog import SCRIPT [--out FILE]    a draft tend.toml from a hand-written watchdog script
+       watchdog incident [NAME] [--last | --at T] [--markdown | --json]   one outage's timeline, second by second
 options: --config PATH, --help, --version
 exit: 0 ok, 1 failed/unhealthy, 2 usage or configuration error, 3 refused`;
 
@@ -42,8 +43,8 @@ function watchdog(argv: string[], io: Io): Promise<number> {
   const spec = {
     name: "watchdog",
     usage: USAGE,
-    string: ["interval", "for", "since", "n", "replace", "listen", "out"],
-    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve", "nagios", "loop"],
+    string: ["interval", "for", "since", "n", "replace", "listen", "out", "at"],
+    boolean: ["dry-run", "json", "cached", "write", "show-secrets", "f", "serve", "nagios", "loop", "last", "markdown"],
   };
   return runCli(spec, argv, io, async (args) => {
     const [name = "pass", ...names] = args._.map(String);

@@ -1,0 +1,279 @@
+// `watchdog incident [NAME] [--last | --at T] [--markdown] [--json]`: one outage told as the seeds'
+// post-mortems tell it, second by second, each line marked with its source — tend (its log), the host
+// (its boot), a notification (what the pass sent), the service (its journal, or its output file) — and
+// the numbers at the end, from the same outage record report and downtime.log are made from.
+import { closeSync, openSync, readSync, fstatSync } from "node:fs";
+import type { Config, ServiceConfig } from "../config/types.ts";
+import { usageError } from "../core/errors.ts";
+import { EVENTS } from "../core/events.ts";
+import { parseSamples } from "../core/latency.ts";
+import { oneLine } from "../core/sanitize.ts";
+import { localStamp } from "../core/time.ts";
+import { runCommand } from "../os/run.ts";
+import { statePaths } from "../state/dir.ts";
+import { stateReader, type StateReader } from "../state/service-state.ts";
+import { watchedServices } from "./watched.ts";
+
+export type Source = "tend" | "host" | "notification" | "service";
+
+export interface IncidentLine {
+  at: number;
+  source: Source;
+  text: string;
+}
+
+export interface Incident {
+  service: string;
+  outage: { from: string; to: string | null; reason: string; open: boolean };
+  timeline: IncidentLine[];
+  /** Seconds from the outage's start (detected, restarted) and from the restart (recovered); down: its length. */
+  numbers: { detected_s: number | null; restarted_s: number | null; recovered_s: number | null; down_s: number };
+}
+
+interface Outage {
+  service: ServiceConfig;
+  from: number;
+  to: number | null;
+  reason: string;
+}
+
+/** How much of a log file is read, from its end (a log can be large; an incident is recent). */
+const LOG_TAIL = 4 * 1024 * 1024;
+const SECOND = 1000;
+
+/** The last `limit` bytes of a file, as text (empty when it cannot be read). */
+function tail(path: string, limit = LOG_TAIL): string {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return "";
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, limit);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    const text = buffer.toString("utf8");
+    return length < size ? text.slice(text.indexOf("\n") + 1) : text;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `YYYY-MM-DD HH:MM:SS` in local time (as tend's log writes it), as epoch ms. */
+function localTime(stamp: string): number {
+  const [date, time] = stamp.split(" ");
+  const [year, month, day] = date.split("-").map(Number);
+  const [hour, minute, second] = time.split(":").map(Number);
+  return new Date(year, month - 1, day, hour, minute, second).getTime();
+}
+
+/** `--at T`: an ISO time or tend's own `YYYY-MM-DD HH:MM:SS` (local), as epoch ms. */
+export function parseAt(text: string): number {
+  const local = /^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d(:\d\d)?)$/.exec(text.trim());
+  const at = local ? localTime(`${local[1]} ${local[2]}${local[3] ? "" : ":00"}`) : Date.parse(text);
+  if (!Number.isFinite(at))
+    throw usageError(`--at: ${JSON.stringify(text)} is not a time (2026-12-02 14:03:10, or ISO)`);
+  return at;
+}
+
+/** The outages of a service: the closed ones, and the one open now. */
+function outagesOf(service: ServiceConfig, read: StateReader): Outage[] {
+  const state = read(service.name);
+  const closed = state.outages.map((outage) => ({ service, from: outage.from, to: outage.to, reason: outage.reason }));
+  const open = state.outage ? [{ service, from: state.outage.since, to: null, reason: state.outage.reason }] : [];
+  return [...closed, ...open];
+}
+
+/** The watchdog log's lines (rotated files first), each with its time, tag and message. */
+function logLines(config: Config): { at: number; tag: string; message: string }[] {
+  const path = config.watchdog.log;
+  const files = [
+    ...Array.from({ length: config.watchdog.rotation.keep }, (_, i) => `${path}.${i + 1}`).reverse(),
+    path,
+  ];
+  const lines: { at: number; tag: string; message: string }[] = [];
+  for (const file of files) {
+    for (const line of tail(file).split("\n")) {
+      const parsed = /^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] \[([A-Z][A-Z-]*)\] (.*)$/.exec(line);
+      if (parsed) lines.push({ at: localTime(parsed[1]), tag: parsed[2], message: parsed[3] });
+    }
+  }
+  return lines;
+}
+
+const mentions = (message: string, name: string) =>
+  message.startsWith(`${name} `) || message.startsWith(`${name}:`) || message.startsWith(`${name}'`);
+
+/**
+ * One outage's incident: NAME's (or the newest of any service's) last outage, or the one at `at`.
+ * Read only: the state, the watchdog log, the service's journal or output file.
+ */
+export async function collectIncident(
+  config: Config,
+  name: string | null,
+  {
+    at = null,
+    now = Date.now(),
+    uptimeMs = 0,
+    read = stateReader(config.watchdog.stateDir),
+  }: {
+    at?: number | null;
+    now?: number;
+    uptimeMs?: number;
+    read?: StateReader;
+  } = {},
+): Promise<Incident> {
+  const services = watchedServices(config, read);
+  const chosen = name === null ? services : services.filter((service) => service.name === name);
+  if (name !== null && !chosen.length)
+    throw usageError(`no such service: ${name} (configured: ${services.map((s) => s.name).join(", ") || "none"})`);
+  const outages = chosen.flatMap((service) => outagesOf(service, read)).sort((a, b) => a.from - b.from);
+  const outage =
+    at === null ? outages.at(-1) : outages.find((one) => one.from - SECOND <= at && at <= (one.to ?? now) + SECOND);
+  if (!outage) {
+    const whose = name ?? "any service";
+    throw usageError(
+      at === null ? `no outage of ${whose} is recorded` : `no outage of ${whose} at ${localStamp(new Date(at))}`,
+    );
+  }
+  const { service, from } = outage;
+  const to = outage.to ?? now;
+  // Around it: a period before (the last good probe, the first strikes) and a minute after.
+  const before = Math.max(config.watchdog.intervalMs, 60 * SECOND) + service.failures * config.watchdog.intervalMs;
+  const lo = from - before;
+  const hi = to + 60 * SECOND;
+  const timeline: IncidentLine[] = [];
+  // A log line is stamped to the second: it happened within that second, after what is stamped finer there.
+  const inSecond = new WeakSet<IncidentLine>();
+  const state = read(service.name);
+  const good = parseSamples(state.latencyLog)
+    .filter(([when, , ok]) => ok && when < from && when >= lo)
+    .at(-1);
+  if (good) timeline.push({ at: good[0], source: "tend", text: `last good probe (${Math.round(good[1])}ms)` });
+  const log = logLines(config).filter((line) => line.at >= Math.floor(lo / SECOND) * SECOND && line.at <= hi);
+  for (const line of log) {
+    const source = mentions(line.message, service.name)
+      ? "tend"
+      : /^(host|device) /.test(line.message) || / after reboot\b/.test(line.message)
+        ? "host"
+        : null;
+    if (!source) continue;
+    const entry: IncidentLine = { at: line.at, source, text: `[${line.tag}] ${oneLine(line.message, 400)}` };
+    inSecond.add(entry);
+    timeline.push(entry);
+  }
+  // The host's boot, when it falls inside.
+  const bootedAt = uptimeMs ? now - uptimeMs : null;
+  if (bootedAt !== null && bootedAt >= lo && bootedAt <= hi)
+    timeline.push({ at: bootedAt, source: "host", text: "the host booted" });
+  for (const event of state.events ?? [])
+    if (event.event && event.at >= lo && event.at <= hi)
+      timeline.push({
+        at: event.at,
+        source: "notification",
+        text: `${emojiOf(event.event)}${oneLine(event.message, 400)}`,
+      });
+  timeline.push(...(await serviceLines(service, config, lo, hi)));
+  const key = (line: IncidentLine) => line.at + (inSecond.has(line) ? 999 : 0);
+  timeline.sort((a, b) => key(a) - key(b) || order(a.source) - order(b.source));
+  const first = (test: (line: IncidentLine) => boolean) =>
+    timeline.find((line) => line.at >= from - SECOND && test(line));
+  const detected = first(
+    (line) => line.source === "tend" && /^\[(HUNG|FAILED|MEMORY)\]|crash|not running/.test(line.text),
+  );
+  const restarted = first((line) => line.source === "tend" && /^\[RESTART\]/.test(line.text));
+  const recovered = restarted
+    ? timeline.find((line) => line.at >= restarted.at && /^\[(RECOVERED|FAILED)\]/.test(line.text))
+    : undefined;
+  const since = (line: IncidentLine | undefined, start: number) =>
+    line ? Math.max(0, Math.round((line.at - start) / SECOND)) : null;
+  return {
+    service: service.name,
+    outage: {
+      from: new Date(from).toISOString(),
+      to: outage.to === null ? null : new Date(outage.to).toISOString(),
+      reason: outage.reason,
+      open: outage.to === null,
+    },
+    timeline,
+    numbers: {
+      detected_s: since(detected, from),
+      restarted_s: since(restarted, from),
+      recovered_s: restarted && recovered?.text.startsWith("[RECOVERED]") ? since(recovered, restarted.at) : null,
+      // The same rounding as downtime.log's line for this outage.
+      down_s: Math.round(Math.max(0, to - from) / SECOND),
+    },
+  };
+}
+
+/** A notification as it was sent: its event's emoji first. */
+const emojiOf = (event: string) => (event in EVENTS ? `${EVENTS[event as keyof typeof EVENTS].emoji} ` : "");
+
+const order = (source: Source) => ["host", "tend", "service", "notification"].indexOf(source);
+
+/** The service's own words: its unit's journal (timed), else its output file's lines that carry a time. */
+async function serviceLines(service: ServiceConfig, config: Config, lo: number, hi: number): Promise<IncidentLine[]> {
+  const unit = service.unit ?? (service.restart?.kind === "systemd" ? String(service.restart.unit) : null);
+  if (unit) {
+    const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace("T", " ") + " UTC";
+    const journal = await runCommand(
+      ["journalctl", "-u", unit, "--since", iso(lo), "--until", iso(hi), "-o", "short-unix", "--no-pager", "-n", "200"],
+      { timeoutMs: 10_000 },
+    );
+    return journal.exitCode === 0
+      ? journal.stdout.split("\n").flatMap((line) => {
+          const parsed = /^(\d+(?:\.\d+)?) \S+ \S+: (.*)$/.exec(line);
+          return parsed
+            ? [{ at: Number(parsed[1]) * SECOND, source: "service" as const, text: oneLine(parsed[2], 400) }]
+            : [];
+        })
+      : [];
+  }
+  // An output file (spawn's, a pane's): its lines that start with a time of their own.
+  const text = tail(statePaths(config.watchdog.stateDir).serviceOutput(service.name), 256 * 1024);
+  return text.split("\n").flatMap((line) => {
+    const stamp = /^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?\]?\s+(.*)$/.exec(line);
+    if (!stamp) return [];
+    const at = stamp[3] ? Date.parse(`${stamp[1]}T${stamp[2]}${stamp[3]}`) : localTime(`${stamp[1]} ${stamp[2]}`);
+    return at >= lo && at <= hi ? [{ at, source: "service" as const, text: oneLine(stamp[4], 400) }] : [];
+  });
+}
+
+const clock = (at: number) => localStamp(new Date(at));
+
+function numbersLine({ numbers }: Incident): string {
+  const said = [
+    numbers.detected_s !== null ? `detected after ${numbers.detected_s}s` : "not detected as down",
+    numbers.restarted_s !== null ? `restarted after ${numbers.restarted_s}s` : "not restarted",
+    numbers.recovered_s !== null ? `recovered ${numbers.recovered_s}s after the restart` : null,
+    `down ${numbers.down_s}s`,
+  ];
+  return said.filter(Boolean).join("; ");
+}
+
+export function renderIncident(incident: Incident): string {
+  const { outage } = incident;
+  const head =
+    `${incident.service}: outage ${clock(Date.parse(outage.from))} → ` +
+    `${outage.to ? clock(Date.parse(outage.to)) : "now (still down)"} (${outage.reason})`;
+  const width = Math.max(...incident.timeline.map((line) => line.source.length), 4);
+  const lines = incident.timeline.map((line) => `  ${clock(line.at)}  ${line.source.padEnd(width)}  ${line.text}`);
+  return [head, ...lines, numbersLine(incident)].join("\n");
+}
+
+/** Markdown for a post-mortem: a heading, the timeline as a table, the numbers. */
+export function renderIncidentMarkdown(incident: Incident): string {
+  const { outage } = incident;
+  const cell = (text: string) => text.replace(/\|/g, "\\|");
+  return [
+    `## ${incident.service}: outage of ${clock(Date.parse(outage.from))} (${outage.reason})`,
+    "",
+    "| time | source | what |",
+    "| --- | --- | --- |",
+    ...incident.timeline.map((line) => `| ${clock(line.at)} | ${line.source} | ${cell(line.text)} |`),
+    "",
+    `**Numbers:** ${numbersLine(incident)}.`,
+  ].join("\n");
+}

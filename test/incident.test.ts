@@ -1,0 +1,112 @@
+// watchdog incident: one outage's timeline as a post-mortem tells it, through the binary against real
+// processes, held to what report and downtime.log say of the same outage.
+import { afterEach, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { BUN, freePort, recordingReceiver, Sandbox, SERVER, waitFor } from "./helpers.ts";
+
+let box: Sandbox;
+const stops: (() => void)[] = [];
+afterEach(() => {
+  while (stops.length) stops.pop()!();
+  box?.cleanup([join(box.dir, "tour.pid")].filter((file) => Bun.file(file).size > 0));
+});
+
+type Line = { at: number; source: string; text: string };
+
+test("a freeze: the last good probe, each strike, HUNG, the restart, the recovery, the notifications", async () => {
+  box = new Sandbox();
+  const hook = recordingReceiver();
+  stops.push(hook.stop);
+  const port = await freePort();
+  const pidfile = join(box.dir, "tour.pid");
+  box.configure({
+    notify: { url: `${hook.url}/topic` },
+    services: [
+      {
+        name: "tour",
+        pidfile,
+        grace: "0s",
+        failures: 2,
+        cooldown: "0s",
+        verify_timeout: "10s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "500ms" },
+        restart: { spawn: [BUN, SERVER, String(port)] },
+      },
+    ],
+  });
+  expect((await box.tend(["watchdog"])).stdout).toContain("[START] tour");
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
+  expect((await box.tend(["watchdog"])).code).toBe(0); // a good probe
+  const frozen = Number(readFileSync(pidfile, "utf8"));
+  process.kill(frozen, "SIGSTOP");
+  await box.tend(["watchdog"]); // 1/2
+  const second = await box.tend(["watchdog"]); // 2/2: HUNG, the restart, verified
+  expect(second.stdout).toContain("[RECOVERED] tour recovered");
+  await waitFor(() => hook.received.some((body) => body.startsWith("✅")), 10_000, "the ✅");
+
+  const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
+  const timeline: Line[] = incident.timeline;
+  const index = (pattern: RegExp) => timeline.findIndex((line) => pattern.test(line.text));
+  const story = [
+    index(/^last good probe \(\d+ms\)$/),
+    index(/^\[WARN\] tour failed health check .*failure 1\/2/),
+    index(/^\[HUNG\] tour failed 2 checks in a row/),
+    index(/^\[RESTART\] tour: /),
+    index(/^\[RECOVERED\] tour recovered/),
+  ];
+  expect(story.every((at) => at >= 0)).toBe(true);
+  expect([...story].sort((a, b) => a - b)).toEqual(story); // in this order
+  expect(timeline[story[0]].source).toBe("tend");
+  const notified = timeline.filter((line) => line.source === "notification").map((line) => line.text);
+  expect(notified.some((text) => text.startsWith("⚠️ tour failed 2 checks"))).toBe(true);
+  expect(notified.some((text) => text.startsWith("✅ tour recovered"))).toBe(true);
+  const seconds = timeline.map((line) => Math.floor(line.at / 1000)); // a log line is stamped to its second
+  expect(seconds).toEqual([...seconds].sort((a, b) => a - b));
+  // The numbers: as downtime.log and report say them for this outage.
+  const downtime = /\[DOWNTIME\] tour was unavailable for (\d+)s/.exec(box.read("downtime.log"))!;
+  expect(incident.numbers.down_s).toBe(Number(downtime[1]));
+  const report = JSON.parse((await box.tend(["watchdog", "report", "tour", "--json", "--since", "1h"])).stdout);
+  expect(report.services[0].downtime_s).toBe(incident.numbers.down_s);
+  expect(incident.numbers.detected_s).toBeGreaterThanOrEqual(0);
+  expect(incident.numbers.restarted_s).toBeGreaterThanOrEqual(incident.numbers.detected_s);
+  expect(incident.numbers.recovered_s).toBeGreaterThanOrEqual(0);
+  expect(incident.outage).toMatchObject({ open: false, reason: expect.any(String) });
+  // The post-mortem's table, and the same outage chosen by its time.
+  const markdown = (await box.tend(["watchdog", "incident", "tour", "--markdown"])).stdout;
+  console.log(markdown);
+  expect(markdown).toStartWith("## tour: outage of ");
+  expect(markdown).toContain("| time | source | what |");
+  expect(markdown).toMatch(
+    /\*\*Numbers:\*\* detected after \d+s; restarted after \d+s; recovered \d+s after the restart; down \d+s\./,
+  );
+  const at = new Date(Date.parse(incident.outage.from) + 500).toISOString();
+  const same = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--at", at, "--json"])).stdout);
+  expect(same.outage).toEqual(incident.outage);
+}, 60_000);
+
+test("usage: no outage, an unknown service, a bad --at; outside text is sanitised", async () => {
+  box = new Sandbox();
+  box.configure({ services: [{ name: "quiet", check: { tcp: "127.0.0.1:1" } }] });
+  const none = await box.tend(["watchdog", "incident", "quiet"]);
+  expect(none).toMatchObject({ code: 2, stderr: expect.stringContaining("no outage of quiet is recorded") });
+  expect((await box.tend(["watchdog", "incident", "nosuch"])).stderr).toContain("no such service: nosuch");
+  expect((await box.tend(["watchdog", "incident", "quiet", "--at", "yesterday"])).stderr).toContain(
+    '--at: "yesterday" is not a time',
+  );
+  expect((await box.tend(["watchdog", "incident", "--last", "--at", "2026-01-01 00:00:00"])).code).toBe(2);
+  // A failing check's words (outside text) go through the sanitiser: no escape sequence reaches the terminal.
+  for (let pass = 0; pass < 3; pass++) await box.tend(["watchdog"]);
+  const log = join(box.state, "watchdog.log");
+  writeFileSync(log, readFileSync(log, "utf8") + `[${stamp()}] [WARN] quiet said \u001b[31mred\u001b[0m\n`);
+  const text = (await box.tend(["watchdog", "incident", "quiet"])).stdout;
+  expect(text).toContain("quiet: outage");
+  expect(text).not.toContain("\u001b");
+});
+
+function stamp() {
+  const now = new Date();
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const date = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
+  return `${date} ${pad(now.getHours())}:${pad(now.getMinutes())}:${pad(now.getSeconds())}`;
+}
