@@ -3,7 +3,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, freePort, recordingReceiver, Sandbox, SERVER, waitFor } from "./helpers.ts";
+import { BUN, freePort, recordingReceiver, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -110,3 +110,77 @@ function stamp() {
   const date = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
   return `${date} ${pad(now.getHours())}:${pad(now.getMinutes())}:${pad(now.getSeconds())}`;
 }
+
+test("a busy spell that was not restarted: its BUSY lines, no restart, the numbers say so", async () => {
+  box = new Sandbox();
+  const { controlledServer } = await import("./helpers.ts");
+  const { control, server, url } = controlledServer();
+  stops.push(() => server.stop(true));
+  const busyLog = join(box.dir, "engine.log");
+  writeFileSync(busyLog, "indexing\n");
+  box.configure({
+    services: [
+      {
+        name: "engine",
+        failures: 2,
+        check: { http: url, timeout: "1s" },
+        busy: { log: busyLog, fresh: "10m" },
+        restart: { command: ["true"] },
+      },
+    ],
+  });
+  await box.tend(["watchdog"]);
+  control.status = 503;
+  for (let pass = 0; pass < 3; pass++) await box.tend(["watchdog"]);
+  control.status = 200;
+  await box.tend(["watchdog"]);
+  const incident = JSON.parse((await box.tend(["watchdog", "incident", "engine", "--json"])).stdout);
+  const texts = incident.timeline.map((line: Line) => line.text);
+  expect(texts.some((text: string) => /^\[BUSY\] engine /.test(text))).toBe(true);
+  expect(texts.some((text: string) => /^\[RESTART\]/.test(text))).toBe(false);
+  expect(incident.numbers).toMatchObject({ restarted_s: null, recovered_s: null });
+  expect((await box.tend(["watchdog", "incident", "engine"])).stdout).toContain("not restarted");
+});
+
+test("a crash in loop mode: the loop's crash watch starts it again; the timeline says so", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const pidfile = join(box.dir, "tour.pid");
+  box.configure({
+    services: [
+      {
+        name: "tour",
+        pidfile,
+        grace: "0s",
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+        restart: { spawn: [BUN, SERVER, String(port)] },
+      },
+    ],
+  });
+  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], {
+    env: box.env(),
+    stdout: "ignore",
+    stderr: "ignore",
+    detached: true,
+  });
+  box.track(loop.pid);
+  await waitFor(() => box.read("watchdog.log").includes("[START] tour"), 20_000, "started by the loop");
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
+  // Its first start verified (healthy), then killed: a crash, not a start that failed.
+  await waitFor(() => box.read("services/tour.json").includes('"word":"healthy"'), 20_000, "verified healthy");
+  const first = Number(readFileSync(pidfile, "utf8"));
+  process.kill(first, "SIGKILL");
+  await waitFor(() => /\[RECOVERED\] tour/.test(box.read("watchdog.log")), 20_000, "started again and verified").catch(
+    (error) => {
+      throw new Error(`${error}\n${box.read("watchdog.log")}`);
+    },
+  );
+  loop.kill("SIGTERM");
+  await loop.exited;
+  const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
+  expect(incident.outage.reason).toBe("crash");
+  const texts: string[] = incident.timeline.map((line: Line) => line.text);
+  expect(texts.some((text) => /^\[RESTART\] tour: /.test(text))).toBe(true);
+  expect(texts.some((text) => /^\[RECOVERED\] tour/.test(text))).toBe(true);
+  expect(incident.numbers.restarted_s).toBeLessThanOrEqual(2); // the crash watch, not the next pass an hour later
+}, 60_000);
