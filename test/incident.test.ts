@@ -83,6 +83,18 @@ test("a freeze: the last good probe, each strike, HUNG, the restart, the recover
   const at = new Date(Date.parse(incident.outage.from) + 500).toISOString();
   const same = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--at", at, "--json"])).stdout);
   expect(same.outage).toEqual(incident.outage);
+  // The page links the outage's events to this timeline.
+  const base = await box.serve();
+  const page = await (await fetch(`${base}/`)).text();
+  const link = /<a href="(\/incident\?service=tour&(?:amp|#38);at=[^"]+)">timeline<\/a>/.exec(page);
+  if (!link) throw new Error(`no timeline link: ${page.match(/<ol class="rows">.*?<\/ol>/gs)?.join("\n")}`);
+  const linked = await fetch(`${base}${link[1].replace(/&(amp|#38);/g, "&")}`);
+  expect(linked.status).toBe(200);
+  const body = await linked.text();
+  expect(body).toStartWith(
+    `tour: outage ${markdown.slice("## tour: outage of ".length, "## tour: outage of ".length + 19)}`,
+  );
+  expect(body).toContain("[RESTART] tour: ");
 }, 60_000);
 
 test("usage: no outage, an unknown service, a bad --at; outside text is sanitised", async () => {

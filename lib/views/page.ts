@@ -200,6 +200,8 @@ const TAG_ICONS: Record<string, string> = {
   MEMORY: "📈",
   ERROR: "❗",
 };
+/** The events that belong to an outage: the page links each to that outage's timeline. */
+const OUTAGE_EVENTS = new Set(["restart", "failed", "held", "given-up", "recovered", "busy"]);
 const iconOf = (event: EventRecord) => EVENTS[event.event as keyof typeof EVENTS]?.emoji ?? TAG_ICONS[event.tag] ?? "•";
 
 /**
@@ -225,12 +227,13 @@ const iconDot = (emoji: string) =>
   `<span class="icon t-${TONES[emoji] ?? "info"}" title="${html(emoji)}" aria-hidden="true"></span>`;
 
 /** Rows that wrap: time (month-day hour:minute), icon, words; never a line that needs a sideways scroll. */
-function eventRows(list: { at: number | null; icon: string; words: string }[], none: string): string {
+function eventRows(list: { at: number | null; icon: string; words: string; href?: string }[], none: string): string {
   if (!list.length) return `<p class="muted">${none}</p>`;
-  const row = ({ at, icon, words }: (typeof list)[0]) =>
+  const row = ({ at, icon, words, href }: (typeof list)[0]) =>
     `<li><time${at === null ? "" : ` datetime="${new Date(at).toISOString()}"`}>` +
     `${at === null ? "" : localStamp(new Date(at)).slice(5, 16)}</time>` +
-    `${iconDot(icon)}<span class="words">${html(words)}</span></li>`;
+    `${iconDot(icon)}<span class="words">${html(words)}` +
+    `${href ? ` <a href="${html(href)}">timeline</a>` : ""}</span></li>`;
   return `<ol class="rows">${list.map(row).join("")}</ol>`;
 }
 
@@ -253,9 +256,15 @@ function card(row: StatusRow, data: PageData): string {
     : "not probed yet";
   const recoveries = `(${row.recoveries_ok} recovered, ${row.recoveries_failed} failed)`;
   // The service's own events, newest first.
-  const events = [...(view?.events ?? [])]
-    .reverse()
-    .map((event) => ({ at: event.at, icon: iconOf(event), words: event.message }));
+  const events = [...(view?.events ?? [])].reverse().map((event) => ({
+    at: event.at,
+    icon: iconOf(event),
+    words: event.message,
+    // An event of an outage links to its timeline (watchdog incident).
+    href: OUTAGE_EVENTS.has(event.event ?? "")
+      ? `/incident?service=${encodeURIComponent(row.name)}&at=${encodeURIComponent(new Date(event.at).toISOString())}`
+      : undefined,
+  }));
   return `<section class="card ${calm ? "calm" : "alarm"}">
 <h2>${html(row.name)} <span class="state s-${calm ? "calm" : "alarm"}">${html(row.state)}</span></h2>
 <p>${probe}</p>

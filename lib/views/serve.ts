@@ -210,6 +210,19 @@ const ROUTES: Record<string, Route> = {
   },
   "/api/status": async (config, _url, now) => json(await collectStatus(config, { cached: true, now: () => now })),
   "/api/stats": async (config) => json(await slicedStats(config)),
+  // One outage's timeline (watchdog incident), linked from the page's events: ?service=NAME&at=ISO.
+  async "/incident"(config, url, now) {
+    const { collectIncident, parseAt, renderIncident } = await import("./incident.ts");
+    const service = url.searchParams.get("service");
+    const when = url.searchParams.get("at");
+    try {
+      const at = when === null ? null : parseAt(when);
+      return text(200, renderIncident(await collectIncident(config, service, { at, now })));
+    } catch (error) {
+      if (error instanceof TendError) return text(404, oneLine(error.message, 200));
+      throw error;
+    }
+  },
   async "/api/report"(config, url, now) {
     const since = url.searchParams.get("since");
     const sinceMs = since === null ? 7 * 86_400_000 : parseDuration(since);
