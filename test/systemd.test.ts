@@ -275,3 +275,50 @@ test("install systemd and doctor, as a user: whether lingering is on, as logind 
     rmSync(`${root}/tmp/${user}.toml`, { force: true });
   }
 }, 60_000);
+
+test("doctor --audit reads each watched unit with systemctl cat on the real systemd: a drop-in's line is its own", () => {
+  systemd.installUnit(
+    "tunnel.service",
+    "[Unit]\nDescription=the tunnel\n\n[Service]\nExecStart=/usr/bin/sleep infinity\nRestart=always\nRestartSec=5\n",
+  );
+  // The start limit set in a drop-in, as people do: the finding names the drop-in and its line.
+  systemd.ct("mkdir", "-p", "/etc/systemd/system/tunnel.service.d");
+  systemd.ct(
+    "sh",
+    "-c",
+    "printf '[Unit]\\nStartLimitIntervalSec=10\\nStartLimitBurst=5\\n' > /etc/systemd/system/tunnel.service.d/limit.conf",
+  );
+  systemd.ct("systemctl", "daemon-reload");
+  const name = `audit-${Math.random().toString(36).slice(2)}`;
+  mkdirSync(join(systemd.share, name));
+  writeFileSync(
+    join(systemd.share, name, "tend.toml"),
+    `[watchdog]\nstate_dir = "${systemd.shareInside}/${name}/state"\n` +
+      `[[service]]\nname = "tunnel"\nunit = "tunnel.service"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
+  );
+  try {
+    const audit = systemd.ct(
+      systemd.tend,
+      "doctor",
+      "--audit",
+      "--json",
+      "--config",
+      `${systemd.shareInside}/${name}/tend.toml`,
+    );
+    const report = JSON.parse(audit.stdout);
+    expect(report.files).toContain("systemctl cat tunnel.service");
+    expect(report.findings).toEqual([
+      expect.objectContaining({
+        severity: "high",
+        trap: "start-limit-unreachable",
+        file: "/etc/systemd/system/tunnel.service.d/limit.conf",
+        line: 3,
+      }),
+    ]);
+    expect(audit.code).toBe(1);
+  } finally {
+    rmSync(join(systemd.share, name), { recursive: true, force: true });
+    systemd.ct("rm", "-rf", "/etc/systemd/system/tunnel.service.d", "/etc/systemd/system/tunnel.service");
+    systemd.ct("systemctl", "daemon-reload");
+  }
+});
