@@ -56,7 +56,7 @@ export function main(argv: string[], io: Io): Promise<number> {
 function p99Of(config: Config) {
   const read = stateReader(config.watchdog.stateDir);
   return (url: string) => {
-    const service = config.services.find((one) => one.check.kind === "http" && one.check.url === url);
+    const service = config.services.find((one) => "url" in one.check && one.check.url === url);
     return service ? statsOf(service, read(service.name)).p99_ms : null;
   };
 }

@@ -276,7 +276,7 @@ test("install systemd and doctor, as a user: whether lingering is on, as logind 
   }
 }, 60_000);
 
-test("doctor --audit reads each watched unit with systemctl cat on the real systemd: a drop-in's line is its own", () => {
+test("doctor --audit reads a watched unit with systemctl cat on the real systemd: a drop-in's own line", () => {
   systemd.installUnit(
     "tunnel.service",
     "[Unit]\nDescription=the tunnel\n\n[Service]\nExecStart=/usr/bin/sleep infinity\nRestart=always\nRestartSec=5\n",
@@ -286,7 +286,8 @@ test("doctor --audit reads each watched unit with systemctl cat on the real syst
   systemd.ct(
     "sh",
     "-c",
-    "printf '[Unit]\\nStartLimitIntervalSec=10\\nStartLimitBurst=5\\n' > /etc/systemd/system/tunnel.service.d/limit.conf",
+    "printf '[Unit]\\nStartLimitIntervalSec=10\\nStartLimitBurst=5\\n' > " +
+      "/etc/systemd/system/tunnel.service.d/limit.conf",
   );
   systemd.ct("systemctl", "daemon-reload");
   const name = `audit-${Math.random().toString(36).slice(2)}`;

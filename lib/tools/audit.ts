@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
+import { serviceUnit } from "../restarts/index.ts";
 import { shellWords } from "./installed.ts";
 
 export type Severity = "high" | "medium";
@@ -390,10 +391,7 @@ export async function auditHost(
 ): Promise<AuditReport> {
   const report: AuditReport = { files: [], findings: [], unread: [] };
   const services: ServiceConfig[] = config?.services ?? [];
-  const unitsOf = (service: ServiceConfig) => [
-    ...(service.unit ? [service.unit] : []),
-    ...(service.restart?.kind === "systemd" ? [String(service.restart.unit)] : []),
-  ];
+  const unitsOf = (service: ServiceConfig) => [serviceUnit(service)].filter((unit): unit is string => unit !== null);
   const probedUnit = (name: string) => services.some((service) => unitsOf(service).includes(name));
   const add = (file: string, text: string, context: AuditContext = {}) => {
     report.files.push(file);

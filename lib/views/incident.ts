@@ -10,6 +10,7 @@ import { parseSamples } from "../core/latency.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { localStamp } from "../core/time.ts";
 import { runCommand } from "../os/run.ts";
+import { serviceUnit } from "../restarts/index.ts";
 import { statePaths } from "../state/dir.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
 import { watchedServices } from "./watched.ts";
@@ -215,7 +216,7 @@ const order = (source: Source) => ["host", "tend", "service", "notification"].in
 
 /** The service's own words: its unit's journal (timed), else its output file's lines that carry a time. */
 async function serviceLines(service: ServiceConfig, config: Config, lo: number, hi: number): Promise<IncidentLine[]> {
-  const unit = service.unit ?? (service.restart?.kind === "systemd" ? String(service.restart.unit) : null);
+  const unit = serviceUnit(service);
   if (unit) {
     const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace("T", " ") + " UTC";
     const journal = await runCommand(
