@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { controlledServer, ROOT, Sandbox, TEND, testUser } from "./helpers.ts";
+import { controlledServer, publicCopy, removePublicCopy, ROOT, Sandbox, testUser } from "./helpers.ts";
 
 const CORPUS = join(ROOT, "test", "audit");
 const EXPECTED: Record<string, Record<string, number>> = JSON.parse(
@@ -22,7 +22,10 @@ afterEach(() => {
   Bun.spawnSync(["crontab", "-r", "-u", USER]);
   box?.cleanup();
 });
-afterAll(() => user?.remove());
+afterAll(() => {
+  user?.remove();
+  removePublicCopy();
+});
 
 type Finding = { severity: string; trap: string; file: string; line: number; what: string; fix: string };
 
@@ -108,7 +111,7 @@ test("the user's crontab and the scripts its lines run, each finding at its own 
       "--",
       "env",
       `HOME=${box.dir}`,
-      TEND,
+      publicCopy().tend(), // the user cannot enter a checkout in /root: a copy anyone may run
       "doctor",
       "--audit",
       "--json",

@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, Sandbox, TEND, testUser } from "./helpers.ts";
+import { publicCopy, removePublicCopy, ROOT, Sandbox, testUser } from "./helpers.ts";
 
 const VARIANTS = join(ROOT, "test", "import");
 const GUIDE_SCRIPT = join(ROOT, "docs", "migrating", "watchdog.sh");
@@ -19,7 +19,10 @@ afterEach(() => {
   Bun.spawnSync(["crontab", "-r", "-u", USER]);
   box?.cleanup();
 });
-afterAll(() => user?.remove());
+afterAll(() => {
+  user?.remove();
+  removePublicCopy();
+});
 
 type Toml = Record<string, any>;
 const parse = (text: string): Toml => Bun.TOML.parse(text) as Toml;
@@ -131,7 +134,9 @@ test("--out: written once, 0600, never over a file (exit 3); the crontab line gi
   });
   const out = join(box.dir, "draft.toml");
   const asUser = (...args: string[]) =>
-    Bun.spawnSync(["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, TEND, "watchdog", ...args], { cwd: "/" });
+    Bun.spawnSync(["runuser", "-u", USER, "--", "env", `HOME=${box.dir}`, publicCopy().tend(), "watchdog", ...args], {
+      cwd: "/",
+    });
   const first = asUser("import", script, "--out", out);
   expect(first.exitCode).toBe(0);
   expect(first.stdout.toString()).toContain(`${out}: written (4 services`);
