@@ -91,7 +91,7 @@ export function systemdSpan(text: string): number | null {
   return total;
 }
 
-const seconds = (ms: number) => (ms % 1000 ? `${ms / 1000}s` : `${ms / 1000}s`);
+const seconds = (ms: number) => `${ms / 1000}s`;
 
 /** `Key=value` settings of a unit, each with its line (the last one wins, as systemd reads them). */
 function unitSettings(lines: string[]) {

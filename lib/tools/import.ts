@@ -526,7 +526,6 @@ function why(text: string): string {
   if (/heartbeat/.test(text)) return " (tend keeps its own heartbeat: status, /healthz)";
   if (/downtime/i.test(text)) return " (tend writes downtime.log itself)";
   if (/\becho\b.*>>\s*"?\$\{?LOG/.test(text)) return " (tend writes watchdog.log itself)";
-  if (/\bdate\b/.test(text)) return "";
   return "";
 }
 
