@@ -224,7 +224,7 @@ const SENDS = new RegExp(
 );
 
 /** The curl invocations in a line: each from `curl` up to the end of its command (|, ;, &&, ||, `)`). */
-function curlCalls(line: string): string[] {
+export function curlCalls(line: string): string[] {
   return [...line.matchAll(/(?:^|[\s;|&(`$])curl\s([^;|&`)]*)/g)].map((match) => match[1]);
 }
 

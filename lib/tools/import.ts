@@ -5,7 +5,7 @@
 // name it passes on, the tmux window it respawns (socket, command), the codes it treats as down, the
 // busy log it spares. Every value says the line it came from; every line it could not map is kept as a
 // comment saying so; the traps doctor --audit finds are listed on top. Pure over the text.
-import { auditText } from "./audit.ts";
+import { auditText, curlCalls } from "./audit.ts";
 import { shellWords } from "./installed.ts";
 
 export interface ImportResult {
@@ -146,8 +146,7 @@ function words(script: Script, command: string, params: string[] = []): string[]
 
 /** A curl call's arguments in a line (up to the end of its command). */
 function curlArgs(text: string): string | null {
-  const match = /(?:^|[\s;|&(`$])curl\s([^;|&`)]*)/.exec(text);
-  return match ? match[1] : null;
+  return curlCalls(text)[0] ?? null;
 }
 
 function optionValue(args: string[], long: string, short: string): string | null {
