@@ -314,6 +314,27 @@ const bench: Record<string, () => Promise<void>> = {
       met: "-",
     });
   },
+  async P12() {
+    // The page of a big host (bench/render.ts: 100 services, each with a day of probes, 1,000 outages
+    // and events): its weight and how long it takes to build, in the serve process itself.
+    const ran = Bun.spawnSync([BUN, join(ROOT, "bench", "render.ts"), "100", "10", "--typical"], {
+      env: { ...process.env, JSON: "1" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    if (ran.exitCode !== 0) throw new Error(`bench/render.ts: ${ran.stderr.toString()}`);
+    const { bytes, render } = JSON.parse(ran.stdout.toString().trim().split("\n").at(-1)!);
+    const kb = bytes / 1000;
+    rows.push({
+      id: "P12",
+      what: "page / with 100 services (a day of 5-min probes, 10 outages each): size, render (median of 10)",
+      tend: `${kb.toFixed(0)} KB, ${render.toFixed(1)} ms`,
+      peer: "-",
+      ratio: "-",
+      goal: "≤ 250 KB and ≤ 10 ms (issue #42)",
+      met: kb <= 250 && render <= 10 ? "yes" : "no",
+    });
+  },
   async P4() {
     // The floor: a hello world compiled by the same Bun with the same flags.
     const hello = join(WORK, "hello");

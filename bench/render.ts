@@ -15,6 +15,12 @@ import { collectStats } from "../lib/views/stats.ts";
 
 const serviceCount = Number(process.argv[2] ?? 100);
 const renders = Number(process.argv[3] ?? 10);
+// `--typical`: a host as it usually is, not at its state's limits: a probe every 5 min for a day
+// (288 samples), 10 outages and 20 history entries per service.
+const typical = process.argv.includes("--typical");
+const outages = typical ? 10 : OUTAGE_HISTORY;
+const entries = typical ? 20 : EVENT_HISTORY;
+const sampleCount = typical ? 288 : 1000;
 const dir = mkdtempSync(join(tmpdir(), "tend-render-"));
 const stateDir = join(dir, "state");
 const lines = [`[watchdog]`, `state_dir = "${stateDir}"`];
@@ -28,15 +34,15 @@ for (let index = 0; index < serviceCount; index++) {
   const state = freshState();
   state.firstSeenAt = now - 30 * 86_400_000;
   state.firstHealthyAt = state.firstSeenAt;
-  for (let outage = 0; outage < OUTAGE_HISTORY; outage++) {
+  for (let outage = 0; outage < outages; outage++) {
     const from = now - 7 * 86_400_000 + outage * 600_000;
     state.outages.push({ from, to: from + 60_000, reason: "failing", incident: outage % 3 === 0 });
   }
-  for (let entry = 0; entry < EVENT_HISTORY; entry++)
+  for (let entry = 0; entry < entries; entry++)
     state.history.push({ at: now - 7 * 86_400_000 + entry * 600_000, what: entry % 2 ? "restart" : "recovered" });
   const samples = Array.from(
-    { length: 1000 },
-    (_, sample) => `${now - 86_400_000 + sample * 86_400},${20 + (sample % 50)},1`,
+    { length: sampleCount },
+    (_, sample) => `${now - 86_400_000 + Math.round((sample * 86_400_000) / sampleCount)},${20 + (sample % 50)},1`,
   );
   state.latencyLog = samples.join(" ");
   state.latencyCount = samples.length;
@@ -45,6 +51,7 @@ for (let index = 0; index < serviceCount; index++) {
 
 const serving = startServer(config, "127.0.0.1:0");
 const times: number[] = [];
+let bytes = 0;
 const lags: number[] = [];
 let worstLag = 0;
 // A 10 ms timer, as the crash watch's 1 s tick but finer: how late it fires is what a render costs it.
@@ -59,8 +66,10 @@ for (let render = 0; render < renders; render++) {
   const started = performance.now();
   const response = await fetch(serving.url);
   const body = await response.text();
-  if (response.status !== 200 || !body.includes("s99")) throw new Error(`render failed: HTTP ${response.status}`);
+  if (response.status !== 200 || !body.includes(`s${serviceCount - 1}`))
+    throw new Error(`render failed: HTTP ${response.status}`);
   times.push(performance.now() - started);
+  bytes = Buffer.byteLength(body);
   lags.push(worstLag);
 }
 clearInterval(sampler);
@@ -80,7 +89,11 @@ else console.log(dir);
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const worst = (values: number[]) => Math.max(...values);
-console.log(`page of ${serviceCount} services × ${OUTAGE_HISTORY} outages, ${renders} renders`);
+if (process.env.JSON) {
+  console.log(JSON.stringify({ bytes, render: median(times), lateness: median(lags) }));
+  process.exit(0);
+}
+console.log(`page of ${serviceCount} services × ${outages} outages, ${renders} renders: ${bytes} bytes`);
 console.log(`| measure                             | median   | worst    |`);
 console.log(`|-------------------------------------|----------|----------|`);
 const row = (name: string, values: number[]) =>

@@ -150,6 +150,36 @@ test("the page reads each service's state file once, though it shows it three wa
   expect(opens() - before).toBe(2); // a new request reads it anew
 });
 
+test("each bar is one path per kind of cell with one title naming what was not up; no shape per point", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  configWith(web.url);
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  web.control.status = 503;
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  web.control.status = 200;
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  const { url } = await start(["serve", "--listen", "127.0.0.1:0"]);
+  const body = await (await get(url)).text();
+  // Issue #42: 7,895 rects with a title each made a page of 100 services 966 KB.
+  expect(body).not.toMatch(/<(rect|circle)\b/);
+  const bars = [...body.matchAll(/<svg class="bars"[^>]*>(.*?)<\/svg>/g)].map(([, inside]) => inside);
+  expect(bars.length).toBe(2); // 24 h and 30 days
+  for (const bar of bars) {
+    expect(bar.match(/<title>/g)?.length).toBe(1);
+    expect(bar.match(/<path class="c-(up|degraded|down|none)" d="[Mhvz\d -]+"\/>/g)?.length).toBeLessThanOrEqual(4);
+  }
+  // Before the first pass: no data; the failed probe's cell is not up; each span from–to in local time.
+  const [day] = bars.map((bar) => /<title>([^<]*)<\/title>/.exec(bar)![1]);
+  expect(day).toMatch(/^the last 24 hours: no data \d\d:\d\d–\d\d:\d\d, (degraded|down) \d\d:\d\d–\d\d:\d\d$/);
+  // The latency chart's probes: one path per outcome (the failed one red), the histogram one path.
+  expect(body.match(/<path class="p-ok" d="M\d+ \d+h0(m-?\d+ -?\d+h0)*"\/>/g)?.length).toBe(1);
+  expect(body.match(/<path class="p-bad" d="M\d+ \d+h0"\/>/g)?.length).toBe(1);
+  const buckets = /<title>probes by latency: ([^<]*)<\/title>/.exec(body)![1];
+  expect([...buckets.matchAll(/–[^:,]+: (\d+)/g)].reduce((sum, [, count]) => sum + Number(count), 0)).toBe(3);
+});
+
 test("serve: off loopback a token is required; without it 401; no secret in any answer", async () => {
   box = new Sandbox();
   const web = controlledServer();

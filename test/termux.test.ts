@@ -222,6 +222,33 @@ spawn = ["bun", "${service()}", "${port}"]
   await waitFor(async () => !(await box.alive(pid)), 5000, "the frozen one stopped by the restart"); // TERM, then KILL
 });
 
+test("loop inside (pidfd_open ENOSYS): a process it started wakes it by its end; kill -9 is answered", async () => {
+  box = new TermuxBox();
+  const port = await freePort();
+  const pidfile = `${HOME}/web.pid`;
+  box.writeConfig(`
+[[service]]
+name = "web"
+pidfile = "${pidfile}"
+grace = "0s"
+cooldown = "0s"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+[service.restart]
+spawn = ["bun", "${service()}", "${port}"]
+`);
+  const loop = await box.spawn(["tend", "watchdog", "run", "--interval", "1h"]);
+  await waitFor(() => log().includes("[START] web: started pid"), 20_000, "web started by the loop's first pass");
+  const first = pidIn(pidfile);
+  await waitFor(() => stateOf("web").watch?.pid === first, 10_000, "web watched");
+  await box.signal(first, "SIGKILL");
+  // An interval of 1 h: only the end of its child can have woken the loop (Bun waits for it without pidfd).
+  await waitFor(() => existsSync(box.outside(pidfile)) && pidIn(pidfile) !== first, 10_000, "web started again");
+  expect(log()).toMatch(/\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it/);
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+});
+
 test("restart.tmux inside: the pane is created on Termux's tmux server ($PREFIX/tmp) and restarted", async () => {
   box = new TermuxBox();
   const port = await freePort();

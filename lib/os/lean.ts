@@ -3,7 +3,15 @@
  * optimizing JITs, whose compiled code made RSS climb ~4 MiB over the first thousands of passes
  * (bench P5). Re-exec the same binary, same PID (execve), with the baseline JIT only.
  */
-const LEAN_ENV = { BUN_JSC_useDFGJIT: "0", BUN_JSC_useFTLJIT: "0" };
+const LEAN_ENV: Record<string, string> = {
+  BUN_JSC_useDFGJIT: "0",
+  BUN_JSC_useFTLJIT: "0",
+  // Nor Bun's idle GC timer: it wakes the process every second for ~30 s after each burst of
+  // allocation (a pass); the loop collects after each pass itself (bench battery: wake-ups a second).
+  BUN_GC_TIMER_DISABLE: "1",
+};
+/** Names the variables the re-exec added, so that what the loop starts runs without them (os/run.ts childEnv). */
+export const LEAN_MARK = "TEND_LEAN_ADDED";
 
 /**
  * The binary starts with JSC's tier-up thresholds scaled up (Makefile: --compile-jit-policy), right
@@ -42,8 +50,9 @@ export async function becomeLean(env: Record<string, string | undefined>): Promi
       return pointers;
     };
     const argv = array([process.argv0, ...process.argv.slice(2)]);
+    const added = Object.keys(LEAN_ENV).filter((key) => env[key] === undefined);
     const envp = array(
-      Object.entries({ ...env, ...LEAN_ENV })
+      Object.entries({ ...env, ...LEAN_ENV, [LEAN_MARK]: added.join(",") })
         .filter(([, value]) => value !== undefined)
         .map(([key, value]) => `${key}=${value}`),
     );

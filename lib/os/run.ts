@@ -1,3 +1,4 @@
+import { LEAN_MARK } from "./lean.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { after } from "./timer.ts";
 export interface RunOptions {
@@ -42,7 +43,10 @@ const AFTER_EXIT_MS = 100;
  */
 /** The environment a child gets: tend's own, less the notification URL (its token is tend's, not theirs). */
 export function childEnv(env: Record<string, string | undefined> = process.env): Record<string, string> {
-  const { TEND_NOTIFY_URL: _secret, ...rest } = env;
+  const { TEND_NOTIFY_URL: _secret, [LEAN_MARK]: lean, ...rest } = env;
+  // The JIT and GC settings the loop gave itself (os/lean.ts) are not the services': a Bun service
+  // it starts runs with its full JIT, as it would started by hand.
+  for (const key of lean?.split(",") ?? []) delete rest[key];
   return rest as Record<string, string>;
 }
 

@@ -10,6 +10,7 @@ import { sayBrokenConfig } from "./config-error.ts";
 import { sendEvents, spoolEvents } from "../notify/alert.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
+import { exitOf } from "../os/children.ts";
 import { stateReader } from "../state/service-state.ts";
 import { systemClock, type ClockSource } from "../os/clock.ts";
 import { tendClock, type TendClock } from "../state/clock.ts";
@@ -28,27 +29,49 @@ export interface LoopOptions {
 }
 
 /**
- * Between passes, every second: services whose watched process is gone (crashed: started again at
- * once, as a pass would), and services whose last probe failed at least retry_interval ago. No
- * probes here: a /proc read per watched process.
+ * What the loop watches between passes, read from the services' states once: after each pass, each
+ * start of its own, and when something it watches looks gone (never a look at every state a second).
  */
-export function dueBetweenPasses(
+export interface WatchPlan {
+  /** Services whose verified process tend would start again (not systemd's, launchd's or runit's). */
+  watched: { name: string; pid: number; ticks: string }[];
+  /** Services whose last probe failed, probed again at `at` (tend's time): retry_interval < interval. */
+  retries: { name: string; at: number }[];
+}
+
+/** The watch plan of CONFIG's services (those in `only`, when given) as their states say now. */
+export function watchPlan(
   config: Config,
   intervalMs: number,
-  now: number,
   read = stateReader(config.watchdog.stateDir),
-): string[] {
-  const due: string[] = [];
+  only?: ReadonlySet<string>,
+): WatchPlan {
+  const plan: WatchPlan = { watched: [], retries: [] };
   for (const service of config.services) {
-    if (!service.enabled) continue;
+    if (!service.enabled || (only && !only.has(service.name))) continue;
     const state = read(service.name);
     if (state.paused) continue;
-    const crashed = state.watch !== null && watchedIsGone(state.watch);
+    if (state.watch) plan.watched.push({ name: service.name, ...state.watch });
     const retry = service.retryIntervalMs > 0 && service.retryIntervalMs < intervalMs;
-    const failedAt = state.lastProbe && !state.lastProbe.ok ? state.lastProbe.at : null;
-    if (crashed || (retry && failedAt !== null && now - failedAt >= service.retryIntervalMs)) due.push(service.name);
+    if (retry && state.lastProbe && !state.lastProbe.ok)
+      plan.retries.push({ name: service.name, at: state.lastProbe.at + service.retryIntervalMs });
   }
-  return due;
+  return plan;
+}
+
+/**
+ * The services of a plan due now: a watched process gone (crashed: started again at once, as a pass
+ * would: rule 0), or a retry's time come. No probes here: a /proc read per process looked at.
+ */
+export function dueNow(
+  plan: WatchPlan,
+  now: number,
+  gone: (watch: { pid: number; ticks: string }) => boolean = watchedIsGone,
+): string[] {
+  const due = new Set<string>();
+  for (const entry of plan.watched) if (gone(entry)) due.add(entry.name);
+  for (const retry of plan.retries) if (retry.at <= now) due.add(retry.name);
+  return [...due];
 }
 
 const TICK_MS = 1000;
@@ -105,8 +128,6 @@ export async function runLoop({
       echo(formatLine("ERROR", message, new Date()));
     }
   };
-  // Read again only what a pass rewrote: a tick then costs a stat per service, not a JSON parse (bench battery).
-  const read = stateReader(config.watchdog.stateDir, { unchanged: true });
   // The configuration file is looked at again before every pass and tick: an edit takes effect at
   // once; an invalid one is said once and the loop goes on with the last good configuration.
   // (state_dir and log stay those this loop started with: its lock and log are there.)
@@ -118,6 +139,7 @@ export async function runLoop({
     if (broken) await sayBrokenConfig(latest, logger, broken, live.loadedAt, now).catch(() => {});
     const { stateDir, log, rotation } = initial.watchdog;
     if (reloaded) inUse = { ...latest, watchdog: { ...latest.watchdog, stateDir, log, rotation } };
+    if (reloaded) stale = "all"; // services added, removed, given or denied a pid source
     return inUse;
   };
   // Everything started here and not yet ended: full passes (with their verifications) and crash-watch starts.
@@ -125,6 +147,52 @@ export async function runLoop({
   const track = (work: Promise<void>) => {
     running.add(work);
     void work.finally(() => running.delete(work));
+  };
+  // Between passes the loop sleeps until something can happen: the next pass, a retry's time, the
+  // end of a process it started (an event: s6's way), or — only while a watched process was started
+  // by someone else — the next second's look at it. Nothing watched: no timer but the next pass's.
+  let poked = false;
+  const poke = () => {
+    poked = true;
+    wake?.();
+  };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (poked || ms <= 0) return resolve();
+      const cancel = ms === Infinity ? () => {} : after(ms, () => resolve());
+      wake = () => (cancel(), resolve());
+    }).finally(() => ((wake = null), (poked = false)));
+  let plan: WatchPlan = { watched: [], retries: [] };
+  // The services whose state changed since the plan was read (each judgement that ends says so): read
+  // again, only those; every one after the configuration was read again.
+  let stale = "all" as Set<string> | "all";
+  let lastDue = -Infinity; // when something was last found due (monotonic)
+  const awaited = new Set<number>(); // PIDs of children started here whose end wakes the loop
+  const replan = () => {
+    const read = stateReader(config.watchdog.stateDir);
+    if (stale === "all") plan = watchPlan(config, intervalMs, read);
+    else {
+      const changed = stale;
+      const fresh = watchPlan(config, intervalMs, read, changed);
+      plan = {
+        watched: [...plan.watched.filter(({ name }) => !changed.has(name)), ...fresh.watched],
+        retries: [...plan.retries.filter(({ name }) => !changed.has(name)), ...fresh.retries],
+      };
+    }
+    stale = new Set();
+    for (const { pid } of plan.watched) {
+      const exit = exitOf(pid);
+      if (!exit || awaited.has(pid)) continue;
+      awaited.add(pid);
+      void exit.then(() => (awaited.delete(pid), poke()));
+    }
+  };
+  // Looked at each second: a watched process this loop is not woken by.
+  const looked = () => plan.watched.filter(({ pid }) => !awaited.has(pid));
+  // A service judged (its restart verified): what the loop watches of it may have changed.
+  const settled = (name: string) => {
+    if (stale !== "all") stale.add(name);
+    poke();
   };
   try {
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
@@ -135,34 +203,53 @@ export async function runLoop({
       let released!: () => void;
       const lockFree = new Promise<void>((resolve) => (released = resolve));
       track(
-        runPass({ config, echo, env, intervalMs, inLoop: true, clock: source, released, stop: stopped.signal })
+        runPass({ config, echo, env, intervalMs, inLoop: true, clock: source, released, settled, stop: stopped.signal })
           .then(() => {})
           .catch((error) => failed("pass failed", error))
           .finally(released),
       );
       const next = started + intervalMs;
       let passDone = false;
-      void lockFree.then(() => (passDone = true));
+      void lockFree.then(() => {
+        passDone = true;
+        // A long-running loop must not drift upward: collect what the pass left, once, now (the loop
+        // runs without Bun's idle GC timer, which would wake it every second for half a minute).
+        Bun.gc(true);
+        poke();
+      });
       while (!stopping && passes + 1 < maxPasses && (monotonic() < next || !passDone)) {
-        // Every second; past the interval (the pass still judging), every second still: the crash watch goes on.
-        const waitMs = monotonic() < next ? Math.min(TICK_MS, next - monotonic()) : TICK_MS;
-        await new Promise<void>((resolve) => ((wake = resolve), after(waitMs, resolve)));
+        if (stale === "all" || stale.size) replan();
+        const untilPass = monotonic() < next ? next - monotonic() : Infinity;
+        // A retry found due and not yet done (its lock held) is looked at again a second later, not at once.
+        const untilRetry = Math.max(
+          Math.min(...plan.retries.map(({ at }) => at - now())),
+          lastDue + TICK_MS - monotonic(),
+        );
+        // Past the interval (the pass still judging), the watch goes on as between passes.
+        await sleep(Math.min(untilPass, untilRetry, looked().length ? TICK_MS : Infinity));
         if (stopping || (passDone && monotonic() >= next)) break;
+        const due = dueNow({ watched: looked(), retries: plan.retries }, now());
+        if (!due.length) continue;
+        lastDue = monotonic();
+        // Read again before acting: an operator's stop, pause or restart since the plan was read stands.
         config = await current();
-        const due = dueBetweenPasses(config, intervalMs, now(), read);
+        const confirmed = dueNow(
+          watchPlan(config, intervalMs, stateReader(config.watchdog.stateDir), new Set(due)),
+          now(),
+        );
+        // What was looked at is read again next time round, whatever the start does.
+        if (stale !== "all") for (const name of due) stale.add(name);
         // Each due service under its own lock only: one held (a verification, an operator, the full
-        // pass judging it) is tried again next second.
-        if (due.length)
+        // pass judging it) is looked at again next second.
+        if (confirmed.length)
           track(
-            crashWatch(config, due, { echo, env, now, logger, stop: stopped.signal }).catch((error) =>
-              failed(due.join(", "), error),
+            crashWatch(config, confirmed, { echo, env, now, logger, settled, stop: stopped.signal }).catch((error) =>
+              failed(confirmed.join(", "), error),
             ),
           );
       }
       await lockFree;
       clock = await tendClock(config.watchdog.stateDir, source);
-      // A long-running loop must not drift upward: collect between passes (cheap at any real interval).
-      Bun.gc(true);
     }
     while (running.size) await Promise.all(running);
   } finally {
@@ -186,8 +273,10 @@ async function crashWatch(
     env,
     now,
     logger,
+    settled,
     stop,
   }: {
+    settled: (name: string) => void;
     echo: (line: string) => void;
     env?: Record<string, string | undefined>;
     now: () => number;
@@ -197,6 +286,7 @@ async function crashWatch(
 ): Promise<void> {
   const services = config.services.filter((service) => due.includes(service.name));
   const { done } = judgeServices(config, services, {
+    settled,
     config,
     logger,
     dryRun: false,

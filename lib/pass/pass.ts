@@ -54,6 +54,8 @@ export interface PassOptions {
   stdoutIsLog?: boolean;
   /** The pass lock is free again (every service judged or claimed by its verification): the next pass may run. */
   released?: () => void;
+  /** A service's judgement ended (its restart's verification with it), its state written: the loop reads it again. */
+  settled?: (name: string) => void;
   /**
    * Fired by SIGTERM/SIGINT (its reason: the signal's name): nothing new begins, what was done is
    * recorded, its notifications spooled for the next pass (none sent now), a verification left to the next pass.
@@ -212,6 +214,7 @@ type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep
   sleep?: JudgeOptions["sleep"];
   /** Who judges: recorded in each service's lock it holds (the words of whoever finds it held). */
   holder?: Holder;
+  settled?: (name: string) => void;
 };
 
 /**
@@ -273,6 +276,7 @@ export function judgeServices(
           return notJudgedOutcome(config, service.name, error, context);
         } finally {
           lock?.release();
+          if (lock) context.settled?.(service.name);
         }
       });
     })();

@@ -5,6 +5,7 @@ import { syncFile, writeFileAtomic } from "../os/atomic.ts";
 import { readProc } from "../os/proc.ts";
 import { stopProcess } from "../os/signal.ts";
 import { childEnv } from "../os/run.ts";
+import { startedHere } from "../os/children.ts";
 import { redactArgv, shortArgv } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { defineRestart } from "./kind.ts";
@@ -77,6 +78,7 @@ export const spawn = defineRestart<SpawnRestart>({
         closeSync(output);
       }
       child.unref();
+      startedHere(child.pid, child.exited); // `watchdog run` is woken by its end (pass/loop.ts)
       const info = readProc(child.pid);
       const deadline = performance.now() + 5000;
       while (readPid(pidfile) !== child.pid && child.exitCode === null && performance.now() < deadline) await sleep(5);
