@@ -1,5 +1,6 @@
 // make bench: tend against its peers, measured side by side in one run, printed as one table.
-// usage: bun bench/bench.ts [--only P1,P3] [--runs N] [--results PATH]   (needs: build/tend, hyperfine, curl, monit)
+// usage: bun bench/bench.ts [--only P1,P3] [--runs N] [--results PATH] [--serve-minutes M (P13, 10)]
+//        (needs: build/tend, hyperfine, curl, monit)
 // Writes bench/RESULTS.md (bench/results.ts): this run's rows replace the same ids.
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync, existsSync } from "node:fs";
 import { cpus, totalmem, release } from "node:os";
@@ -14,7 +15,7 @@ const BUN = process.execPath;
 const SERVICE = join(ROOT, "examples", "service.ts");
 const PEER = join(ROOT, "bench", "peers", "watchdog.sh");
 const WORK = "/tmp/tend-bench";
-const args = minimist(process.argv.slice(2), { string: ["only", "runs", "results"] });
+const args = minimist(process.argv.slice(2), { string: ["only", "runs", "results", "serve-minutes"] });
 /** This run's start: its rows in bench/RESULTS.md say it. */
 const startedAt = new Date().toISOString().slice(0, 16) + "Z";
 const RUNS = Number(args.runs ?? 5);
@@ -73,6 +74,23 @@ function configFor(dir: string, services: { name: string; url: string }[], extra
   const list = join(dir, "services.txt");
   writeFileSync(list, services.map((s) => `${s.name} ${s.url}`).join("\n") + "\n");
   return { config: path, list, state: join(dir, "peer-state") };
+}
+
+/** `watchdog serve` over 20 healthy services (one pass made their states): its URL and its RSS in MiB. */
+async function serveTwenty(name: string) {
+  const ports = Array.from({ length: 20 }, port);
+  const { config } = configFor(
+    join(WORK, name),
+    ports.map((p, i) => ({ name: `s${i}`, url: `http://127.0.0.1:${p}/` })),
+  );
+  for (const p of ports) await startServer(p);
+  Bun.spawnSync([TEND, "watchdog", "pass", "--config", config]);
+  const servePort = port();
+  const server = spawnDetached([TEND, "watchdog", "serve", "--listen", `127.0.0.1:${servePort}`, "--config", config]);
+  const base = `http://127.0.0.1:${servePort}`;
+  await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => null)) !== null, 10_000, "serve");
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) / 1024;
+  return { server, base, rss };
 }
 
 const bench: Record<string, () => Promise<void>> = {
@@ -174,97 +192,103 @@ const bench: Record<string, () => Promise<void>> = {
     });
   },
   async P8() {
-    // kill -9 the service: the loop's crash watch (interval 1 h) starts it again.
-    const times: number[] = [];
-    for (let run = 0; run < RUNS; run++) {
-      const dir = join(WORK, `p8-${run}`);
-      const p = port();
-      mkdirSync(dir, { recursive: true });
-      const config = join(dir, "tend.toml");
-      writeFileSync(
-        config,
-        `[watchdog]\nstate_dir = "${dir}/state"\n[[service]]\nname = "web"\npidfile = "web.pid"\n` +
-          `[service.check]\nhttp = "http://127.0.0.1:${p}/"\n` +
-          `[service.restart]\nspawn = ["${BUN}", "${SERVICE}", "${p}"]\n`,
-      );
-      const loop = spawnDetached([TEND, "watchdog", "run", "--interval", "1h", "--config", config]);
-      await waitFor(() => answers(p), 30_000, "tend to start the service");
-      await sleep(1500 + Math.random() * 1000); // the loop watches it from its first start on
-      const pid = Number(readFileSync(join(dir, "state", "web.pid"), "utf8"));
-      const killed = Date.now();
-      process.kill(pid, "SIGKILL");
-      await waitFor(
-        async () => (await answers(p)) && readFileSync(join(dir, "state", "web.pid"), "utf8").trim() !== String(pid),
-        30_000,
-        "started again",
-      );
-      times.push((Date.now() - killed) / 1000);
-      loop.kill("SIGTERM");
-      await loop.exited;
-      killGroup(Number(readFileSync(join(dir, "state", "web.pid"), "utf8")));
+    // kill -9 the service, interval 1 h: only the loop's watch between passes can start it again.
+    // P8: the loop started it (a spawn restart): its end wakes the loop. P8b: it was started by
+    // hand (the pidfile names it): the loop looks at it once a second.
+    for (const byHand of [false, true]) {
+      const times: number[] = [];
+      for (let run = 0; run < RUNS; run++) {
+        const dir = join(WORK, `p8-${byHand}-${run}`);
+        const p = port();
+        mkdirSync(join(dir, "state"), { recursive: true });
+        const config = join(dir, "tend.toml");
+        writeFileSync(
+          config,
+          `[watchdog]\nstate_dir = "${dir}/state"\n[[service]]\nname = "web"\npidfile = "web.pid"\n` +
+            `[service.check]\nhttp = "http://127.0.0.1:${p}/"\n` +
+            `[service.restart]\nspawn = ["${BUN}", "${SERVICE}", "${p}"]\n`,
+        );
+        if (byHand) {
+          const service = spawnDetached([BUN, SERVICE, String(p)]);
+          writeFileSync(join(dir, "state", "web.pid"), `${service.pid}\n`);
+        }
+        const loop = spawnDetached([TEND, "watchdog", "run", "--interval", "1h", "--config", config]);
+        await waitFor(() => answers(p), 30_000, "the service up");
+        await sleep(1500 + Math.random() * 1000); // the loop watches it from its first pass on
+        const pid = Number(readFileSync(join(dir, "state", "web.pid"), "utf8"));
+        const killed = Date.now();
+        process.kill(pid, "SIGKILL");
+        await waitFor(
+          async () => (await answers(p)) && readFileSync(join(dir, "state", "web.pid"), "utf8").trim() !== String(pid),
+          30_000,
+          "started again",
+        );
+        times.push((Date.now() - killed) / 1000);
+        loop.kill("SIGTERM");
+        await loop.exited;
+        killGroup(Number(readFileSync(join(dir, "state", "web.pid"), "utf8")));
+      }
+      const median_ = median(times);
+      rows.push({
+        id: byHand ? "P8b" : "P8",
+        what: byHand
+          ? "kill -9 → answering again, loop mode (interval 1 h), a service started by hand: the look a second"
+          : "kill -9 → answering again, loop mode (interval 1 h), a service the loop started: its end wakes it",
+        tend: `${median_.toFixed(2)} s (${times.map((t) => t.toFixed(2)).join(", ")})`,
+        peer: "-",
+        ratio: "-",
+        goal: "≤ 2 s + start-up",
+        met: median_ <= 3 ? "yes" : "no",
+      });
     }
-    const median_ = median(times);
-    rows.push({
-      id: "P8",
-      what: "kill -9 → answering again, loop mode (interval 1 h: the per-second crash watch)",
-      tend: `${median_.toFixed(1)} s (${times.map((t) => t.toFixed(1)).join(", ")})`,
-      peer: "-",
-      ratio: "-",
-      goal: "≤ 2 s + start-up",
-      met: median_ <= 3 ? "yes" : "no",
-    });
   },
   async P9() {
-    // The loop's idle cost: 20 watched processes, looked at every second, no probes due.
-    const dir = join(WORK, "p9");
-    mkdirSync(dir, { recursive: true });
-    const config = join(dir, "tend.toml");
-    const services = Array.from(
-      { length: 20 },
-      (_, i) =>
-        `[[service]]\nname = "s${i}"\npidfile = "s${i}.pid"\n[service.check]\nprocess = true\n` +
-        `[service.restart]\nspawn = ["sleep", "3600"]\n`,
-    );
-    writeFileSync(config, `[watchdog]\nstate_dir = "${dir}/state"\n${services.join("")}`);
-    const loop = spawnDetached([TEND, "watchdog", "run", "--interval", "1h", "--config", config]);
-    await waitFor(() => existsSync(join(dir, "state", "heartbeat")), 60_000, "the first pass");
-    const cpu = () => {
-      const fields = readFileSync(`/proc/${loop.pid}/stat`, "utf8").split(") ")[1].split(" ");
-      return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, ticks of 10 ms
-    };
-    await sleep(3000);
-    const before = cpu();
-    const started = Date.now();
-    await sleep(30_000);
-    const share = (cpu() - before) / (Date.now() - started);
-    loop.kill("SIGTERM");
-    await loop.exited;
-    for (let i = 0; i < 20; i++) killGroup(Number(readFileSync(join(dir, "state", `s${i}.pid`), "utf8")));
-    rows.push({
-      id: "P9",
-      what: "loop idle CPU with 20 watched services (30 s, between passes)",
-      tend: `${(share * 100).toFixed(2)} % of a core`,
-      peer: "-",
-      ratio: "-",
-      goal: "< 1 % of a core",
-      met: share < 0.01 ? "yes" : "no",
-    });
+    // The loop's idle cost between passes with 20 watched processes, no probes due. P9: the loop
+    // started them (their ends wake it: no timer). P9b: started by hand, looked at once a second.
+    for (const byHand of [false, true]) {
+      const dir = join(WORK, `p9-${byHand}`);
+      mkdirSync(join(dir, "state"), { recursive: true });
+      const config = join(dir, "tend.toml");
+      const services = Array.from(
+        { length: 20 },
+        (_, i) =>
+          `[[service]]\nname = "s${i}"\npidfile = "s${i}.pid"\n[service.check]\nprocess = true\n` +
+          `[service.restart]\nspawn = ["sleep", "3600"]\n`,
+      );
+      writeFileSync(config, `[watchdog]\nstate_dir = "${dir}/state"\n${services.join("")}`);
+      if (byHand)
+        for (let i = 0; i < 20; i++)
+          writeFileSync(join(dir, "state", `s${i}.pid`), `${spawnDetached(["sleep", "3600"]).pid}\n`);
+      const loop = spawnDetached([TEND, "watchdog", "run", "--interval", "1h", "--config", config]);
+      await waitFor(() => existsSync(join(dir, "state", "heartbeat")), 60_000, "the first pass");
+      const cpu = () => {
+        const fields = readFileSync(`/proc/${loop.pid}/stat`, "utf8").split(") ")[1].split(" ");
+        return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, ticks of 10 ms
+      };
+      await sleep(3000);
+      const before = cpu();
+      const started = Date.now();
+      await sleep(30_000);
+      const share = (cpu() - before) / (Date.now() - started);
+      loop.kill("SIGTERM");
+      await loop.exited;
+      for (let i = 0; i < 20; i++) killGroup(Number(readFileSync(join(dir, "state", `s${i}.pid`), "utf8")));
+      rows.push({
+        id: byHand ? "P9b" : "P9",
+        what: byHand
+          ? "loop idle CPU, 20 watched processes started by hand (looked at once a second; 30 s between passes)"
+          : "loop idle CPU, 20 watched processes the loop started (woken by their end; 30 s between passes)",
+        tend: `${(share * 100).toFixed(2)} % of a core`,
+        peer: "-",
+        ratio: "-",
+        goal: "< 1 % of a core",
+        met: share < 0.01 ? "yes" : "no",
+      });
+    }
   },
   async P10() {
     // watchdog serve must not leak, and must answer quickly: 20 services, 10 clients at once.
-    const dir = join(WORK, "p10");
-    const ports = Array.from({ length: 20 }, port);
-    const { config } = configFor(
-      dir,
-      ports.map((p, i) => ({ name: `s${i}`, url: `http://127.0.0.1:${p}/` })),
-    );
-    for (const p of ports) await startServer(p);
-    Bun.spawnSync([TEND, "watchdog", "pass", "--config", config]);
-    const servePort = port();
-    const server = spawnDetached([TEND, "watchdog", "serve", "--listen", `127.0.0.1:${servePort}`, "--config", config]);
-    const base = `http://127.0.0.1:${servePort}`;
-    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => null)) !== null, 10_000, "serve");
-    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) / 1024;
+    const { server, base, rss } = await serveTwenty("p10");
     const paths = ["/api/status", "/healthz", "/metrics", "/api/stats", "/api/report?since=1d"];
     const latencies: number[] = [];
     let sent = 0;
@@ -333,6 +357,32 @@ const bench: Record<string, () => Promise<void>> = {
       ratio: "-",
       goal: "≤ 250 KB and ≤ 10 ms (issue #42)",
       met: kb <= 250 && render <= 10 ? "yes" : "no",
+    });
+  },
+  async P13() {
+    // serve as a phone's browser tab keeps it: the page, 20 times a second, for --serve-minutes
+    // (default 10), 20 services. RSS after the first minute (its working size) and its range after.
+    const minutes = Number(args["serve-minutes"] ?? 10);
+    const { server, base, rss } = await serveTwenty("p13");
+    const started = performance.now();
+    const samples: number[] = [];
+    for (let sent = 0; performance.now() - started < minutes * 60_000; sent++) {
+      const due = started + sent * 50;
+      if (performance.now() < due) await sleep(due - performance.now());
+      await (await fetch(`${base}/`)).arrayBuffer();
+      if (performance.now() - started >= 60_000 && sent % 200 === 0) samples.push(rss());
+    }
+    server.kill("SIGTERM");
+    await server.exited;
+    const [low, high] = [Math.min(...samples), Math.max(...samples)];
+    rows.push({
+      id: "P13",
+      what: `serve at 20 req/s on / for ${minutes} min (20 services): RSS from minute 1, low–high (first → last)`,
+      tend: `${low.toFixed(1)}–${high.toFixed(1)} MiB (${samples[0].toFixed(1)} → ${samples.at(-1)!.toFixed(1)})`,
+      peer: "-",
+      ratio: `range ${(high - low).toFixed(1)} MiB`,
+      goal: "flat: within ±5 MiB (issue #42)",
+      met: high - low <= 10 && Math.abs(samples.at(-1)! - samples[0]) <= 5 ? "yes" : "no",
     });
   },
   async P4() {

@@ -152,7 +152,7 @@ test("a process the loop started wakes it by its end: no look at it between pass
   // The loop runs without JSC's top JITs and Bun's idle GC timer (os/lean.ts); what it starts does not.
   const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
   expect(environ(loop.pid)).toContain("BUN_GC_TIMER_DISABLE=1");
-  expect(environ(first).filter((entry) => /^(BUN_JSC_|BUN_GC_TIMER|TEND_LEAN)/.test(entry))).toEqual([]);
+  expect(environ(first).filter((entry) => /^(BUN_JSC_|BUN_GC_TIMER|MIMALLOC_|TEND_LEAN)/.test(entry))).toEqual([]);
   await settled(loop.pid);
   const lines = await trace(loop.pid, 3000);
   expect(lines.filter((line) => line.includes(`/proc/${first}/`))).toEqual([]);

@@ -718,6 +718,50 @@ test("reboot on a fresh Termux: install refuses; with --loop the loop watches fr
   expect(log()).toContain("[START] blog: started after reboot");
 }, 180_000);
 
+test("an outage across a reboot: `watchdog incident` places the boot and the 🔌 in its timeline", async () => {
+  box = new TermuxBox({ ownNetwork: true });
+  await box.run(["true"]);
+  const hook = outsideReceiver();
+  const down = `${HOME}/gate-down`;
+  box.writeConfig(
+    phoneConfig(hook.url) +
+      `[[service]]\nname = "gate"\nretry_interval = "2s"\n` +
+      `[service.check]\ncommand = ["sh", "-c", "[ ! -e ${down} ]"]\n`,
+  );
+  expect((await box.tendRun(["watchdog", "install", "termux-boot", "--loop", "--write"])).code).toBe(0);
+  await phoneInUse();
+  box.write(down, ""); // gate fails: an outage opens before the cut
+  await box.tendRun(["watchdog"]);
+  expect(stateOf("gate").outage).not.toBeNull();
+  await box.powerCut();
+  await box.powerOn();
+  expect(await box.termuxBoot()).toEqual(["tend-watchdog"]);
+  await within(60_000, "the 🔌 from the loop's first pass", () => plugs(hook.received).length > 0);
+  await box.run(["rm", down]);
+  await within(30_000, "gate healthy again", () => log().includes("[RECOVERED] gate"));
+  const markdown = await box.tendRun(["watchdog", "incident", "gate", "--markdown"]);
+  console.log(markdown.stdout);
+  expect(markdown.code).toBe(0);
+  const incident = JSON.parse((await box.tendRun(["watchdog", "incident", "gate", "--json"])).stdout);
+  const lines: { source: string; text: string; at: string }[] = incident.timeline;
+  const booted = lines.findIndex((line) => line.source === "host" && line.text === "the host booted");
+  const reboot = lines.findIndex(
+    (line) =>
+      line.source === "host" && /^\[DOWNTIME\] host was unavailable .+unexpected_shutdown_or_reboot/.test(line.text),
+  );
+  const plug = lines.findIndex((line) => line.source === "notification" && /^🔌 .+ rebooted$/.test(line.text));
+  const recovered = lines.findIndex((line) => /^\[RECOVERED\] gate/.test(line.text));
+  expect(booted).toBeGreaterThanOrEqual(0);
+  // The boot, then the first pass after it saying the reboot (and its 🔌), then the recovery: in that order.
+  expect(reboot).toBeGreaterThan(booted);
+  expect(plug).toBeGreaterThan(reboot);
+  expect(recovered).toBeGreaterThan(plug);
+  expect(plugs(hook.received)).toHaveLength(1);
+  // The reboot is no data, not downtime: the outage open at the cut closed at its last failed probe
+  // (the loop's first pass, which says the gap, judges before anything else is started).
+  expect(log()).toMatch(/\[DOWNTIME\] gate was unavailable for \d+s \(failing, [^)]+\) \(then no data for \d+s\)/);
+}, 180_000);
+
 test("boot script: crond not enabled, said in boot.log and a notification, and the loop watches", async () => {
   box = new TermuxBox({ termuxServices: true });
   const hook = recordingReceiver();

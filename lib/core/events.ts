@@ -25,6 +25,18 @@ export const EVENTS = {
 } as const;
 export type NotifyEvent = keyof typeof EVENTS;
 
+/**
+ * The notification a heartbeat gap is said with, by whose gap it is (core/health.ts findGap): the
+ * watchdog's 💤, the host's (a reboot) 🔌; a device asleep is said by its DOWNTIME line alone.
+ */
+export const GAP_EVENT: Record<"watchdog" | "host" | "device", NotifyEvent | null> = {
+  watchdog: "gap",
+  host: "reboot",
+  device: null,
+};
+
+export const gapEventOf = (name: string): NotifyEvent | null => GAP_EVENT[name as keyof typeof GAP_EVENT] ?? null;
+
 /** A notification's title: the event and the service (`⚠️ restarted caddy on phone`), or the host's event. */
 export function eventTitle(event: NotifyEvent, service: string, host: string): string {
   const words: string = EVENTS[event].title;

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { TELEGRAM_NEEDS_CHAT, type NotifyFormat } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
@@ -14,7 +13,7 @@ import type { Mail } from "./email.ts";
  * same parts give the same key in every run, so a message said again is kept once.
  */
 export const messageKey = (...parts: (string | number)[]) =>
-  `tend-${createHash("sha256").update(parts.join("\0")).digest("hex").slice(0, 32)}`;
+  `tend-${new Bun.CryptoHasher("sha256").update(parts.join("\0")).digest("hex").slice(0, 32)}`;
 
 /** One notification. */
 export interface Message {

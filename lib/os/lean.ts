@@ -9,6 +9,9 @@ const LEAN_ENV: Record<string, string> = {
   // Nor Bun's idle GC timer: it wakes the process every second for ~30 s after each burst of
   // allocation (a pass); the loop collects after each pass itself (bench battery: wake-ups a second).
   BUN_GC_TIMER_DISABLE: "1",
+  // Nor mimalloc's scavenger thread, which wakes every 30 s to return freed pages: freed memory is
+  // returned as it is freed (the loop's RSS is flat either way: bench P5).
+  MIMALLOC_SCAVENGER: "0",
 };
 /** Names the variables the re-exec added, so that what the loop starts runs without them (os/run.ts childEnv). */
 export const LEAN_MARK = "TEND_LEAN_ADDED";

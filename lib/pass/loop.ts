@@ -189,8 +189,12 @@ export async function runLoop({
   };
   // Looked at each second: a watched process this loop is not woken by.
   const looked = () => plan.watched.filter(({ pid }) => !awaited.has(pid));
+  // Nothing is started between passes before this loop's first pass has judged it: that pass says
+  // the gap before it (a reboot, the loop down), which a start judged first would not know of.
+  const judged = new Set<string>();
   // A service judged (its restart verified): what the loop watches of it may have changed.
   const settled = (name: string) => {
+    judged.add(name);
     if (stale !== "all") stale.add(name);
     poke();
   };
@@ -236,7 +240,7 @@ export async function runLoop({
         const confirmed = dueNow(
           watchPlan(config, intervalMs, stateReader(config.watchdog.stateDir), new Set(due)),
           now(),
-        );
+        ).filter((name) => judged.has(name));
         // What was looked at is read again next time round, whatever the start does.
         if (stale !== "all") for (const name of due) stale.add(name);
         // Each due service under its own lock only: one held (a verification, an operator, the full

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import type { ServiceState } from "../core/state.ts";
-import { downtimeLine, type Downtime, type LogLine } from "../core/events.ts";
+import { downtimeLine, gapEventOf, type Downtime, type LogLine } from "../core/events.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { oneLine } from "../core/sanitize.ts";
@@ -127,7 +127,10 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     // after it all the same, but its DOWNTIME line and 💤 are not said twice.
     if (gap && readHeartbeat(stateDir)?.gapSaidFrom !== Math.round(gap.from)) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
-      const line: LogLine = { ...downtimeLine(gap), ...(gap.name === "watchdog" ? { event: "gap" as const } : {}) };
+      const line: LogLine = {
+        ...downtimeLine(gap),
+        ...(gapEventOf(gap.name) === "gap" ? { event: "gap" as const } : {}),
+      };
       logger.write(line.tag, line.message, { downtime: paths.downtime });
       markGapSaid(stateDir, gap.from);
       const message = eventMessage("watchdog", line, new Date(now()));
@@ -138,7 +141,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const services = await judging.judged;
     verifications = judging.done;
     const stopped = options.stop?.aborted === true;
-    if (gap?.name === "host" && !dryRun)
+    if (gap && gapEventOf(gap.name) === "reboot" && !dryRun)
       gapEvents.push({ ...rebootMessage(gap, services, new Date(now())), key: gapKey(gap, "reboot") });
     if (!dryRun && stopped) {
       // What it did is said by the next pass: spooled now, delivered then (a receiver may take seconds).

@@ -5,7 +5,8 @@
 import { closeSync, openSync, readSync, fstatSync } from "node:fs";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
-import { EVENTS } from "../core/events.ts";
+import { EVENTS, eventTitle, gapEventOf } from "../core/events.ts";
+import { hostname } from "node:os";
 import { parseSamples } from "../core/latency.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { localStamp } from "../core/time.ts";
@@ -164,6 +165,14 @@ export async function collectIncident(
     const entry: IncidentLine = { at: line.at, source, text: `[${line.tag}] ${oneLine(line.message, 400)}` };
     inSecond.add(entry);
     timeline.push(entry);
+    // A gap's DOWNTIME line is said by a notification of its own (💤, 🔌: the pass's rule, core/events).
+    const gap = line.tag === "DOWNTIME" ? /^(host|watchdog|device) was unavailable for /.exec(line.message) : null;
+    const said = gap ? gapEventOf(gap[1]) : null;
+    if (said) {
+      const notice: IncidentLine = { at: line.at, source: "notification", text: eventTitle(said, gap![1], hostname()) };
+      inSecond.add(notice);
+      timeline.push(notice);
+    }
   }
   // The host's boot, when it falls inside.
   const bootedAt = uptimeMs ? now - uptimeMs : null;
