@@ -11,6 +11,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync 
 import { uptime } from "node:os";
 import { join } from "node:path";
 import { runPass } from "../lib/pass/pass.ts";
+import { restartAndVerify } from "../lib/pass/verify.ts";
+import { Logger } from "../lib/state/logger.ts";
+import { freshState } from "../lib/core/state.ts";
 import { runLoop } from "../lib/pass/loop.ts";
 import { tendNow } from "../lib/state/clock.ts";
 import { answer } from "../lib/views/serve.ts";
@@ -303,6 +306,42 @@ command = ["true"]
   await runPass({ config, echo, clock: source, sleep });
   expect(lines.join("\n")).toMatch(/\[WARN\] the clock stepped \+8640\ds/);
   expect(lines.join("\n")).not.toContain("DOWNTIME");
+}, 60_000);
+
+test("tend's time read again mid-verification, a step back (the loop's clock, seed 204): one frame", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  web.control.status = 500;
+  stops.push(() => web.server.stop(true));
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+verify_timeout = "20s"
+[service.check]
+http = "${web.url}"
+[service.restart]
+command = ["true"]
+`);
+  // The loop's `now` reads its clock anew after each pass: made while the wall clock read 553 s
+  // behind (a step no pass had followed yet), it jumps back under a verification still running.
+  let behind = 0;
+  const now = () => Date.now() - behind;
+  const logger = new Logger(null, () => {}, now, config.watchdog.rotation);
+  const downSince = now() - 3000;
+  const state = { ...freshState(), lastHealthyAt: downSince, outage: { since: downSince, reason: "crash" } };
+  setTimeout(() => (behind = 553_000), 500);
+  setTimeout(() => (web.control.status = 200), 2000);
+  const options = { now, monotonic: () => performance.now(), sleep: Bun.sleep };
+  const verified = await restartAndVerify(config.services[0], state, null, logger, options, "crash");
+  expect(verified.recovered).toBe(true);
+  // The outage ends after it began, 5 s later as it really did: not at a time 553 s before its start.
+  const outage = verified.next.outages.at(-1)!;
+  expect(outage.from).toBe(downSince);
+  expect(outage.to - outage.from).toBeGreaterThanOrEqual(4500);
+  expect(outage.to - outage.from).toBeLessThan(15_000);
 }, 60_000);
 
 test("a phone booting at 1970 (injected clock): tend's time goes on from the last pass, then follows NTP", async () => {

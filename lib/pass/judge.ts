@@ -26,6 +26,8 @@ const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|
 
 export interface JudgeOptions {
   config: Config;
+  /** The host's monotonic clock: a restart's verification is timed on it (pass/verify.ts). */
+  monotonic?: () => number;
   logger: Logger;
   dryRun: boolean;
   echo: (line: string) => void;

@@ -35,8 +35,8 @@ export interface LoopOptions {
 export interface WatchPlan {
   /** Services whose verified process tend would start again (not systemd's, launchd's or runit's). */
   watched: { name: string; pid: number; ticks: string }[];
-  /** Services whose last probe failed, probed again at `at` (tend's time): retry_interval < interval. */
-  retries: { name: string; at: number }[];
+  /** Services whose last probe failed: probed again at `at` (tend's time), `everyMs` (retry_interval) after it. */
+  retries: { name: string; at: number; everyMs: number }[];
 }
 
 /** The watch plan of CONFIG's services (those in `only`, when given) as their states say now. */
@@ -54,7 +54,11 @@ export function watchPlan(
     if (state.watch) plan.watched.push({ name: service.name, ...state.watch });
     const retry = service.retryIntervalMs > 0 && service.retryIntervalMs < intervalMs;
     if (retry && state.lastProbe && !state.lastProbe.ok)
-      plan.retries.push({ name: service.name, at: state.lastProbe.at + service.retryIntervalMs });
+      plan.retries.push({
+        name: service.name,
+        at: state.lastProbe.at + service.retryIntervalMs,
+        everyMs: service.retryIntervalMs,
+      });
   }
   return plan;
 }
@@ -224,9 +228,10 @@ export async function runLoop({
       while (!stopping && passes + 1 < maxPasses && (monotonic() < next || !passDone)) {
         if (stale === "all" || stale.size) replan();
         const untilPass = monotonic() < next ? next - monotonic() : Infinity;
-        // A retry found due and not yet done (its lock held) is looked at again a second later, not at once.
+        // A retry found due and not yet done (its lock held) is looked at again a second later, not at
+        // once; none waits longer than its interval (a wall clock stepped back would make it the step).
         const untilRetry = Math.max(
-          Math.min(...plan.retries.map(({ at }) => at - now())),
+          Math.min(...plan.retries.map(({ at, everyMs }) => Math.min(at - now(), everyMs))),
           lastDue + TICK_MS - monotonic(),
         );
         // Past the interval (the pass still judging), the watch goes on as between passes.
@@ -247,8 +252,8 @@ export async function runLoop({
         // pass judging it) is looked at again next second.
         if (confirmed.length)
           track(
-            crashWatch(config, confirmed, { echo, env, now, logger, settled, stop: stopped.signal }).catch((error) =>
-              failed(confirmed.join(", "), error),
+            crashWatch(config, confirmed, { echo, env, now, monotonic, logger, settled, stop: stopped.signal }).catch(
+              (error) => failed(confirmed.join(", "), error),
             ),
           );
       }
@@ -278,9 +283,11 @@ async function crashWatch(
     now,
     logger,
     settled,
+    monotonic,
     stop,
   }: {
     settled: (name: string) => void;
+    monotonic: () => number;
     echo: (line: string) => void;
     env?: Record<string, string | undefined>;
     now: () => number;
@@ -291,6 +298,7 @@ async function crashWatch(
   const services = config.services.filter((service) => due.includes(service.name));
   const { done } = judgeServices(config, services, {
     settled,
+    monotonic,
     config,
     logger,
     dryRun: false,

@@ -137,7 +137,9 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       if (message) gapEvents.push({ ...message, key: gapKey(gap) });
     }
     const uptime = options.uptime ?? uptimeClock(now);
-    const judging = judgeServices(config, config.services, { ...options, dryRun, echo, now, uptime, gap, logger });
+    const monotonic = () => source.monotonic();
+    const context = { ...options, dryRun, echo, now, uptime, gap, logger, monotonic };
+    const judging = judgeServices(config, config.services, context);
     const services = await judging.judged;
     verifications = judging.done;
     const stopped = options.stop?.aborted === true;

@@ -20,6 +20,8 @@ const SETTLE_MS = 1000;
 
 export interface VerifyOptions {
   now: () => number;
+  /** The host's monotonic clock (a ClockSource's): a restart and its verification are timed on it from their start. */
+  monotonic?: () => number;
   sleep: (ms: number) => Promise<void>;
   env?: Record<string, string | undefined>;
   /** The pass is stopped (SIGTERM/SIGINT): a verification in flight is left to the next pass. */
@@ -54,6 +56,10 @@ export async function restartAndVerify(
   hooks: RestartHooks | null = null,
   owed: LogLine[] = [],
 ): Promise<Verified> {
+  // One frame for the restart and its verification: tend's time at its start, then the monotonic
+  // clock's, so a wall clock stepped meanwhile never puts its end before its start (an outage then
+  // lost its beginning: ground truth, seed 204).
+  options = { ...options, now: fromStart(options.now, options.monotonic) };
   const { now, sleep, env } = options;
   // A new service's first start (and an operator's start) is logged START and not counted; every
   // other start is a restart; an operator's restart is not counted toward max_restarts.
@@ -103,6 +109,13 @@ export async function restartAndVerify(
     return settle(service, next, verdict, now, { issued: false, detail: restart.detail, last: null });
   const seen = await verify(service, next, startedAt, deadline, options);
   return seen.stopped ? leftToNextPass(service, next, logger) : settle(service, next, verdict, now, seen);
+}
+
+/** `now` as it reads at the first call, advanced from then on by `monotonic` (when there is one). */
+function fromStart(now: () => number, monotonic?: () => number): () => number {
+  if (!monotonic) return now;
+  const [startedAt, startedMono] = [now(), monotonic()];
+  return () => startedAt + (monotonic() - startedMono);
 }
 
 /**
@@ -233,7 +246,7 @@ async function verify(
       // "running" for the first milliseconds.
       const settleMs = startedAt + SETTLE_MS - now();
       if (current && !current.supervised && settleMs > 0)
-        await sleep(Math.min(settleMs, Math.max(0, deadline - now())));
+        await sleep(Math.min(settleMs, SETTLE_MS, Math.max(0, deadline - now())));
       if (stop?.aborted) return stopped;
       const after = await mainProcess(service, state);
       if (gone(after, true)) return { issued: true, detail: after!.detail, last, exitedAfterMs: now() - startedAt };
@@ -241,7 +254,9 @@ async function verify(
     }
     detail = `last probe: ${last.detail}`;
     if (now() >= deadline) return { issued: true, detail, last };
-    await sleep(Math.max(0, Math.min(1000 - (now() - attemptAt), deadline - now())));
+    // Never more than a second: a wall clock stepped back meanwhile (tend's time with it) made this
+    // wait its step long — a verification that slept 32 s past the recovery (ground truth, seed 204).
+    await sleep(Math.max(0, Math.min(1000 - (now() - attemptAt), 1000, deadline - now())));
   }
 }
 
