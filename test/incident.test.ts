@@ -97,6 +97,66 @@ test("a freeze: the last good probe, each strike, HUNG, the restart, the recover
   expect(body).toContain("[RESTART] tour: ");
 }, 60_000);
 
+test("a line the service wrote with no time of its own: placed between the two passes that saw it", async () => {
+  box = new Sandbox();
+  const port = await freePort();
+  const pidfile = join(box.dir, "tour.pid");
+  // A service that says why it dies, in words with no time (as most do), to the output file tend made.
+  const script = join(box.dir, "dies.ts");
+  writeFileSync(
+    script,
+    `const say = (line) => require("node:fs").writeSync(1, line + "\\n");\n` +
+      `say("warming cache");\n` +
+      `Bun.serve({ port: ${port}, hostname: "127.0.0.1", fetch(request) {\n` +
+      `  if (new URL(request.url).pathname === "/die") {\n` +
+      `    say("out of memory: giving up"); setTimeout(() => process.exit(1), 50); }\n` +
+      `  return new Response("ok"); } });\n`,
+  );
+  box.configure({
+    services: [
+      {
+        name: "tour",
+        pidfile,
+        grace: "0s",
+        cooldown: "0s",
+        check: { http: `http://127.0.0.1:${port}/` },
+        restart: { spawn: [BUN, script] },
+      },
+    ],
+  });
+  expect((await box.tend(["watchdog"])).stdout).toContain("[START] tour");
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
+  expect((await box.tend(["watchdog"])).code).toBe(0); // a look at its output: "warming cache" is there
+  const first = Number(readFileSync(pidfile, "utf8"));
+  await fetch(`http://127.0.0.1:${port}/die`);
+  await waitFor(
+    () => {
+      try {
+        process.kill(first, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    10_000,
+    "gone",
+  );
+  expect((await box.tend(["watchdog"])).stdout).toMatch(/\[WARN\] tour is not running .*\(crash\)/);
+  box.track(Number(readFileSync(pidfile, "utf8")));
+
+  const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
+  const timeline: Line[] = incident.timeline;
+  const said = timeline.findIndex((line) => line.source === "service" && /^out of memory: giving up/.test(line.text));
+  const found = timeline.findIndex((line) => /^\[WARN\] tour is not running/.test(line.text));
+  expect(said).toBeGreaterThanOrEqual(0);
+  expect(timeline[said].text).toMatch(
+    /^out of memory: giving up \(written between \d\d:\d\d:\d\d and \d\d:\d\d:\d\d\)$/,
+  );
+  expect(said).toBeLessThan(found); // written before the pass that found it gone, and placed so
+  // Before the first look at the file, when is unknown: not placed.
+  expect(timeline.some((line) => line.text.startsWith("warming cache"))).toBe(false);
+}, 60_000);
+
 test("usage: no outage, an unknown service, a bad --at; outside text is sanitised", async () => {
   box = new Sandbox();
   box.configure({ services: [{ name: "quiet", check: { tcp: "127.0.0.1:1" } }] });

@@ -210,6 +210,7 @@ function mapTimes(state: ServiceState, at: (value: number) => number, until: (va
     ...state,
     startedAt: maybe(state.startedAt),
     restartTimes: state.restartTimes.map((when) => at(when)),
+    outputMarks: state.outputMarks?.map(([when, bytes]) => [at(when), bytes] as [number, number]),
     lastRestartAt: maybe(state.lastRestartAt),
     backoffUntil: maybe(state.backoffUntil, until),
     pausedUntil: maybe(state.pausedUntil, until),

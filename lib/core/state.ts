@@ -63,6 +63,12 @@ export interface ServiceState {
   latencyLog: string;
   /** How many samples latencyLog holds. */
   latencyCount: number;
+  /**
+   * The service's output file's size as each pass saw it when it had grown: [at, bytes], oldest
+   * first, bounded. A line with no time of its own was written between the two looks around its end
+   * (watchdog incident places it so).
+   */
+  outputMarks?: [at: number, bytes: number][];
   /** Bounded history of restarts and their outcome, for `watchdog report`. */
   history: HistoryEntry[];
   /** When tend first watched this service (report: no data before). */
@@ -362,6 +368,7 @@ const validVerdict = (verdict: Partial<Verdict>) =>
 
 /** What every probe records: a state that differs from the last only in these holds no new decision. */
 const OBSERVATIONS = new Set<string>([
+  "outputMarks",
   "latencyLog",
   "latencyCount",
   "lastProbe",
@@ -376,6 +383,21 @@ const OBSERVATIONS = new Set<string>([
 ]);
 
 /** Whether `next` differs from `previous` only in observations (strikes, outages, restarts, events: no). */
+/** How many looks at the output file a state keeps: a pass each, while the file grows. */
+export const OUTPUT_MARKS = 64;
+
+/** The marks with this look added: unchanged when the size is; restarted when the file shrank (rotated, cut). */
+export function markOutput(
+  marks: [number, number][] | undefined,
+  bytes: number | null,
+  at: number,
+): [number, number][] | undefined {
+  const last = marks?.at(-1);
+  if (bytes === null || (last && last[1] === bytes) || (!last && bytes === 0)) return marks;
+  if (last && bytes < last[1]) return [[at, bytes]];
+  return [...(marks ?? []), [at, bytes] as [number, number]].slice(-OUTPUT_MARKS);
+}
+
 export function onlyObservations(previous: ServiceState, next: ServiceState): boolean {
   for (const key of Object.keys(next) as (keyof ServiceState)[]) {
     if (key === "verdict") {

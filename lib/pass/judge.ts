@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { describeCheck, probe, type ProbeResult } from "../checks/index.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { decide, explain, type Decision, type Facts, type LogLine, type RestartReason } from "../core/decide.ts";
@@ -9,11 +10,11 @@ import { treeRss } from "../os/rss.ts";
 import { showUnit } from "../os/systemd.ts";
 import { eventMessage, spoolEvents } from "../notify/alert.ts";
 import { messageKey, type Message } from "../notify/send.ts";
-import { describeRestart, restartKind, serviceUnit } from "../restarts/index.ts";
+import { describeRestart, ownOutputOf, restartKind, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service-state.ts";
-import { onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
+import { markOutput, onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
 import { cutByReboot, finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
@@ -174,7 +175,11 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
 
   // A counted restart's ⚠️ is owed by the restart itself: spooled the moment its action returns.
   const owed = (line: LogLine) => decision.kind === "restart" && line.event === "restart";
-  const decided = { ...decision.next, watch: watchOf(main) };
+  const decided = {
+    ...decision.next,
+    watch: watchOf(main),
+    outputMarks: markOutput(decision.next.outputMarks, outputBytes(service), now()),
+  };
   state = emit(logger, paths.downtime, service.name, decided, decision.log, events, (line) => !owed(line));
   // A pass that only saw it answer as before records no decision: no fsync (see writeState).
   save(state, !onlyObservations(loaded.state, state));
@@ -189,6 +194,12 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     return { name: service.name, decision, probe: result, events, claimed: true, eventsAtClaim: claimed.events.length };
   }
   return { name: service.name, decision, probe: result, events };
+}
+
+/** The size of the output file tend made for the service (null: none, or none yet): a stat. */
+function outputBytes(service: ServiceConfig): number | null {
+  const path = ownOutputOf(service);
+  return path ? (statSync(path, { throwIfNoEntry: false })?.size ?? null) : null;
 }
 
 /**

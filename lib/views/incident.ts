@@ -8,10 +8,11 @@ import { usageError } from "../core/errors.ts";
 import { EVENTS, eventTitle, gapEventOf } from "../core/events.ts";
 import { hostname } from "node:os";
 import { parseSamples } from "../core/latency.ts";
+import type { ServiceState } from "../core/state.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { localStamp } from "../core/time.ts";
 import { runCommand } from "../os/run.ts";
-import { serviceUnit } from "../restarts/index.ts";
+import { ownOutputOf, serviceUnit } from "../restarts/index.ts";
 import { statePaths } from "../state/dir.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
 import { watchedServices } from "./watched.ts";
@@ -45,19 +46,24 @@ const SECOND = 1000;
 
 /** The last `limit` bytes of a file, as text (empty when it cannot be read). */
 function tail(path: string, limit = LOG_TAIL): string {
+  return tailAt(path, limit).text;
+}
+
+/** The last `limit` bytes of a file from a line's start, and the byte offset in the file where they start. */
+function tailAt(path: string, limit: number): { text: string; offset: number } {
   let fd: number;
   try {
     fd = openSync(path, "r");
   } catch {
-    return "";
+    return { text: "", offset: 0 };
   }
   try {
     const size = fstatSync(fd).size;
     const length = Math.min(size, limit);
     const buffer = Buffer.alloc(length);
     readSync(fd, buffer, 0, length, size - length);
-    const text = buffer.toString("utf8");
-    return length < size ? text.slice(text.indexOf("\n") + 1) : text;
+    const cut = length < size ? buffer.indexOf(10) + 1 : 0;
+    return { text: buffer.subarray(cut).toString("utf8"), offset: size - length + cut };
   } finally {
     closeSync(fd);
   }
@@ -185,7 +191,7 @@ export async function collectIncident(
         source: "notification",
         text: `${emojiOf(event.event)}${oneLine(event.message, 400)}`,
       });
-  timeline.push(...(await serviceLines(service, config, lo, hi)));
+  timeline.push(...(await serviceLines(service, config, state, lo, hi)));
   const key = (line: IncidentLine) => line.at + (inSecond.has(line) ? 999 : 0);
   timeline.sort((a, b) => key(a) - key(b) || order(a.source) - order(b.source));
   const first = (test: (line: IncidentLine) => boolean) =>
@@ -224,7 +230,13 @@ const emojiOf = (event: string) => (event in EVENTS ? `${EVENTS[event as keyof t
 const order = (source: Source) => ["host", "tend", "service", "notification"].indexOf(source);
 
 /** The service's own words: its unit's journal (timed), else its output file's lines that carry a time. */
-async function serviceLines(service: ServiceConfig, config: Config, lo: number, hi: number): Promise<IncidentLine[]> {
+async function serviceLines(
+  service: ServiceConfig,
+  config: Config,
+  state: ServiceState,
+  lo: number,
+  hi: number,
+): Promise<IncidentLine[]> {
   const unit = serviceUnit(service);
   if (unit) {
     const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace("T", " ") + " UTC";
@@ -241,13 +253,28 @@ async function serviceLines(service: ServiceConfig, config: Config, lo: number, 
         })
       : [];
   }
-  // An output file (spawn's, a pane's): its lines that start with a time of their own.
-  const text = tail(statePaths(config.watchdog.stateDir).serviceOutput(service.name), 256 * 1024);
+  // The output file tend made (spawn's, a pane's pipe): a line with a time of its own is placed at
+  // it; one without, between the two looks of the passes around its end (the state's outputMarks).
+  const path = ownOutputOf(service) ?? statePaths(config.watchdog.stateDir).serviceOutput(service.name);
+  const { text, offset } = tailAt(path, 256 * 1024);
+  const marks = state.outputMarks ?? [];
+  let end = offset;
   return text.split("\n").flatMap((line) => {
+    end += Buffer.byteLength(line) + 1;
+    if (!line) return [];
     const stamp = /^\[?(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?\]?\s+(.*)$/.exec(line);
-    if (!stamp) return [];
-    const at = stamp[3] ? Date.parse(`${stamp[1]}T${stamp[2]}${stamp[3]}`) : localTime(`${stamp[1]} ${stamp[2]}`);
-    return at >= lo && at <= hi ? [{ at, source: "service" as const, text: oneLine(stamp[4], 400) }] : [];
+    if (stamp) {
+      const at = stamp[3] ? Date.parse(`${stamp[1]}T${stamp[2]}${stamp[3]}`) : localTime(`${stamp[1]} ${stamp[2]}`);
+      return at >= lo && at <= hi ? [{ at, source: "service" as const, text: oneLine(stamp[4], 400) }] : [];
+    }
+    // The first look that found the file past this line's end; the look before it had not.
+    const seen = marks.findIndex(([, bytes]) => bytes >= end - 1);
+    if (seen <= 0) return []; // before the first look, or after the last: when is unknown
+    const [after, before] = [marks[seen - 1][0], marks[seen][0]];
+    if (before < lo || after > hi) return [];
+    const time = (at: number) => localStamp(new Date(at)).slice(11, 19);
+    const between = `written between ${time(after)} and ${time(before)}`;
+    return [{ at: before, source: "service" as const, text: `${oneLine(line, 400)} (${between})` }];
   });
 }
 
