@@ -53,6 +53,23 @@ async function settled(pid: number) {
 const completed = (lines: string[]) =>
   lines.filter((line) => /\) += -?\d/.test(line) && !line.includes("resumed>") && !/restart_syscall/.test(line));
 
+/** One service, web: the example service on a free port, spawned by tend (pidfile web.pid); its port. */
+async function webService(box: Sandbox): Promise<number> {
+  const port = await freePort();
+  box.configure({
+    defaults: { grace: "0s", cooldown: "0s" },
+    services: [
+      {
+        name: "web",
+        pidfile: "web.pid",
+        check: { http: `http://127.0.0.1:${port}/` },
+        restart: { spawn: [BUN, SERVER, `${port}`] },
+      },
+    ],
+  });
+  return port;
+}
+
 async function loopOn(box: Sandbox) {
   const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
   box.track(loop.pid);
@@ -91,18 +108,7 @@ test("between passes with no pid source the loop makes no system call at all: no
 
 test("a process started by another: a /proc look at it a second, no state read; its crash is answered", async () => {
   box = new Sandbox();
-  const port = await freePort();
-  box.configure({
-    defaults: { grace: "0s", cooldown: "0s" },
-    services: [
-      {
-        name: "web",
-        pidfile: "web.pid",
-        check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, SERVER, `${port}`] },
-      },
-    ],
-  });
+  const port = await webService(box);
   // Started by hand (not by the loop): the loop cannot be told of its end, so it looks.
   const byHand = Bun.spawn([BUN, SERVER, `${port}`], { stdout: "ignore", stderr: "ignore", detached: true });
   box.track(byHand.pid);
@@ -132,18 +138,7 @@ test("a process started by another: a /proc look at it a second, no state read; 
 
 test("a process the loop started wakes it by its end: no look at it between passes; kill -9 is answered", async () => {
   box = new Sandbox();
-  const port = await freePort();
-  box.configure({
-    defaults: { grace: "0s", cooldown: "0s" },
-    services: [
-      {
-        name: "web",
-        pidfile: "web.pid",
-        check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, SERVER, `${port}`] },
-      },
-    ],
-  });
+  const port = await webService(box);
   const loop = await loopOn(box); // its first pass starts web
   await waitFor(() => box.read("watchdog.log").includes("[START] web: started pid"), 15_000, "web's first start");
   const first = Number(box.read("web.pid"));
