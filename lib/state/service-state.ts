@@ -1,4 +1,4 @@
-import { readdirSync, renameSync, statSync } from "node:fs";
+import { readdirSync, renameSync } from "node:fs";
 import { overwriteInPlace, writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
@@ -6,7 +6,7 @@ import { notJudged } from "../core/verdict.ts";
 import { applySteps, latestRecorded } from "../core/clock.ts";
 import { statePaths } from "./dir.ts";
 import { clockSteps } from "./clock.ts";
-import { isFullDisk, spill, spillDir, spilled, unspill } from "./spill.ts";
+import { isFullDisk, spill, spilled, unspill } from "./spill.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
@@ -61,36 +61,14 @@ export function latestRecordedIn(stateDir: string): number {
 /** A service's state as what only reads it sees it (status, stats, report, serve, the loop): never repaired. */
 export type StateReader = (name: string) => ServiceState;
 
-/**
- * Reads states from `stateDir`; with `once`, each at most once (a page shows every state three
- * ways); with `unchanged`, again only when the file changed (its inode, mtime or size: every write
- * is a rename, or a rewrite in place on a full disk), for the loop's once-a-second crash watch.
- */
-export function stateReader(stateDir: string, { once = false, unchanged = false } = {}): StateReader {
+/** Reads states from `stateDir`; with `once`, each at most once (a page shows every state three ways). */
+export function stateReader(stateDir: string, { once = false } = {}): StateReader {
   const read: StateReader = (name) => {
     const { state, problem } = readState(stateDir, name, { repair: false });
     if (problem === null || problem === "missing") return state;
     // A file the next pass will reset (or refuses, a symlink): shown as not judged, saying why.
     return { ...state, verdict: notJudged(null, `state file ${problem}`, Date.now()) };
   };
-  if (unchanged) {
-    const cache = new Map<string, { key: string; state: ServiceState }>();
-    return (name) => {
-      // Kept on /dev/shm while the disk is full: the file says nothing of it (an operator's stop
-      // or pause written there is read at once, never undone by a crash watch reading the old file).
-      if (spillDir(stateDir) !== null) return read(name);
-      let key = "";
-      try {
-        const info = statSync(stateFile(stateDir, name));
-        key = `${info.ino}:${info.mtimeMs}:${info.size}:${clockSteps(stateDir).at(-1)?.seq ?? 0}`;
-      } catch {}
-      const hit = cache.get(name);
-      if (key && hit?.key === key) return hit.state;
-      const state = read(name);
-      if (key) cache.set(name, { key, state });
-      return state;
-    };
-  }
   if (!once) return read;
   const seen = new Map<string, ServiceState>();
   return (name) => {

@@ -58,7 +58,7 @@ export function spillDir(stateDir: string, { create = false } = {}): string | nu
   const prefix = spillPrefix(stateDir, uid);
   const known = found.get(prefix);
   if (known && ours(known, uid)) return known;
-  // Every readState asks, and the loop's crash watch every second: /dev/shm is listed again only
+  // Every readState asks (a pass: each service's): /dev/shm is listed again only
   // when its own mtime moved (an entry made or removed there), not on every call.
   let listedAt: number | null = null;
   try {
