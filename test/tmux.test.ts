@@ -168,3 +168,39 @@ test("tmux: a pane that exits during verification is FAILED at once, saying when
     tmux("kill-server");
   }
 }, 60_000);
+
+test("tmux: a dead pane kept by remain-on-exit is respawned, its output piped again", async () => {
+  box = new Sandbox();
+  box.configure({
+    services: [
+      {
+        name: "kept",
+        tmux: "main:kept",
+        grace: "0s",
+        backoff: "0s",
+        verify_timeout: "15s",
+        check: { process: true },
+        restart: { tmux: "main:kept", socket: "tend-kept", run: "echo started-again; exec sleep 600" },
+      },
+    ],
+  });
+  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", "-L", "tend-kept", ...args], { env: box.env() });
+  try {
+    // The boot script's pane, not tend's: its process is killed, the pane stays (dead) to be respawned.
+    expect(tmux("new-session", "-d", "-s", "main", "-n", "kept", "exec sleep 600").exitCode).toBe(0);
+    tmux("set-option", "-g", "remain-on-exit", "on");
+    const first = Number(tmux("display-message", "-p", "-t", "main:kept", "#{pane_pid}").stdout.toString());
+    expect((await box.tend(["watchdog"])).code).toBe(0);
+    process.kill(first, "SIGKILL");
+    const dead = () => tmux("display-message", "-p", "-t", "main:kept", "#{pane_dead}").stdout.toString().trim();
+    await waitFor(() => dead() === "1", 5000, "the pane dead, kept");
+    const pass = await box.tend(["watchdog"]);
+    expect(pass.stdout).toContain("kept is not running (tmux pane main:kept: its command exited)");
+    expect(pass.stdout).not.toContain("[FAILED]"); // tmux refuses pipe-pane on a dead pane: "target pane has exited"
+    expect(pass.stdout).toContain("[RESTART] kept: tmux respawn-pane -k -t main:kept");
+    expect(dead()).toBe("0");
+    await waitFor(() => box.read("services/kept.out").includes("started-again"), 10_000, "the new command's words");
+  } finally {
+    tmux("kill-server");
+  }
+}, 60_000);

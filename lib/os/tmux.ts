@@ -87,35 +87,41 @@ export async function respawnPane(target: string, run: string, options: RespawnO
   const exactPane = paneIndex === null ? exactWindow(target) : `${exactWindow(target)}.${paneIndex}`;
   // The pipe must be open before the command's first byte: a new pane starts idle, is piped, then
   // respawned with RUN, all in one tmux command (the pipe survives respawn-pane; -o keeps an open one).
-  let piped = (command: string[]) => [...command, run];
+  // A dead pane (remain-on-exit: its command exited) cannot be piped ("target pane has exited"): it is
+  // respawned idle first, in the same command.
+  let piped = (command: string[], _dead: boolean) => [...command, run];
   if (options.output) {
     closeSync(openAppend(options.output)); // created here, never through a symlink
     const pipe = ["pipe-pane", "-o", "-t", exactPane, `exec cat >> ${shellQuoted(options.output)}`];
     const respawn = ["respawn-pane", "-k", "-t", exactPane, run];
-    piped = (command) =>
-      command[0] === "respawn-pane" ? [...pipe, ";", ...respawn] : [...command, IDLE, ";", ...pipe, ";", ...respawn];
+    piped = (command, dead) =>
+      command[0] === "respawn-pane" && !dead
+        ? [...pipe, ";", ...respawn]
+        : [...command, IDLE, ";", ...pipe, ";", ...respawn];
   }
-  const attempt = async (what: string, ...command: string[]) => {
-    const result = await tmux(socket, ...piped(command));
+  const attempt = async (what: string, command: string[], dead = false) => {
+    const result = await tmux(socket, ...piped(command, dead));
     const said = result.error ?? (saidBy(result) || `tmux exit ${result.exitCode}`);
     return { ok: result.exitCode === 0, what, said };
   };
   let last = { ok: false, what: `tmux ${target}`, said: "not attempted" };
   for (let round = 0; round < 3; round++) {
     if ((await tmux(socket, "has-session", "-t", `=${session}`)).exitCode !== 0) {
-      last = await attempt(`created tmux session ${session}`, "new-session", "-d", "-s", session, ...named);
+      last = await attempt(`created tmux session ${session}`, ["new-session", "-d", "-s", session, ...named]);
       if (last.ok) return { issued: true, detail: last.what };
       if (/duplicate session/.test(last.said)) continue; // created meanwhile: use it
       break;
     }
-    if ("error" in (await findPane(target, socket))) {
+    const found = await findPane(target, socket);
+    if ("error" in found) {
       const where = numbered ? `=${session}:${window}` : `=${session}:`;
-      last = await attempt(`created tmux window ${session}:${window}`, "new-window", "-d", "-t", where, ...named);
+      last = await attempt(`created tmux window ${session}:${window}`, ["new-window", "-d", "-t", where, ...named]);
       if (last.ok) return { issued: true, detail: last.what };
       if (!("error" in (await findPane(target, socket)))) continue; // created meanwhile: respawn it
       break;
     }
-    last = await attempt(`tmux respawn-pane -k -t ${target}`, "respawn-pane", "-k", "-t", exactPane);
+    const respawn = ["respawn-pane", "-k", "-t", exactPane];
+    last = await attempt(`tmux respawn-pane -k -t ${target}`, respawn, found.dead);
     if (last.ok) return { issued: true, detail: last.what };
     if ("error" in (await findPane(target, socket))) continue; // its window went away meanwhile
     break;

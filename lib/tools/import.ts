@@ -484,8 +484,18 @@ export function importScript(path: string, text: string, cronLine: string | null
   if (global.notify) out.push("[notify]", `url = ${q(global.notify.url)}  # line ${global.notify.line}`, "");
   if (global.failures)
     out.push("[defaults]", `failures = ${global.failures.value}  # line ${global.failures.line}`, "");
-  for (const draft of drafts) {
+  for (const [index, draft] of drafts.entries()) {
     out.push("[[service]]", `name = ${q(draft.name)}`);
+    // The script checks in order, each restart done before the next check; tend probes all at once. A
+    // public URL checked after local services it may go through (a tunnel to an origin): said, not guessed.
+    const origins = drafts.slice(0, index).filter((one) => one.restart && isLoopback(one.check.http));
+    if (typeof draft.check.http === "string" && !isLoopback(draft.check.http) && origins.length) {
+      const names = origins.map((one) => one.name);
+      out.push(
+        `# the script checked this after restarting ${names.join(", ")} when down; tend probes all at once: if this`,
+        `# URL goes through one of them, add depends_on = [${q(names[0])}] here (it then waits on it, no restart)`,
+      );
+    }
     if (draft.pidfile) out.push(`pidfile = ${q(draft.pidfile)}`);
     out.push("[service.check]");
     for (const [key, value] of Object.entries(draft.check))
@@ -517,6 +527,17 @@ export function importScript(path: string, text: string, cronLine: string | null
     for (const line of unmapped) out.push(`#   line ${line.number}: ${oneLine(line.text.trim())}${why(line.text)}`);
   }
   return { draft: out.join("\n") + "\n", services: drafts.length };
+}
+
+/** A URL on this host (127.0.0.0/8, ::1, localhost). */
+function isLoopback(url: unknown): boolean {
+  if (typeof url !== "string") return false;
+  try {
+    const host = new URL(url).hostname;
+    return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  } catch {
+    return false;
+  }
 }
 
 /** Why a line needs no mapping, when tend does it itself. */
