@@ -150,3 +150,12 @@ test("--out: written once, 0600, never over a file (exit 3); the crontab line gi
   expect(existsSync(`${out}.tmp`)).toBe(false);
   expect((await box.tend(["watchdog", "import", join(box.dir, "nosuch.sh")])).code).toBe(2);
 });
+
+test("docs/watchdog.md's example draft is what import writes today for test/import/user-phone.sh", async () => {
+  box = new Sandbox();
+  const docs = readFileSync(join(ROOT, "docs", "watchdog.md"), "utf8");
+  const shown = /`tend watchdog import test\/import\/user-phone\.sh`[^`]*?```toml\n([\s\S]*?)```/.exec(docs);
+  expect(shown).not.toBeNull();
+  const draft = (await box.tend(["watchdog", "import", join(VARIANTS, "user-phone.sh")])).stdout;
+  expect(shown![1]).toBe(draft.replaceAll(`${ROOT}/`, ""));
+});
