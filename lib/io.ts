@@ -51,3 +51,6 @@ export function processIo(): Io & { close: () => Promise<void> } {
 declare const TEND_VERSION: string | undefined;
 /** Embedded by `bun build --define`; "dev" when run from source. */
 export const VERSION = typeof TEND_VERSION === "string" ? TEND_VERSION : "0.0.0-dev";
+declare const TEND_RELEASE_KEY: string | undefined;
+/** The release key a release binary trusts for `self-update --channel` (`make release` builds it in). */
+export const RELEASE_KEY = typeof TEND_RELEASE_KEY === "string" && TEND_RELEASE_KEY ? TEND_RELEASE_KEY : null;

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { CHECKS } from "../lib/checks/index.ts";
 import { RESTARTS } from "../lib/restarts/index.ts";
-import { NOTIFY_KEYS, parseConfig, SERVE_KEYS, WATCHDOG_KEYS } from "../lib/config/load.ts";
+import { NOTIFY_KEYS, parseConfig, SELF_UPDATE_KEYS, SERVE_KEYS, WATCHDOG_KEYS } from "../lib/config/load.ts";
 import { REFERENCE, referenceKinds, renderReference } from "../lib/config/reference.ts";
 import { BUSY_KEYS, MEMORY_KEYS, SERVICE_KEYS, TUNABLE_KEYS } from "../lib/config/service-table.ts";
 import { parseDuration } from "../lib/core/duration.ts";
@@ -28,6 +28,7 @@ test("the reference has exactly the keys each table's reader accepts, and every 
   same(keysOf("watchdog"), WATCHDOG_KEYS);
   same(keysOf("notify"), NOTIFY_KEYS);
   same(keysOf("serve"), SERVE_KEYS);
+  same(keysOf("self_update"), SELF_UPDATE_KEYS);
   same(keysOf("defaults"), Object.keys(TUNABLE_KEYS));
   same(keysOf("service"), SERVICE_KEYS);
   same(keysOf("service.busy"), BUSY_KEYS);

@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { TendError, usageError } from "../core/errors.ts";
 import { parseListen } from "../core/listen.ts";
+import { keyProblem } from "../core/release-key.ts";
 import { httpUrlProblem, shownUrl, smtpUrlProblem } from "../core/redact.ts";
 import { inWords, readRegularFile } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
@@ -18,6 +19,7 @@ import {
   type Env,
   type NotifyConfig,
   type NotifyFormat,
+  type SelfUpdateConfig,
   type ServeConfig,
   type ServiceConfig,
   type WatchdogConfig,
@@ -161,6 +163,7 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
   const inState = (value: string) => expandPath(value, home, watchdog.stateDir);
   const notify = readNotify(root.sub("notify") ?? new Reader({}, "notify", errors), env);
   const serve = readServe(root.sub("serve") ?? new Reader({}, "serve", errors));
+  const selfUpdate = readSelfUpdate(root.sub("self_update") ?? new Reader({}, "self_update", errors));
 
   const defaults = { ...BUILTIN_TUNABLES };
   const defaultsTable = root.sub("defaults");
@@ -180,12 +183,12 @@ export function parseConfig(text: string, path: string, env: Env = process.env):
       readService(new Reader(table, `service[${index}]`, errors), defaults, inState, watchdog.stateDir, env),
     );
   }
-  root.finish(["watchdog", "notify", "serve", "defaults", "service"]);
+  root.finish(["watchdog", "notify", "serve", "self_update", "defaults", "service"]);
   checkServiceGraph(slots, errors);
   const services = slots.filter((service): service is ServiceConfig => service !== undefined);
 
   if (errors.length) throw new TendError(`${path}: invalid configuration:\n  ${errors.join("\n  ")}`, 2);
-  return { path: resolve(path), watchdog, notify, serve, services, defaults };
+  return { path: resolve(path), watchdog, notify, serve, selfUpdate, services, defaults };
 }
 
 /** The keys each top-level table takes (docs/configuration.md is checked against them). */
@@ -212,6 +215,22 @@ export const NOTIFY_KEYS = [
   "from",
 ];
 export const SERVE_KEYS = ["listen", "token", "peers"];
+export const SELF_UPDATE_KEYS = ["keys"];
+
+/** `[self_update] keys = ["ed25519:BASE64", ...]`: the release keys `self-update --channel` trusts. */
+function readSelfUpdate(table: Reader): SelfUpdateConfig {
+  const raw = table.raw("keys");
+  const keys: string[] = [];
+  if (raw !== undefined && !Array.isArray(raw)) table.fail("keys", 'must be a list of "ed25519:BASE64" keys');
+  else
+    for (const [index, key] of (raw ?? []).entries()) {
+      const problem = typeof key === "string" ? keyProblem(key) : `${show(key)} is not a string`;
+      if (problem) table.fail(`keys[${index}]`, problem);
+      else keys.push(key as string);
+    }
+  table.finish(SELF_UPDATE_KEYS);
+  return { keys };
+}
 
 function readServe(table: Reader): ServeConfig {
   const listen = table.string("listen") ?? "127.0.0.1:9841";

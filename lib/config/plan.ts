@@ -34,6 +34,7 @@ export function renderPlan(config: Config, shown: Shown = HIDDEN): string {
         peers: config.serve.peers.map((peer) => shown.url(peer.url) + (peer.token ? " (token …)" : "")),
       },
     ],
+    ["self_update", { keys: config.selfUpdate.keys }],
     [
       "watchdog",
       {

@@ -173,6 +173,20 @@ export const REFERENCE: SectionDoc[] = [
     ],
   },
   {
+    title: "[self_update]",
+    table: "self_update",
+    kind: null,
+    intro: "What `self-update --channel` trusts: a release whose release.json one of these keys signed.",
+    keys: [
+      key(
+        "keys",
+        "list",
+        "",
+        '`["ed25519:BASE64"]`: the base64 of each raw 32-byte Ed25519 public key; a release binary also trusts its own',
+      ),
+    ],
+  },
+  {
     title: "[defaults]",
     table: "defaults",
     kind: null,

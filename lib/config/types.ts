@@ -122,11 +122,18 @@ export interface ServeConfig {
   peers: { url: string; token: string | null }[];
 }
 
+/** [self_update]: what `self-update --channel` trusts. */
+export interface SelfUpdateConfig {
+  /** `ed25519:BASE64` public keys; a release signed by one of them (or the built-in key) is trusted. */
+  keys: string[];
+}
+
 export interface Config {
   path: string;
   watchdog: WatchdogConfig;
   notify: NotifyConfig;
   serve: ServeConfig;
+  selfUpdate: SelfUpdateConfig;
   services: ServiceConfig[];
   /** [defaults] over the built-in tunables: what a service outside the file (blogtunnel) is judged by. */
   defaults: Tunables;

@@ -169,7 +169,7 @@ const tempBeside = (target: string) =>
   join(dirname(target), `.${basename(target)}.new-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
 /** This host, as a binary must match it: Termux runs only the Android build (bionic's linker). */
-const thisHost = (): Host => ({
+export const thisHost = (): Host => ({
   platform: process.platform,
   arch: process.arch,
   android: (process.platform as string) === "android" || isTermux(process.env),
@@ -267,6 +267,8 @@ export interface BinaryUpdate {
   target: string;
   sha256: string | null;
   config: string;
+  /** From a signed release (--channel): its version; the hash is the signed one, a mismatch is refused. */
+  signed?: string;
 }
 
 /**
@@ -274,7 +276,10 @@ export interface BinaryUpdate {
  * live config, back up, show the version change and the plan diff, swap atomically, verify, and
  * restore the backup if the installed binary does not run. Any failure before the swap changes nothing.
  */
-export async function updateBinary({ source, target, sha256, config }: BinaryUpdate, io: UpdateIo): Promise<void> {
+export async function updateBinary(
+  { source, target, sha256, config, signed }: BinaryUpdate,
+  io: UpdateIo,
+): Promise<void> {
   if (sha256 !== null && !/^[0-9a-f]{64}$/i.test(sha256))
     throw usageError(`--sha256: ${JSON.stringify(sha256)} is not 64 hex digits`);
   // It will run as root from cron: over plain HTTP anyone on the path could hand over anything.
@@ -286,6 +291,8 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
     await fetchSource(source, temp, io.fetch ?? fetch, sha256 !== null);
     const actual = sha256File(temp);
     if (sha256 && actual !== sha256.toLowerCase()) {
+      if (signed)
+        throw refused(`sha256 mismatch: the signed release says ${sha256}, the file is ${actual}: tampered? not run`);
       throw new TendError(`sha256 mismatch: expected ${sha256.toLowerCase()}, got ${actual}`, 1);
     }
     if (existsSync(target) && sha256File(target) === actual) {
@@ -303,6 +310,8 @@ export async function updateBinary({ source, target, sha256, config }: BinaryUpd
         1,
       );
     }
+    if (signed && newVersion.split(/[\s+]/)[1] !== signed)
+      throw refused(`the new binary says ${JSON.stringify(newVersion)}, the signed release says tend ${signed}`);
     await run(temp, ["watchdog", "validate", "--config", config], "the new binary's watchdog validate");
     await run(temp, ["watchdog", "pass", "--dry-run", "--config", config], "the new binary's watchdog pass --dry-run");
     const oldVersion = (
