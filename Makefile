@@ -10,7 +10,8 @@ FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
-.PHONY: all cross cross-check demo test test-timings test-deps typecheck fmt docs clean bench faults battery render powercut screenshots truth fresh-check
+
+.PHONY: all cross cross-check release demo test test-timings test-deps typecheck fmt docs clean bench faults battery render powercut screenshots truth fresh-check
 all: build/tend
 
 node_modules/.installed: package.json package-lock.json
@@ -34,6 +35,22 @@ cross: build/tend
 	done
 	@ls -l build/dist
 
+# A signed release (SPEC "Releases"): make release VERSION=x.y.z KEY=PATH [URL=where it is published]
+# [RELEASE_DIR=build/release]. KEY: a PKCS#8 PEM Ed25519 key (openssl genpkey -algorithm ed25519); its
+# public half is built into each binary (self-update --channel trusts it). release/package.ts writes
+# release.json and SHA256SUMS with their signatures, the .debs (dpkg-deb), the Termux .deb, the formula.
+RELEASE_DIR ?= build/release
+URL ?= file://$(abspath $(RELEASE_DIR))
+MAINTAINER ?= tend maintainers <tend@example.org>
+export MAINTAINER
+release: build/tend
+	@$(BUN) release/package.ts check "$(VERSION)" "$(KEY)"
+	@rm -rf "$(RELEASE_DIR)" && mkdir -p "$(RELEASE_DIR)"
+	@key=$$($(BUN) release/package.ts public-key "$(KEY)") && for t in $(TARGETS); do \
+	  $(BUN) build $(FLAGS) $(ORDER) --define "TEND_RELEASE_KEY=\"$$key\"" --target=bun-$$t scripts/tend.ts \
+	    --outfile "$(RELEASE_DIR)/tend-$$t" >/dev/null || exit 1; done
+	@$(BUN) release/package.ts package "$(VERSION)" "$(KEY)" "$(RELEASE_DIR)" "$(URL)"
+
 # The cross builds, run where this machine can: linux-arm64 under qemu-user-static (Debian's, with
 # the arm64 libc from multiarch); the Android and macOS binaries' ELF/Mach-O headers inspected.
 cross-check: cross
@@ -56,7 +73,7 @@ docs: node_modules/.installed
 # What the tests run besides node/npm: installed with apt when root, else named in one line. nginx
 # is installed without being started (policy-rc.d for that one call): a test runs its own, and the
 # package's default site would take port 80.
-TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc nginx:nginx node:nodejs gcc:gcc gcc:libc6-dev ip:iproute2 nsenter:util-linux dash:dash
+TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc nginx:nginx node:nodejs gcc:gcc gcc:libc6-dev ip:iproute2 nsenter:util-linux dash:dash lintian:lintian ruby:ruby man:man-db sha256sum:coreutils dpkg-deb:dpkg
 test-deps:
 	@missing=""; for pair in $(TEST_TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \

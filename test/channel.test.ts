@@ -110,7 +110,7 @@ test("a signed channel in a directory: verified, this host's binary installed, i
   expect(backups()).toHaveLength(1);
 }, 60_000);
 
-test("refused, exit 3, nothing run or changed: unsigned, bad or unknown signature, tampered file or release", async () => {
+test("refused, exit 3, nothing run or changed: unsigned, bad or unknown key, tampered file, a downgrade", async () => {
   box = new Sandbox();
   const signer = keyPair("release");
   const stranger = keyPair("stranger");
