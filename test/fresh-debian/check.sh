@@ -78,6 +78,15 @@ step test "cd /root/tend && make test"
 inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-between.txt"
 step test-again "cd /root/tend && make test"
 inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-after.txt"
+# A release made there, its Debian package installed and removed with apt on that fresh Debian, as a user
+# would (test/release.test.ts does the same in an overlay of the host's root, in make test).
+step release "cd /root/tend && openssl genpkey -algorithm ed25519 -out /root/release.pem && \
+  make release VERSION=0.0.1 KEY=/root/release.pem RELEASE_DIR=/root/release && \
+  apt-get install -y /root/release/tend_0.0.1_amd64.deb && tend --version && \
+  printf '[[service]]\\nname = \"web\"\\n[service.check]\\ntcp = \"127.0.0.1:80\"\\n' > /root/t.toml && \
+  watchdog validate --config /root/t.toml && man -P cat watchdog | head -5 && apt-get remove -y tend && \
+  ! test -e /usr/bin/tend && ! test -e /usr/share/man/man1/watchdog.1.gz && rm -rf /root/release && echo RELEASE-OK"
+grep -q RELEASE-OK "$HERE/build/fresh-check-release.log" || failed=1
 # The first run installs the tests' tools with apt, and packages may add system users (runit's
 # runit-log): said, not counted. The second run installs nothing: what it leaves is the tests'.
 first=$(diff "$HERE/build/fresh-check-before.txt" "$HERE/build/fresh-check-between.txt" | grep '^>' || true)
