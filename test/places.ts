@@ -1,0 +1,82 @@
+// Where an end-to-end test runs: on this host (a Sandbox: the compiled binary as a user runs it) or in
+// the Termux-shaped phone (test/termux.ts: its namespaces, pivot_root, the app's uid under Android's
+// seccomp filter, hidepid=2, dash as sh). A test written against a Place runs in both; what tend is
+// given (paths, the example service, PIDs it wrote) is said as tend sees it, and mapped back here.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { BUN, publicCopy, removePublicCopy, Sandbox, SERVER, type Run } from "./helpers.ts";
+import { HOME, PREFIX, TermuxBox, TESTS } from "./termux.ts";
+
+export const PLACES = ["host", "phone"] as const;
+export type PlaceName = (typeof PLACES)[number];
+
+export interface Place {
+  name: PlaceName;
+  /** The state dir, as tend sees it (for `state_dir = ...`). */
+  state: string;
+  /** bun and examples/service.ts, as tend sees them (for `spawn = [...]`). */
+  bun: string;
+  server: string;
+  /** A scratch file's path as tend sees it, and where this test reads it. */
+  scratch(name: string): { inside: string; outside: string };
+  writeConfig(text: string): void;
+  tend(args: string[]): Promise<Run>;
+  /** A file of the state dir ("" when absent). */
+  read(name: string): string;
+  stateOf(name: string): any;
+  /** The host's PID of a PID tend wrote (the phone numbers its own). */
+  hostPid(pid: number): Promise<number>;
+  cleanup(pidfiles?: string[]): Promise<void>;
+}
+
+export function openPlace(name: PlaceName): Place {
+  return name === "host" ? onHost() : onPhone();
+}
+
+/** After a file's tests: the public copy the phone runs (helpers.ts publicCopy). */
+export const closePlaces = () => removePublicCopy();
+
+function onHost(): Place {
+  const box = new Sandbox();
+  return {
+    name: "host",
+    state: box.state,
+    bun: BUN,
+    server: SERVER,
+    scratch: (file) => ({ inside: join(box.dir, file), outside: join(box.dir, file) }),
+    writeConfig: (text) => box.writeConfig(text),
+    tend: (args) => box.tend(args),
+    read: (file) => box.read(file),
+    stateOf: (service) => box.stateOf(service),
+    hostPid: async (pid) => pid,
+    cleanup: async () => {
+      const pidfile = join(box.state, "web.pid");
+      box.cleanup(existsSync(pidfile) ? [pidfile] : []);
+    },
+  };
+}
+
+function onPhone(): Place {
+  const box = new TermuxBox();
+  const read = (file: string) => {
+    const path = box.outside(`${box.state}/${file}`);
+    return existsSync(path) ? readFileSync(path, "utf8") : "";
+  };
+  return {
+    name: "phone",
+    state: box.state,
+    bun: `${PREFIX}/bin/bun`,
+    server: publicCopy().file("examples/service.ts").replace(publicCopy().dir, TESTS),
+    scratch: (file) => ({ inside: `${HOME}/${file}`, outside: box.outside(`${HOME}/${file}`) }),
+    writeConfig: (text) => box.writeConfig(text),
+    tend: (args) => box.tendRun(args),
+    read,
+    stateOf: (service) => JSON.parse(read(`services/${service}.json`)),
+    hostPid: async (pid) => {
+      const host = await box.hostPid(pid);
+      if (host === null) throw new Error(`no process ${pid} in the phone`);
+      return host;
+    },
+    cleanup: () => box.cleanup(),
+  };
+}
