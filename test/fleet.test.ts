@@ -159,7 +159,8 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
       );
     }
     // A real Alertmanager, and a real Prometheus with the shipped rules (their stale threshold,
-    // 2 x 5m + 30s, set to 2 x 1s + 3s for passes every second: the one change) and its alerting.
+    // 2 x 5m + 30s, set to 2 x 1s + 8s for passes every second: the one change; a loaded machine can hold
+    // a pass back a few seconds, which at the real scale is inside the 30s) and its alerting.
     const amConfig = join(box.dir, "alertmanager.yml");
     writeFileSync(amConfig, `route:\n  receiver: "null"\n  group_wait: 0s\nreceivers:\n  - name: "null"\n`);
     spawn([
@@ -171,7 +172,7 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
     ]);
     const rules = readFileSync(join(RULES, "tend.rules.yml"), "utf8");
     expect(rules).toContain("> 630");
-    writeFileSync(join(box.dir, "tend.rules.yml"), rules.replaceAll("> 630", "> 5"));
+    writeFileSync(join(box.dir, "tend.rules.yml"), rules.replaceAll("> 630", "> 10"));
     const promPort = await freePort();
     const targets = hosts.map(
       (host) => `      - targets: ["127.0.0.1:${ports[host]}"]\n        labels: { host: ${host} }`,
@@ -250,7 +251,10 @@ test("a fleet: a real Prometheus scrapes three serve, the rules fire to a real A
     });
     let stale: Record<string, string> | undefined;
     await waitFor(
-      async () => !!(stale = (await active()).find((labels) => labels.alertname === "TendWatchdogStale")),
+      async () =>
+        !!(stale = (await active()).find(
+          (labels) => labels.alertname === "TendWatchdogStale" && labels.host === "mac",
+        )),
       60_000,
       "TendWatchdogStale",
     );

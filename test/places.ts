@@ -4,7 +4,17 @@
 // given (paths, the example service, PIDs it wrote) is said as tend sees it, and mapped back here.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, publicCopy, removePublicCopy, Sandbox, SERVER, type Run } from "./helpers.ts";
+import {
+  BUN,
+  publicCopy,
+  removePublicCopy,
+  run,
+  Sandbox,
+  SERVER,
+  tomlConfig,
+  type ConfigSpec,
+  type Run,
+} from "./helpers.ts";
 import { HOME, PREFIX, TermuxBox, TESTS } from "./termux.ts";
 
 export const PLACES = ["host", "phone"] as const;
@@ -20,7 +30,11 @@ export interface Place {
   /** A scratch file's path as tend sees it, and where this test reads it. */
   scratch(name: string): { inside: string; outside: string };
   writeConfig(text: string): void;
+  /** A configuration from a spec (helpers.ts tomlConfig), its state_dir this place's. */
+  configure(spec: ConfigSpec): void;
   tend(args: string[]): Promise<Run>;
+  /** tmux as tend runs it there (the host: the sandbox's TMUX_TMPDIR; the phone: Termux's $PREFIX/tmp). */
+  tmux(args: string[]): Promise<Run>;
   /** A file of the state dir ("" when absent). */
   read(name: string): string;
   stateOf(name: string): any;
@@ -45,7 +59,9 @@ function onHost(): Place {
     server: SERVER,
     scratch: (file) => ({ inside: join(box.dir, file), outside: join(box.dir, file) }),
     writeConfig: (text) => box.writeConfig(text),
+    configure: (spec) => void box.configure(spec),
     tend: (args) => box.tend(args),
+    tmux: (args) => run(["tmux", ...args], { env: box.env() }),
     read: (file) => box.read(file),
     stateOf: (service) => box.stateOf(service),
     hostPid: async (pid) => pid,
@@ -69,7 +85,9 @@ function onPhone(): Place {
     server: publicCopy().file("examples/service.ts").replace(publicCopy().dir, TESTS),
     scratch: (file) => ({ inside: `${HOME}/${file}`, outside: box.outside(`${HOME}/${file}`) }),
     writeConfig: (text) => box.writeConfig(text),
+    configure: (spec) => box.writeConfig(tomlConfig({ ...spec, watchdog: { state_dir: box.state, ...spec.watchdog } })),
     tend: (args) => box.tendRun(args),
+    tmux: (args) => box.run(["tmux", ...args]),
     read,
     stateOf: (service) => JSON.parse(read(`services/${service}.json`)),
     hostPid: async (pid) => {

@@ -227,7 +227,7 @@ spawn = ["/usr/bin/python3", "-m", "http.server", "${port}", "--bind", "127.0.0.
   }, 90_000);
 });
 
-test("install systemd and doctor, as a user: whether lingering is on, as logind says, and how to turn it on", () => {
+test("install systemd and doctor, as a user: whether lingering is on, as logind says, and how to turn it on", async () => {
   // A user of the container's own (its /etc/passwd), whose lingering the container's real logind sets.
   const root = `/proc/${systemd.leader}/root`;
   const [user, uid] = ["lingerer", 4321];
@@ -263,7 +263,9 @@ test("install systemd and doctor, as a user: whether lingering is on, as logind 
     expect(doctorOff.stdout).toContain(`loginctl enable-linger ${user}`);
 
     expect(systemd.ct("loginctl", "enable-linger", user).code).toBe(0);
-    expect(systemd.ct("loginctl", "show-user", user, "-p", "Linger", "--value").stdout.trim()).toBe("yes");
+    // logind loads the user (user@UID.service) after enable-linger returns: asked until it says so.
+    const linger = () => systemd.ct("loginctl", "show-user", user, "-p", "Linger", "--value").stdout.trim();
+    await waitFor(() => linger() === "yes", 15_000, `logind to say Linger=yes for ${user}`);
     expect(asUser("watchdog", "install", "systemd").stderr).toBe(
       `watchdog install: lingering is on for ${user}: the timer runs from boot, and after ${user} logs out\n`,
     );

@@ -110,6 +110,7 @@ cp "$android" system/bin/android
 ln -s android system/bin/sh
 ln -s android system/bin/getprop
 ln -s /system/bin bin
+ln -s ${PREFIX}/bin tx
 ln -s /system/etc etc
 printf '127.0.0.1 localhost\\n::1 localhost ip6-localhost\\n' > system/etc/hosts
 printf 'root:x:0:0:root:/:/system/bin/sh\\n' > system/etc/passwd
@@ -169,6 +170,10 @@ export class TermuxBox {
     // Termux's tmux is built with $PREFIX/tmp as its socket dir (Debian's says /tmp, absent here), and
     // bionic is always UTF-8 (glibc needs its C.UTF-8 locale, which lives under /usr: given to tmux alone).
     copy("/usr/bin/tmux", join(this.host, "files", "usr", "libexec", "tmux"));
+    // Termux builds tmux with $PREFIX/bin/sh as the shell of its jobs (pipe-pane, run-shell, if-shell: Termux
+    // patches bionic's _PATH_BSHELL); Debian's runs /bin/sh, Android's on a phone. The copy is patched to
+    // /tx/sh, a path as short as /bin/sh, which the phone's root links to $PREFIX/bin (a STAND-IN for the build).
+    patchShell(join(this.host, "files", "usr", "libexec", "tmux"));
     Bun.spawnSync(["cp", "-r", "/usr/lib/locale/C.utf8", join(this.host, "files", "usr", "libexec", "C.utf8")]);
     this.write(
       `${PREFIX}/bin/tmux`,
@@ -486,6 +491,16 @@ export class TermuxBox {
     killAll(this.children);
     rmSync(this.host, { recursive: true, force: true });
   }
+}
+
+/** A program's `/bin/sh` (its _PATH_BSHELL) made `/tx/sh`: the phone's root links /tx to $PREFIX/bin. */
+function patchShell(path: string) {
+  const bytes = readFileSync(path);
+  const [from, to] = [Buffer.from("\0/bin/sh\0"), Buffer.from("\0/tx/sh\0\0")];
+  let found = 0;
+  for (let at = bytes.indexOf(from); at !== -1; at = bytes.indexOf(from, at + 1), found++) to.copy(bytes, at);
+  if (!found) throw new Error(`${path}: no /bin/sh in it to make Termux's $PREFIX/bin/sh`);
+  writeFileSync(path, bytes);
 }
 
 /** A program of the host's Debian, by name: where its package puts it. */
