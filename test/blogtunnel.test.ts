@@ -1,91 +1,157 @@
-// blogtunnel against a local "public URL" and a real tmux server on a private socket.
-import { afterEach, expect, test } from "bun:test";
+// blogtunnel against a local "public URL" and a real tmux server on a private socket; its strikes, pane
+// respawn and --depends-on on this host and inside the Termux-shaped phone (test/places.ts).
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { alive, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
+let at: Place | null = null;
 let server: ReturnType<typeof Bun.serve> | null = null;
-afterEach(() => {
+afterEach(async () => {
   server?.stop(true);
+  server = null;
   box?.cleanup();
+  await at?.cleanup();
+  at = null;
 });
+afterAll(() => closePlaces());
 
-test("502/530/no answer are strikes in the plain counter file; the 3rd respawns the pane, writes 0", async () => {
-  box = new Sandbox();
-  const answer = { status: 200, hang: false };
-  server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    idleTimeout: 30,
-    async fetch() {
-      if (answer.hang) await Bun.sleep(2000);
-      return new Response("blog", { status: answer.status });
-    },
+for (const where of PLACES)
+  describe(`blogtunnel (${where})`, () => {
+    test("502/530/no answer are strikes in the plain counter file; the 3rd respawns the pane, writes 0", async () => {
+      const place = (at = openPlace(where));
+      const answer = { status: 200, hang: false };
+      server = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        idleTimeout: 30,
+        async fetch() {
+          if (answer.hang) await Bun.sleep(2000);
+          return new Response("blog", { status: answer.status });
+        },
+      });
+      const env = { BLOG_URL: `http://127.0.0.1:${server.port}/secret-path` };
+      await place.tmux(["new-session", "-d", "-s", "main", "-n", "blog", "sleep 300"]);
+      const panePid = async () =>
+        Number((await place.tmux(["display-message", "-p", "-t", "main:blog", "#{pane_pid}"])).stdout.trim());
+      const original = await place.hostPid(await panePid());
+      place.writeScratch(".blogtunnel-fail-count", "0\n"); // the file the old watchdog.sh kept
+      const counter = place.scratch(".blogtunnel-fail-count").outside;
+      const marker = place.scratch("tunnel-started");
+      const run = (...extra: string[]) =>
+        place.tend(
+          [
+            "blogtunnel",
+            "--timeout",
+            "500ms",
+            "--pane",
+            "main:blog",
+            "--command",
+            `touch '${marker.inside}'; exec sleep 300`,
+            ...extra,
+          ],
+          env,
+        );
+      const count = () => readFileSync(counter, "utf8");
+
+      answer.status = 502;
+      const first = await run();
+      expect(first.code).toBe(1);
+      expect(first.stdout).toMatch(
+        new RegExp(
+          String.raw`^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \[WARN\] tunnel http://127\.0\.0\.1:\d+/… ` +
+            String.raw`failed health check \(HTTP 502, failure 1/3\)\n$`,
+        ),
+      );
+      expect(count()).toBe("1\n");
+
+      answer.status = 404; // an answer that is not a fail code: the tunnel works
+      expect((await run()).code).toBe(0);
+      expect(count()).toBe("0\n");
+
+      answer.status = 530;
+      await run();
+      expect(count()).toBe("1\n");
+      answer.hang = true; // no answer within the timeout: 000
+      const second = await run();
+      expect(second.stdout).toContain("(no answer within 0.5s (HTTP 000), failure 2/3)");
+      expect(count()).toBe("2\n");
+      expect(await place.hostPid(await panePid())).toBe(original);
+
+      answer.hang = false;
+      answer.status = 502;
+      const third = await run();
+      expect(third.code).toBe(1);
+      expect(third.stdout).toContain("failure 3/3");
+      expect(third.stdout).toContain("[HUNG] tunnel");
+      expect(third.stdout).toContain("[RESTART] tunnel: tmux respawn-pane -k -t main:blog");
+      expect(count()).toBe("0\n");
+      await waitFor(() => existsSync(marker.outside), 5000, "the pane's new command");
+      await waitFor(() => !alive(original), 5000, "the old pane process gone");
+      expect(await place.hostPid(await panePid())).not.toBe(original);
+      for (const output of [first.stdout, second.stdout, third.stdout]) expect(output).not.toContain("secret-path");
+      await place.tmux(["kill-server"]);
+    }, 60_000);
+
+    test("--depends-on NAME: WAIT while that configured service is failing (no strike), as depends_on does", async () => {
+      const place = (at = openPlace(where));
+      const origin = { status: 500 };
+      const blog = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog", origin) });
+      server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("bad gateway", { status: 530 }) });
+      try {
+        place.configure({
+          services: [{ name: "blog", check: { http: `http://127.0.0.1:${blog.port}/`, timeout: "1s" } }],
+        });
+        const counter = place.scratch("count");
+        const run = (...extra: string[]) =>
+          place.tend([
+            "blogtunnel",
+            "--url",
+            `http://127.0.0.1:${server!.port}/`,
+            "--counter",
+            counter.inside,
+            ...extra,
+          ]);
+        // The origin is down: the tunnel's 530 is the origin's fault, not a strike against the tunnel.
+        const waited = await run("--depends-on", "blog");
+        expect(waited.stdout).toContain("[WAIT] blogtunnel");
+        expect(waited.stdout).toContain("dependency blog is failing");
+        expect(waited.stdout).toContain("not counted, not restarted");
+        expect(waited.stdout).not.toContain("[WARN]");
+        expect(readFileSync(counter.outside, "utf8").trim()).toBe("0");
+        expect(place.stateOf("blogtunnel").strikes).toBe(0);
+        // The origin answers: the tunnel's 530 is its own, a strike.
+        origin.status = 200;
+        const struck = await run("--depends-on", "blog");
+        expect(struck.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
+        expect(readFileSync(counter.outside, "utf8").trim()).toBe("1");
+        // Names a configured service, and needs the configuration that says what it is.
+        const unknown = await run("--depends-on", "origin");
+        expect(unknown.code).toBe(2);
+        expect(unknown.stderr).toContain("--depends-on: no service named origin in");
+        expect(unknown.stderr).toContain("(configured: blog)");
+        const bare = await place.tend(
+          [
+            "blogtunnel",
+            "--url",
+            `http://127.0.0.1:${server!.port}/`,
+            "--counter",
+            counter.inside,
+            "--depends-on",
+            "blog",
+          ],
+          { TEND_CONFIG: place.scratch("none.toml").inside },
+        );
+        expect(bare.code).toBe(2);
+        expect(bare.stderr).toContain("--depends-on names a configured service: it needs a configuration");
+      } finally {
+        blog.stop(true);
+      }
+    });
   });
-  const env = { BLOG_URL: `http://127.0.0.1:${server.port}/secret-path` };
-  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
-  tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");
-  const panePid = () =>
-    Number(tmux("display-message", "-p", "-t", "main:blog", "#{pane_pid}").stdout.toString().trim());
-  const original = panePid();
-  const counter = join(box.dir, ".blogtunnel-fail-count");
-  writeFileSync(counter, "0\n"); // the file the old watchdog.sh kept
-  const marker = join(box.dir, "tunnel-started");
-  const run = (...extra: string[]) =>
-    box.tend(
-      [
-        "blogtunnel",
-        "--timeout",
-        "500ms",
-        "--pane",
-        "main:blog",
-        "--command",
-        `touch '${marker}'; exec sleep 300`,
-        ...extra,
-      ],
-      { env },
-    );
-  const count = () => readFileSync(counter, "utf8");
-
-  answer.status = 502;
-  const first = await run();
-  expect(first.code).toBe(1);
-  expect(first.stdout).toMatch(
-    new RegExp(
-      String.raw`^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \[WARN\] tunnel http://127\.0\.0\.1:\d+/… ` +
-        String.raw`failed health check \(HTTP 502, failure 1/3\)\n$`,
-    ),
-  );
-  expect(count()).toBe("1\n");
-
-  answer.status = 404; // an answer that is not a fail code: the tunnel works
-  expect((await run()).code).toBe(0);
-  expect(count()).toBe("0\n");
-
-  answer.status = 530;
-  await run();
-  expect(count()).toBe("1\n");
-  answer.hang = true; // no answer within the timeout: 000
-  const second = await run();
-  expect(second.stdout).toContain("(no answer within 0.5s (HTTP 000), failure 2/3)");
-  expect(count()).toBe("2\n");
-  expect(panePid()).toBe(original);
-
-  answer.hang = false;
-  answer.status = 502;
-  const third = await run();
-  expect(third.code).toBe(1);
-  expect(third.stdout).toContain("failure 3/3");
-  expect(third.stdout).toContain("[HUNG] tunnel");
-  expect(third.stdout).toContain("[RESTART] tunnel: tmux respawn-pane -k -t main:blog");
-  expect(count()).toBe("0\n");
-  await waitFor(() => existsSync(marker), 5000, "the pane's new command");
-  await waitFor(() => !alive(original), 5000, "the old pane process gone");
-  expect(panePid()).not.toBe(original);
-  for (const output of [first.stdout, second.stdout, third.stdout]) expect(output).not.toContain("secret-path");
-}, 60_000);
 
 test("--fail-codes decides what is a strike; usage errors exit 2", async () => {
   box = new Sandbox();
@@ -202,45 +268,6 @@ test("with a configuration, a pane within grace is skipped, not failing: exit 0,
   expect(result.stdout).toBe(""); // nothing probed: the pane's process started moments ago
   expect(result.code).toBe(0);
   expect(readFileSync(counter, "utf8")).toBe("1\n");
-});
-
-test("--depends-on NAME: WAIT while that configured service is failing (no strike), as depends_on does", async () => {
-  box = new Sandbox();
-  const origin = { status: 500 };
-  const blog = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog", origin) });
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("bad gateway", { status: 530 }) });
-  try {
-    box.configure({ services: [{ name: "blog", check: { http: `http://127.0.0.1:${blog.port}/`, timeout: "1s" } }] });
-    const counter = join(box.dir, "count");
-    const run = (...extra: string[]) =>
-      box.tend(["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter, ...extra]);
-    // The origin is down: the tunnel's 530 is the origin's fault, not a strike against the tunnel.
-    const waited = await run("--depends-on", "blog");
-    expect(waited.stdout).toContain("[WAIT] blogtunnel");
-    expect(waited.stdout).toContain("dependency blog is failing");
-    expect(waited.stdout).toContain("not counted, not restarted");
-    expect(waited.stdout).not.toContain("[WARN]");
-    expect(readFileSync(counter, "utf8").trim()).toBe("0");
-    expect(box.stateOf("blogtunnel").strikes).toBe(0);
-    // The origin answers: the tunnel's 530 is its own, a strike.
-    origin.status = 200;
-    const struck = await run("--depends-on", "blog");
-    expect(struck.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
-    expect(readFileSync(counter, "utf8").trim()).toBe("1");
-    // Names a configured service, and needs the configuration that says what it is.
-    const unknown = await run("--depends-on", "origin");
-    expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain("--depends-on: no service named origin in");
-    expect(unknown.stderr).toContain("(configured: blog)");
-    const bare = await box.tend(
-      ["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter, "--depends-on", "blog"],
-      { env: { TEND_CONFIG: join(box.dir, "none.toml") } },
-    );
-    expect(bare.code).toBe(2);
-    expect(bare.stderr).toContain("--depends-on names a configured service: it needs a configuration");
-  } finally {
-    blog.stop(true);
-  }
 });
 
 test("one verdict for one answer and --fail-codes, with or without a configuration, 000 listed or not", async () => {

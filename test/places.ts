@@ -2,7 +2,7 @@
 // the Termux-shaped phone (test/termux.ts: its namespaces, pivot_root, the app's uid under Android's
 // seccomp filter, hidepid=2, dash as sh). A test written against a Place runs in both; what tend is
 // given (paths, the example service, PIDs it wrote) is said as tend sees it, and mapped back here.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   BUN,
@@ -27,12 +27,14 @@ export interface Place {
   /** bun and examples/service.ts, as tend sees them (for `spawn = [...]`). */
   bun: string;
   server: string;
-  /** A scratch file's path as tend sees it, and where this test reads it. */
+  /** A file in HOME: its path as tend sees it, and where this test reads it. */
   scratch(name: string): { inside: string; outside: string };
+  /** Write a file in HOME, the user's own (on the phone: the app's). */
+  writeScratch(name: string, text: string): void;
   writeConfig(text: string): void;
   /** A configuration from a spec (helpers.ts tomlConfig), its state_dir this place's. */
   configure(spec: ConfigSpec): void;
-  tend(args: string[]): Promise<Run>;
+  tend(args: string[], env?: Record<string, string>): Promise<Run>;
   /** tmux as tend runs it there (the host: the sandbox's TMUX_TMPDIR; the phone: Termux's $PREFIX/tmp). */
   tmux(args: string[]): Promise<Run>;
   /** A file of the state dir ("" when absent). */
@@ -58,9 +60,10 @@ function onHost(): Place {
     bun: BUN,
     server: SERVER,
     scratch: (file) => ({ inside: join(box.dir, file), outside: join(box.dir, file) }),
+    writeScratch: (file, text) => writeFileSync(join(box.dir, file), text),
     writeConfig: (text) => box.writeConfig(text),
     configure: (spec) => void box.configure(spec),
-    tend: (args) => box.tend(args),
+    tend: (args, env = {}) => box.tend(args, { env }),
     tmux: (args) => run(["tmux", ...args], { env: box.env() }),
     read: (file) => box.read(file),
     stateOf: (service) => box.stateOf(service),
@@ -84,9 +87,10 @@ function onPhone(): Place {
     bun: `${PREFIX}/bin/bun`,
     server: publicCopy().file("examples/service.ts").replace(publicCopy().dir, TESTS),
     scratch: (file) => ({ inside: `${HOME}/${file}`, outside: box.outside(`${HOME}/${file}`) }),
+    writeScratch: (file, text) => box.write(`${HOME}/${file}`, text),
     writeConfig: (text) => box.writeConfig(text),
     configure: (spec) => box.writeConfig(tomlConfig({ ...spec, watchdog: { state_dir: box.state, ...spec.watchdog } })),
-    tend: (args) => box.tendRun(args),
+    tend: (args, env = {}) => box.run(["tend", ...args], { env }),
     tmux: (args) => box.run(["tmux", ...args]),
     read,
     stateOf: (service) => JSON.parse(read(`services/${service}.json`)),
