@@ -96,7 +96,7 @@ for (const where of PLACES)
       await place.tmux(["kill-server"]);
     }, 60_000);
 
-    test("--depends-on NAME: WAIT while that configured service is failing (no strike), as depends_on does", async () => {
+    test("--depends-on NAME: WAIT while that configured service fails (no strike), as depends_on does", async () => {
       const place = (at = openPlace(where));
       const origin = { status: 500 };
       const blog = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog", origin) });

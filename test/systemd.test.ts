@@ -227,7 +227,7 @@ spawn = ["/usr/bin/python3", "-m", "http.server", "${port}", "--bind", "127.0.0.
   }, 90_000);
 });
 
-test("install systemd and doctor, as a user: whether lingering is on, as logind says, and how to turn it on", async () => {
+test("install systemd and doctor, as a user: whether lingering is on, as logind says, how to turn it on", async () => {
   // A user of the container's own (its /etc/passwd), whose lingering the container's real logind sets.
   const root = `/proc/${systemd.leader}/root`;
   const [user, uid] = ["lingerer", 4321];
