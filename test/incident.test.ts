@@ -58,6 +58,14 @@ test("a freeze: the last good probe, each strike, HUNG, the restart, the recover
   expect(story.every((at) => at >= 0)).toBe(true);
   expect([...story].sort((a, b) => a - b)).toEqual(story); // in this order
   expect(timeline[story[0]].source).toBe("tend");
+  // The service's own words around the restart: the new process's first line, after the restart (its
+  // output file looked at just before the action and after the verification), before the recovery.
+  const revived = /started pid (\d+)/.exec(timeline[story[3]].text)![1];
+  const said = timeline.findIndex((line) => line.source === "service" && line.text.includes(`pid ${revived}`));
+  expect(timeline[said]?.text).toMatch(new RegExp(`^listening on ${port} pid ${revived} \\(written between `));
+  expect(said).toBeGreaterThan(story[3]);
+  expect(said).toBeLessThan(story[4] + 1);
+  expect(timeline.some((line) => line.source === "service" && line.text.includes(`pid ${frozen}`))).toBe(true);
   const notified = timeline.filter((line) => line.source === "notification").map((line) => line.text);
   expect(notified.some((text) => text.startsWith("⚠️ tour failed 2 checks"))).toBe(true);
   expect(notified.some((text) => text.startsWith("✅ tour recovered"))).toBe(true);
@@ -153,8 +161,12 @@ test("a line the service wrote with no time of its own: placed between the two p
     /^out of memory: giving up \(written between \d\d:\d\d:\d\d and \d\d:\d\d:\d\d\)$/,
   );
   expect(said).toBeLessThan(found); // written before the pass that found it gone, and placed so
-  // Before the first look at the file, when is unknown: not placed.
-  expect(timeline.some((line) => line.text.startsWith("warming cache"))).toBe(false);
+  // Said while it started: the file was looked at just before the start (0 bytes) and after its
+  // verification, so the line is placed between the two, after the START.
+  const warming = timeline.findIndex((line) => line.source === "service" && line.text.startsWith("warming cache"));
+  const start = timeline.findIndex((line) => /^\[START\] tour: started pid/.test(line.text));
+  expect(warming).toBeGreaterThan(start);
+  expect(timeline[warming].text).toMatch(/\(written between \d\d:\d\d:\d\d and \d\d:\d\d:\d\d\)$/);
 }, 60_000);
 
 test("usage: no outage, an unknown service, a bad --at; outside text is sanitised", async () => {

@@ -398,6 +398,23 @@ export function markOutput(
   return [...(marks ?? []), [at, bytes] as [number, number]].slice(-OUTPUT_MARKS);
 }
 
+/**
+ * A look at the output file just before a restart or start acts, kept even when its size is the last
+ * look's: what the new process writes is then placed after the action, not after the look that first
+ * saw the size before it. A file not made yet (a first start) is 0 bytes: whatever it holds later
+ * was written after this.
+ */
+export function markBeforeAction(
+  marks: [number, number][] | undefined,
+  bytes: number | null,
+  at: number,
+): [number, number][] {
+  const size = bytes ?? 0;
+  const last = marks?.at(-1);
+  if (last && size < last[1]) return [[at, size]];
+  return [...(marks ?? []), [at, size] as [number, number]].slice(-OUTPUT_MARKS);
+}
+
 export function onlyObservations(previous: ServiceState, next: ServiceState): boolean {
   for (const key of Object.keys(next) as (keyof ServiceState)[]) {
     if (key === "verdict") {

@@ -14,7 +14,7 @@ import { describeRestart, ownOutputOf, restartKind, serviceUnit } from "../resta
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, writeState } from "../state/service-state.ts";
-import { markOutput, onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
+import { markBeforeAction, markOutput, onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
 import { cutByReboot, finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
@@ -184,11 +184,19 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   // A pass that only saw it answer as before records no decision: no fsync (see writeState).
   save(state, !onlyObservations(loaded.state, state));
   if (decision.kind === "restart") {
+    // The output file's size just before the action and after its verification: what the new process says
+    // while it starts is placed between the two (watchdog incident).
+    if (ownOutputOf(service))
+      state = { ...state, outputMarks: markBeforeAction(state.outputMarks, outputBytes(service), now()) };
     const [written, reason] = [state, decision.reason];
     const lines = decision.log.filter(owed);
     claimed = { name: service.name, decision, probe: result, events: [...events], claimed: true };
     const verified = await restartAndVerify(service, written, main, logger, options, reason, hooks, lines);
-    state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
+    const looked = {
+      ...verified.next,
+      outputMarks: markOutput(verified.next.outputMarks, outputBytes(service), now()),
+    };
+    state = emit(logger, paths.downtime, service.name, looked, verified.log, events);
     save(state);
     decision = { ...decision, next: state };
     return { name: service.name, decision, probe: result, events, claimed: true, eventsAtClaim: claimed.events.length };
