@@ -1,12 +1,19 @@
 // What an operator reaches for first (monit restart, supervisorctl stop/start/tail), against a real
-// spawned service and a real tmux pane.
-import { afterEach, expect, test } from "bun:test";
+// spawned service and a real tmux pane; restart, stop, start and logs on this host and inside the phone.
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { alive, BUN, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
-afterEach(() => box?.cleanup(["web.pid"].map((name) => join(box.state, name)).filter((path) => Bun.file(path).size)));
+let at: Place | null = null;
+afterEach(async () => {
+  box?.cleanup(["web.pid"].map((name) => join(box.state, name)).filter((path) => Bun.file(path).size));
+  await at?.cleanup();
+  at = null;
+});
+afterAll(() => closePlaces());
 
 function webhook() {
   const bodies: string[] = [];
@@ -21,128 +28,140 @@ function webhook() {
   return { bodies, server };
 }
 
-test("restart: verified, notified, ignores given-up and backoff, not counted toward max_restarts", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  const hook = webhook();
-  box.configure({
-    notify: { url: `http://127.0.0.1:${hook.server.port}/topic` },
-    services: [
-      {
-        name: "web",
-        pidfile: "web.pid",
-        max_restarts: 1,
-        check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, SERVER, `${port}`] },
-      },
-    ],
+for (const where of PLACES)
+  describe(`operator commands (${where})`, () => {
+    test("restart: verified, notified, ignores given-up and backoff, not counted toward max_restarts", async () => {
+      const place = (at = openPlace(where));
+      const port = await freePort();
+      const hook = webhook();
+      place.configure({
+        notify: { url: `http://127.0.0.1:${hook.server.port}/topic` },
+        services: [
+          {
+            name: "web",
+            pidfile: "web.pid",
+            max_restarts: 1,
+            check: { http: `http://127.0.0.1:${port}/` },
+            restart: { spawn: [place.bun, place.server, `${port}`] },
+          },
+        ],
+      });
+      await place.tend(["watchdog"]); // its first start
+      const first = Number(place.read("web.pid"));
+      const firstHere = await place.hostPid(first);
+      // given up and in backoff: a pass would not restart it; an operator's restart does.
+      const state = place.stateOf("web");
+      place.writeState(
+        "services/web.json",
+        JSON.stringify({ ...state, givenUp: true, backoffUntil: Date.now() + 3_600_000 }),
+      );
+      const run = await place.tend(["watchdog", "restart", "web"]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(
+        new RegExp(`\\[RESTART\\] web: manual restart: stopped pid ${first}; started pid \\d+`),
+      );
+      expect(run.stdout).toContain("[RECOVERED] web recovered");
+      const second = Number(place.read("web.pid"));
+      expect(second).not.toBe(first);
+      await waitFor(() => !alive(firstHere), 5000, "the old process gone");
+      const after = place.stateOf("web");
+      expect(after).toMatchObject({ restartsTotal: 1, restartTimes: [], givenUp: false, recoveriesOk: 1 });
+      // LAST EVENT is what happened last: the RECOVERED, not the RESTART before it.
+      expect(after.lastEvent).toMatchObject({ tag: "RECOVERED", message: expect.stringMatching(/^web recovered/) });
+      await waitFor(() => hook.bodies.some((body) => body.startsWith("⚠️ web: manual restart")), 5000, "⚠️");
+      hook.server.stop(true);
+    }, 30_000);
+
+    test("stop: the group stopped, the service paused; start: resumed and started; logs: its output", async () => {
+      const place = (at = openPlace(where));
+      place.writeScratch(
+        "service.sh",
+        `#!${place.sh}\nprintf 'one\\ntwo\\n\\033[31mred\\n'\ni=0\nwhile :; do echo "tick $i"; i=$((i+1)); sleep 0.2; done\n`,
+        0o755,
+      );
+      const script = place.scratch("service.sh").inside;
+      place.configure({
+        services: [
+          { name: "web", pidfile: "web.pid", grace: "0s", check: { process: true }, restart: { spawn: [script] } },
+        ],
+      });
+      await place.tend(["watchdog"]);
+      const pid = Number(place.read("web.pid"));
+      const pidHere = await place.hostPid(pid);
+      expect(alive(pidHere)).toBe(true);
+
+      const logs = await place.tend(["watchdog", "logs", "web", "-n", "50"]);
+      expect(logs.code).toBe(0);
+      expect(logs.stdout).toStartWith("one\ntwo\n\\x1b[31mred\ntick 0\n"); // escaped, not cut
+      // -f follows the file as the service writes it.
+      const follow = await place.spawnTend(["watchdog", "logs", "web", "-n", "1", "-f"]);
+      const reader = follow.stdout.getReader();
+      let seen = "";
+      const last = Number(/tick (\d+)\n$/.exec(place.read("services/web.out"))?.[1] ?? 0);
+      while (!new RegExp(`tick ${last + 5}\\n`).test(seen))
+        seen += new TextDecoder().decode((await reader.read()).value);
+      follow.kill();
+
+      const stop = await place.tend(["watchdog", "stop", "web"]);
+      expect(stop.code).toBe(0);
+      expect(stop.stdout).toMatch(
+        new RegExp(`\\[SKIP\\] web: stopped by the operator \\(stopped pid ${pid}\\); paused`),
+      );
+      await waitFor(() => !alive(pidHere), 5000, "stopped");
+      const pass = await place.tend(["watchdog"]);
+      expect(pass.stdout).toBe(""); // paused: not restarted behind the operator's back
+      expect(JSON.parse((await place.tend(["watchdog", "status", "--json"])).stdout).services[0].state).toBe("paused");
+
+      const start = await place.tend(["watchdog", "start", "web"]);
+      expect(start.code).toBe(0);
+      expect(start.stdout).toMatch(/\[START\] web: started by the operator: started pid \d+/);
+      const again = Number(place.read("web.pid"));
+      expect(alive(await place.hostPid(again))).toBe(true);
+      expect(place.stateOf("web")).toMatchObject({ paused: false, restartsTotal: 0 });
+      const resumed = await place.tend(["watchdog", "start", "web"]);
+      expect(resumed.stdout).toContain(`resumed (already running: pid ${again})`);
+    }, 30_000);
+
+    test("tmux: restart, stop and start the pane's process; logs is the pane's scrollback", async () => {
+      const place = (at = openPlace(where));
+      const port = await freePort();
+      place.configure({
+        services: [
+          {
+            name: "blog",
+            grace: "0s",
+            verify_timeout: "20s",
+            check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+            restart: { tmux: "work:blog", run: `echo booting blog; exec '${place.bun}' '${place.server}' ${port}` },
+          },
+        ],
+      });
+      const panePid = async () =>
+        Number((await place.tmux(["display-message", "-p", "-t", "=work:=blog", "#{pane_pid}"])).stdout.trim());
+      expect((await place.tend(["watchdog"])).stdout).toContain("[START] blog: created tmux session work");
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null))?.status === 200,
+        10_000,
+        "up",
+      );
+      const logs = await place.tend(["watchdog", "logs", "blog"]);
+      expect(logs.stdout).toContain("booting blog");
+      expect(logs.stdout).toContain(`listening on ${port}`);
+      const before = await panePid();
+      const restart = await place.tend(["watchdog", "restart", "blog"]);
+      expect(restart.code).toBe(0);
+      expect(restart.stdout).toContain("[RESTART] blog: manual restart: tmux respawn-pane -k -t work:blog");
+      expect(await panePid()).not.toBe(before);
+      const stop = await place.tend(["watchdog", "stop", "blog"]);
+      expect(stop.code).toBe(0);
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) === null, 5000, "down");
+      const start = await place.tend(["watchdog", "start", "blog"]);
+      expect(start.code).toBe(0);
+      expect(start.stdout).toMatch(/\[START\] blog: started by the operator: /);
+      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+      await place.tmux(["kill-server"]);
+    }, 60_000);
   });
-  await box.tend(["watchdog"]); // its first start
-  const first = Number(box.read("web.pid"));
-  // given up and in backoff: a pass would not restart it; an operator's restart does.
-  const state = box.stateOf("web");
-  writeFileSync(
-    join(box.state, "services", "web.json"),
-    JSON.stringify({ ...state, givenUp: true, backoffUntil: Date.now() + 3_600_000 }),
-  );
-  const run = await box.tend(["watchdog", "restart", "web"]);
-  expect(run.code).toBe(0);
-  expect(run.stdout).toMatch(new RegExp(`\\[RESTART\\] web: manual restart: stopped pid ${first}; started pid \\d+`));
-  expect(run.stdout).toContain("[RECOVERED] web recovered");
-  const second = Number(box.read("web.pid"));
-  expect(second).not.toBe(first);
-  await waitFor(() => !alive(first), 5000, "the old process gone");
-  const after = box.stateOf("web");
-  expect(after).toMatchObject({ restartsTotal: 1, restartTimes: [], givenUp: false, recoveriesOk: 1 });
-  // LAST EVENT is what happened last: the RECOVERED, not the RESTART before it.
-  expect(after.lastEvent).toMatchObject({ tag: "RECOVERED", message: expect.stringMatching(/^web recovered/) });
-  await waitFor(() => hook.bodies.some((body) => body.startsWith("⚠️ web: manual restart")), 5000, "⚠️");
-  hook.server.stop(true);
-}, 30_000);
-
-test("stop: the group stopped, the service paused; start: resumed and started; logs: its output", async () => {
-  box = new Sandbox();
-  const script = join(box.dir, "service.sh");
-  writeFileSync(
-    script,
-    `#!/bin/sh\nprintf 'one\\ntwo\\n\\033[31mred\\n'\ni=0\nwhile :; do echo "tick $i"; i=$((i+1)); sleep 0.2; done\n`,
-    { mode: 0o755 },
-  );
-  box.configure({
-    services: [
-      { name: "web", pidfile: "web.pid", grace: "0s", check: { process: true }, restart: { spawn: [`${script}`] } },
-    ],
-  });
-  await box.tend(["watchdog"]);
-  const pid = Number(box.read("web.pid"));
-  expect(alive(pid)).toBe(true);
-
-  const logs = await box.tend(["watchdog", "logs", "web", "-n", "50"]);
-  expect(logs.code).toBe(0);
-  expect(logs.stdout).toStartWith("one\ntwo\n\\x1b[31mred\ntick 0\n"); // escaped, not cut
-  // -f follows the file as the service writes it.
-  const follow = Bun.spawn([TEND, "watchdog", "logs", "web", "-n", "1", "-f"], { env: box.env(), stdout: "pipe" });
-  box.track(follow.pid);
-  const reader = follow.stdout.getReader();
-  let seen = "";
-  const last = Number(/tick (\d+)\n$/.exec(box.read("services/web.out"))?.[1] ?? 0);
-  while (!new RegExp(`tick ${last + 5}\\n`).test(seen)) seen += new TextDecoder().decode((await reader.read()).value);
-  follow.kill();
-
-  const stop = await box.tend(["watchdog", "stop", "web"]);
-  expect(stop.code).toBe(0);
-  expect(stop.stdout).toMatch(new RegExp(`\\[SKIP\\] web: stopped by the operator \\(stopped pid ${pid}\\); paused`));
-  await waitFor(() => !alive(pid), 5000, "stopped");
-  const pass = await box.tend(["watchdog"]);
-  expect(pass.stdout).toBe(""); // paused: not restarted behind the operator's back
-  expect(JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout).services[0].state).toBe("paused");
-
-  const start = await box.tend(["watchdog", "start", "web"]);
-  expect(start.code).toBe(0);
-  expect(start.stdout).toMatch(/\[START\] web: started by the operator: started pid \d+/);
-  const again = Number(box.read("web.pid"));
-  expect(alive(again)).toBe(true);
-  expect(box.stateOf("web")).toMatchObject({ paused: false, restartsTotal: 0 });
-  const resumed = await box.tend(["watchdog", "start", "web"]);
-  expect(resumed.stdout).toContain(`resumed (already running: pid ${again})`);
-}, 30_000);
-
-test("tmux: restart, stop and start the pane's process; logs is the pane's scrollback", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  box.configure({
-    services: [
-      {
-        name: "blog",
-        grace: "0s",
-        verify_timeout: "20s",
-        check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
-        restart: { tmux: "work:blog", run: `echo booting blog; exec '${BUN}' '${SERVER}' ${port}` },
-      },
-    ],
-  });
-  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
-  const panePid = () =>
-    Number(tmux("display-message", "-p", "-t", "=work:=blog", "#{pane_pid}").stdout.toString().trim());
-  expect((await box.tend(["watchdog"])).stdout).toContain("[START] blog: created tmux session work");
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null))?.status === 200, 10_000, "up");
-  const logs = await box.tend(["watchdog", "logs", "blog"]);
-  expect(logs.stdout).toContain("booting blog");
-  expect(logs.stdout).toContain(`listening on ${port}`);
-  const before = panePid();
-  const restart = await box.tend(["watchdog", "restart", "blog"]);
-  expect(restart.code).toBe(0);
-  expect(restart.stdout).toContain("[RESTART] blog: manual restart: tmux respawn-pane -k -t work:blog");
-  expect(panePid()).not.toBe(before);
-  const stop = await box.tend(["watchdog", "stop", "blog"]);
-  expect(stop.code).toBe(0);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) === null, 5000, "down");
-  const start = await box.tend(["watchdog", "start", "blog"]);
-  expect(start.code).toBe(0);
-  expect(start.stdout).toMatch(/\[START\] blog: started by the operator: /);
-  expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
-  box.track(panePid());
-}, 60_000);
 
 test("restart waits for a running pass (the lock), then goes ahead; a watch-only one cannot be restarted", async () => {
   box = new Sandbox();

@@ -11,6 +11,7 @@ import {
   run,
   Sandbox,
   SERVER,
+  TEND,
   tomlConfig,
   type ConfigSpec,
   type Run,
@@ -27,10 +28,16 @@ export interface Place {
   /** bun and examples/service.ts, as tend sees them (for `spawn = [...]`). */
   bun: string;
   server: string;
+  /** The shell a script's #! names there (Termux's scripts name $PREFIX/bin/sh: termux-fix-shebang). */
+  sh: string;
   /** A file in HOME: its path as tend sees it, and where this test reads it. */
   scratch(name: string): { inside: string; outside: string };
   /** Write a file in HOME, the user's own (on the phone: the app's). */
-  writeScratch(name: string, text: string): void;
+  writeScratch(name: string, text: string, mode?: number): void;
+  /** Write a file of the state dir (a test's edit of what tend recorded). */
+  writeState(name: string, text: string): void;
+  /** Start `tend ARGS` in the background (logs -f), its stdout piped. */
+  spawnTend(args: string[]): Promise<{ stdout: ReadableStream<Uint8Array>; kill: () => void }>;
   writeConfig(text: string): void;
   /** A configuration from a spec (helpers.ts tomlConfig), its state_dir this place's. */
   configure(spec: ConfigSpec): void;
@@ -59,8 +66,15 @@ function onHost(): Place {
     state: box.state,
     bun: BUN,
     server: SERVER,
+    sh: "/bin/sh",
     scratch: (file) => ({ inside: join(box.dir, file), outside: join(box.dir, file) }),
-    writeScratch: (file, text) => writeFileSync(join(box.dir, file), text),
+    writeScratch: (file, text, mode = 0o644) => writeFileSync(join(box.dir, file), text, { mode }),
+    writeState: (file, text) => box.write(file, text),
+    spawnTend: async (args) => {
+      const child = Bun.spawn([TEND, ...args], { env: box.env(), stdout: "pipe" });
+      box.track(child.pid);
+      return { stdout: child.stdout, kill: () => child.kill() };
+    },
     writeConfig: (text) => box.writeConfig(text),
     configure: (spec) => void box.configure(spec),
     tend: (args, env = {}) => box.tend(args, { env }),
@@ -85,9 +99,15 @@ function onPhone(): Place {
     name: "phone",
     state: box.state,
     bun: `${PREFIX}/bin/bun`,
+    sh: `${PREFIX}/bin/sh`,
     server: publicCopy().file("examples/service.ts").replace(publicCopy().dir, TESTS),
     scratch: (file) => ({ inside: `${HOME}/${file}`, outside: box.outside(`${HOME}/${file}`) }),
-    writeScratch: (file, text) => box.write(`${HOME}/${file}`, text),
+    writeScratch: (file, text, mode = 0o644) => box.write(`${HOME}/${file}`, text, mode),
+    writeState: (file, text) => box.write(`${box.state}/${file}`, text),
+    spawnTend: async (args) => {
+      const child = await box.spawn(["tend", ...args]);
+      return { stdout: child.stdout, kill: () => child.kill() };
+    },
     writeConfig: (text) => box.writeConfig(text),
     configure: (spec) => box.writeConfig(tomlConfig({ ...spec, watchdog: { state_dir: box.state, ...spec.watchdog } })),
     tend: (args, env = {}) => box.run(["tend", ...args], { env }),
