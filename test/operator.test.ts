@@ -76,7 +76,8 @@ for (const where of PLACES)
       const place = (at = openPlace(where));
       place.writeScratch(
         "service.sh",
-        `#!${place.sh}\nprintf 'one\\ntwo\\n\\033[31mred\\n'\ni=0\nwhile :; do echo "tick $i"; i=$((i+1)); sleep 0.2; done\n`,
+        `#!${place.sh}\nprintf 'one\\ntwo\\n\\033[31mred\\n'\n` +
+          `i=0\nwhile :; do echo "tick $i"; i=$((i+1)); sleep 0.2; done\n`,
         0o755,
       );
       const script = place.scratch("service.sh").inside;
