@@ -1,8 +1,10 @@
-// notify against a local webhook that fails in every way a real one does, then recovers.
+// notify against a local webhook that fails in every way a real one does, then recovers; its failures
+// (curl -f semantics, retries, the spool, dead letters) on this host and inside the phone.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, Sandbox, spooledLine, TEND, waitFor } from "./helpers.ts";
+import { freePort, Sandbox, spooledLine, TEND, waitFor, type Run } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
 type Mode = "ok" | "500" | "404" | "429" | "hang" | "401" | "424" | "429-telegram" | "429-discord" | "kuma-gone";
 interface Seen {
@@ -77,22 +79,40 @@ beforeAll(() => {
   });
   base = `http://127.0.0.1:${server.port}`;
 });
-afterAll(() => server.stop(true));
+afterAll(() => {
+  server.stop(true);
+  closePlaces();
+});
 
 let box: Sandbox;
-afterEach(() => {
+let at: Place | null = null;
+afterEach(async () => {
   box?.cleanup();
+  await at?.cleanup();
+  at = null;
+  target = null;
   hook.modes = ["ok"];
   hook.seen = [];
 });
 
+/** Where notify runs: this host's sandbox, or (setupIn) a place, the phone among them. */
+let target: { tend: (args: string[]) => Promise<Run>; read: (name: string) => string } | null = null;
+/** The place set up by setupIn, else this test's sandbox (a test may make its own). */
+const here = () => target ?? box;
 function setup(notify: string, url = `${base}/topic/${SECRET}`) {
   box = new Sandbox();
   box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[notify]\nurl = "${url}"\ntimeout = "500ms"\n${notify}\n`);
 }
-const notify = (...args: string[]) => box.tend(["notify", ...args]);
+function setupIn(where: PlaceName, notify: string, url = `${base}/topic/${SECRET}`) {
+  const place = (at = openPlace(where));
+  place.writeConfig(
+    `[watchdog]\nstate_dir = "${place.state}"\n[notify]\nurl = "${url}"\ntimeout = "500ms"\n${notify}\n`,
+  );
+  target = place;
+}
+const notify = (...args: string[]) => here().tend(["notify", ...args]);
 const spool = () =>
-  box
+  here()
     .read("notify-spool.jsonl")
     .split("\n")
     .filter(Boolean)
@@ -181,200 +201,207 @@ describe("formats: each checked by the server that receives it", () => {
   });
 });
 
-describe("failures: curl -f semantics, retries, nothing lost", () => {
-  test("500: retried (1 + retries attempts), exit 1, status and first 200 characters on stderr, spooled", async () => {
-    setup("retries = 2");
-    hook.modes = ["500"];
-    const result = await notify("--service", "web", "first");
-    expect(result.code).toBe(1);
-    expect(hook.seen.length).toBe(3);
-    // The first 200 characters of the answer, marked as cut.
-    expect(result.stderr).toContain(`HTTP 500: ${"E".repeat(150)}${"F".repeat(50)}…;`);
-    expect(result.stderr).not.toContain("F".repeat(51));
-    expect(spool().map((message) => message.message)).toEqual(["first"]);
-  }, 20_000);
+for (const where of PLACES)
+  describe(`failures: curl -f semantics, retries, nothing lost (${where})`, () => {
+    test("500: retried (1 + retries attempts), exit 1, status and first 200 characters on stderr, spooled", async () => {
+      setupIn(where, "retries = 2");
+      hook.modes = ["500"];
+      const result = await notify("--service", "web", "first");
+      expect(result.code).toBe(1);
+      expect(hook.seen.length).toBe(3);
+      // The first 200 characters of the answer, marked as cut.
+      expect(result.stderr).toContain(`HTTP 500: ${"E".repeat(150)}${"F".repeat(50)}…;`);
+      expect(result.stderr).not.toContain("F".repeat(51));
+      expect(spool().map((message) => message.message)).toEqual(["first"]);
+    }, 20_000);
 
-  test("404: not retried", async () => {
-    setup("retries = 2");
-    hook.modes = ["404"];
-    const result = await notify("x");
-    expect(result.code).toBe(1);
-    expect(hook.seen.length).toBe(1);
-    expect(result.stderr).toContain("HTTP 404: no such topic");
-  });
+    test("404: not retried", async () => {
+      setupIn(where, "retries = 2");
+      hook.modes = ["404"];
+      const result = await notify("x");
+      expect(result.code).toBe(1);
+      expect(hook.seen.length).toBe(1);
+      expect(result.stderr).toContain("HTTP 404: no such topic");
+    });
 
-  test("429 with Retry-After: 1 is honoured, then delivered", async () => {
-    setup("retries = 2");
-    hook.modes = ["429", "ok"];
-    const result = await notify("x");
-    expect(result.code).toBe(0);
-    expect(hook.seen.length).toBe(2);
-    expect(hook.seen[1].at - hook.seen[0].at).toBeGreaterThanOrEqual(950);
-    expect(spool()).toEqual([]);
-  });
-
-  test("a JSON retry_after (Telegram's parameters.retry_after, Discord's retry_after) is honoured", async () => {
-    setup("retries = 1");
-    for (const [mode, waitMs] of [
-      ["429-telegram", 2000],
-      ["429-discord", 2500],
-    ] as const) {
-      hook.modes = [mode, "ok"];
-      hook.seen = [];
-      expect((await notify(`rate limited by ${mode}`)).code).toBe(0);
+    test("429 with Retry-After: 1 is honoured, then delivered", async () => {
+      setupIn(where, "retries = 2");
+      hook.modes = ["429", "ok"];
+      const result = await notify("x");
+      expect(result.code).toBe(0);
       expect(hook.seen.length).toBe(2);
-      // Beyond the first backoff (1 s) that would apply without it.
-      expect({ mode, waited: hook.seen[1].at - hook.seen[0].at >= waitMs - 50 }).toEqual({ mode, waited: true });
-    }
+      expect(hook.seen[1].at - hook.seen[0].at).toBeGreaterThanOrEqual(950);
+      expect(spool()).toEqual([]);
+    });
+
+    test("a JSON retry_after (Telegram's parameters.retry_after, Discord's retry_after) is honoured", async () => {
+      setupIn(where, "retries = 1");
+      for (const [mode, waitMs] of [
+        ["429-telegram", 2000],
+        ["429-discord", 2500],
+      ] as const) {
+        hook.modes = [mode, "ok"];
+        hook.seen = [];
+        expect((await notify(`rate limited by ${mode}`)).code).toBe(0);
+        expect(hook.seen.length).toBe(2);
+        // Beyond the first backoff (1 s) that would apply without it.
+        expect({ mode, waited: hook.seen[1].at - hook.seen[0].at >= waitMs - 50 }).toEqual({ mode, waited: true });
+      }
+    });
+
+    test("424 (Apprise API: an upstream failed) is a passing failure: spooled, never a dead letter", async () => {
+      setupIn(where, "retries = 0");
+      hook.modes = ["424"];
+      const result = await notify("through apprise");
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("HTTP 424");
+      expect(spool().map((message) => message.message)).toEqual(["through apprise"]);
+      expect(here().read("notify-dead.jsonl")).toBe("");
+      hook.modes = ["ok"];
+      expect((await notify("--flush")).code).toBe(0);
+      expect(hook.seen.at(-1)!.body).toBe("through apprise");
+    });
+
+    test("ntfy (text): a body over 4096 bytes is cut to 4096 on a character boundary, with …", async () => {
+      setupIn(where, "retries = 0");
+      const long = "é".repeat(1500) + "🚨".repeat(300) + "tail"; // 3000 + 1200 + 4 bytes
+      expect((await notify(long)).code).toBe(0);
+      const [request] = hook.seen;
+      const bytes = Buffer.byteLength(request.raw);
+      expect(bytes).toBeLessThanOrEqual(4096);
+      expect(bytes).toBeGreaterThan(4090);
+      expect(request.raw.endsWith("🚨…")).toBe(true); // whole characters only
+      expect(long.startsWith(request.raw.slice(0, -1))).toBe(true);
+      expect(request.raw).not.toContain("\ufffd");
+    });
+
+    test("a webhook that hangs past the timeout fails as no answer", async () => {
+      setupIn(where, "retries = 0");
+      hook.modes = ["hang"];
+      const result = await notify("x");
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("no answer within 0.5s");
+    });
+
+    test("refused connections fail and are retried", async () => {
+      setupIn(where, "retries = 1", `http://127.0.0.1:${await freePort()}/topic/${SECRET}`);
+      const result = await notify("x");
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("failed after 2 attempt(s): connection refused");
+    }, 20_000);
+
+    test("500 / hang / 429 / 500, then the webhook recovers: every message delivered once, in order", async () => {
+      setupIn(where, "retries = 0");
+      const sent: string[] = [];
+      for (const mode of ["500", "hang", "429", "500"] as Mode[]) {
+        hook.modes = [mode];
+        const text = `message ${sent.length + 1} (${mode})`;
+        sent.push(text);
+        expect((await notify(text)).code).toBe(1);
+      }
+      expect(spool().map((message) => message.message)).toEqual(sent);
+      hook.modes = ["ok"];
+      hook.seen = [];
+      const last = await notify("message 6 (ok)");
+      expect(last.code).toBe(0);
+      expect(hook.seen.map((request) => request.body)).toEqual([...sent, "message 6 (ok)"]);
+      expect(spool()).toEqual([]);
+    }, 30_000);
+
+    test("a 400 goes to the dead letters (status, answer), never holds up the next; --retry-dead, --drop", async () => {
+      setupIn(where, "retries = 0");
+      hook.modes = ["404"];
+      const refused = await notify("--title", "T", "too long for telegram");
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain("refused for good: HTTP 404: no such topic; kept in the dead letters");
+      expect(spool()).toEqual([]); // nothing queues behind it
+      hook.modes = ["ok"];
+      expect((await notify("next one")).code).toBe(0);
+      expect(hook.seen.at(-1)!.body).toBe("next one");
+      const dead = here()
+        .read("notify-dead.jsonl")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(dead).toHaveLength(1);
+      expect(dead[0]).toMatchObject({
+        message: "too long for telegram",
+        status: 404,
+        answer: "HTTP 404: no such topic",
+      });
+      expect(dead[0].url).toBe(`${base}/topic/${SECRET}`); // its own destination, for --retry-dead
+      const listed = (await notify("--spool")).stdout;
+      expect(listed).toContain("0 spooled, 1 dead letters");
+      expect(listed).toContain(`dead    ${dead[0].id}`);
+      expect(listed).not.toContain(SECRET);
+      const status = JSON.parse((await here().tend(["watchdog", "status", "--json"])).stdout);
+      expect(status.notify.dead).toBe(1);
+      const retried = await notify("--retry-dead");
+      expect(retried.code).toBe(0);
+      expect(hook.seen.at(-1)!.body).toBe("too long for telegram");
+      expect(here().read("notify-dead.jsonl")).toBe("");
+      hook.modes = ["404"];
+      await notify("again refused");
+      // Retried and refused again: the retry failed (exit 1), and the letter is back among the dead.
+      const refusedAgain = await notify("--retry-dead");
+      expect(refusedAgain.code).toBe(1);
+      expect(refusedAgain.stderr).toContain("1 refused for good, moved to the dead letters");
+      expect((await notify("--drop", "all")).stdout).toBe("dropped 1 message(s)\n");
+    });
+
+    test("--flush needs no configured URL: each spooled message keeps its own destination", async () => {
+      setupIn(where, "retries = 0");
+      hook.modes = ["500"];
+      await notify("kept");
+      at!.configure({}); // the URL is gone from the config
+      hook.modes = ["ok"];
+      const flushed = await notify("--flush");
+      expect(flushed.code).toBe(0);
+      expect(flushed.stdout).toContain("flushed 1 spooled message(s)");
+      expect(hook.seen.at(-1)).toMatchObject({ path: `/topic/${SECRET}`, body: "kept" });
+    });
+
+    test("a failing spooled message stops the flush; the new message queues behind it", async () => {
+      setupIn(where, "retries = 0");
+      hook.modes = ["500"];
+      await notify("one"); // spooled: [one]
+      await notify("two"); // "one" fails again: [one, two]
+      expect(spool().map((message) => message.message)).toEqual(["one", "two"]);
+      hook.modes = ["ok", "500"]; // "one" goes through, "two" fails: flushing stops there
+      const result = await notify("three");
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("queued behind 1 spooled message(s)");
+      expect(spool().map((message) => message.message)).toEqual(["two", "three"]);
+      hook.modes = ["ok"];
+      expect((await notify("--flush")).code).toBe(0);
+      const delivered = hook.seen.filter((request) => request.answered === "ok").map((request) => request.body);
+      expect(delivered).toEqual(["one", "two", "three"]);
+    });
+
+    test("--no-spool reports and drops; the spool is not touched", async () => {
+      setupIn(where, "retries = 0");
+      hook.modes = ["500"];
+      const result = await notify("--no-spool", "gone");
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("dropped: --no-spool");
+      expect(here().read("notify-spool.jsonl")).toBe("");
+    });
+
+    test("secrets in the URL never appear in output, logs or the spool", async () => {
+      setupIn(where, "retries = 0");
+      hook.modes = ["401"];
+      const result = await notify("x");
+      expect(result.stderr).toContain(`delivery to ${base}/… refused for good`);
+      expect(result.stderr).toContain("HTTP 401: bad token …");
+      for (const text of [
+        result.stdout,
+        result.stderr,
+        here().read("notify-spool.jsonl"),
+        here().read("notify-state.json"),
+      ])
+        expect(text).not.toContain(SECRET);
+    });
   });
-
-  test("424 (Apprise API: an upstream failed) is a passing failure: spooled, never a dead letter", async () => {
-    setup("retries = 0");
-    hook.modes = ["424"];
-    const result = await notify("through apprise");
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain("HTTP 424");
-    expect(spool().map((message) => message.message)).toEqual(["through apprise"]);
-    expect(box.read("notify-dead.jsonl")).toBe("");
-    hook.modes = ["ok"];
-    expect((await notify("--flush")).code).toBe(0);
-    expect(hook.seen.at(-1)!.body).toBe("through apprise");
-  });
-
-  test("ntfy (text): a body over 4096 bytes is cut to 4096 on a character boundary, with …", async () => {
-    setup("retries = 0");
-    const long = "é".repeat(1500) + "🚨".repeat(300) + "tail"; // 3000 + 1200 + 4 bytes
-    expect((await notify(long)).code).toBe(0);
-    const [request] = hook.seen;
-    const bytes = Buffer.byteLength(request.raw);
-    expect(bytes).toBeLessThanOrEqual(4096);
-    expect(bytes).toBeGreaterThan(4090);
-    expect(request.raw.endsWith("🚨…")).toBe(true); // whole characters only
-    expect(long.startsWith(request.raw.slice(0, -1))).toBe(true);
-    expect(request.raw).not.toContain("\ufffd");
-  });
-
-  test("a webhook that hangs past the timeout fails as no answer", async () => {
-    setup("retries = 0");
-    hook.modes = ["hang"];
-    const result = await notify("x");
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain("no answer within 0.5s");
-  });
-
-  test("refused connections fail and are retried", async () => {
-    setup("retries = 1", `http://127.0.0.1:${await freePort()}/topic/${SECRET}`);
-    const result = await notify("x");
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain("failed after 2 attempt(s): connection refused");
-  }, 20_000);
-
-  test("500 / hang / 429 / 500, then the webhook recovers: every message delivered once, in order", async () => {
-    setup("retries = 0");
-    const sent: string[] = [];
-    for (const mode of ["500", "hang", "429", "500"] as Mode[]) {
-      hook.modes = [mode];
-      const text = `message ${sent.length + 1} (${mode})`;
-      sent.push(text);
-      expect((await notify(text)).code).toBe(1);
-    }
-    expect(spool().map((message) => message.message)).toEqual(sent);
-    hook.modes = ["ok"];
-    hook.seen = [];
-    const last = await notify("message 6 (ok)");
-    expect(last.code).toBe(0);
-    expect(hook.seen.map((request) => request.body)).toEqual([...sent, "message 6 (ok)"]);
-    expect(spool()).toEqual([]);
-  }, 30_000);
-
-  test("a 400 goes to the dead letters (status, answer), never holds up the next; --retry-dead, --drop", async () => {
-    setup("retries = 0");
-    hook.modes = ["404"];
-    const refused = await notify("--title", "T", "too long for telegram");
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain("refused for good: HTTP 404: no such topic; kept in the dead letters");
-    expect(spool()).toEqual([]); // nothing queues behind it
-    hook.modes = ["ok"];
-    expect((await notify("next one")).code).toBe(0);
-    expect(hook.seen.at(-1)!.body).toBe("next one");
-    const dead = readFileSync(join(box.state, "notify-dead.jsonl"), "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    expect(dead).toHaveLength(1);
-    expect(dead[0]).toMatchObject({ message: "too long for telegram", status: 404, answer: "HTTP 404: no such topic" });
-    expect(dead[0].url).toBe(`${base}/topic/${SECRET}`); // its own destination, for --retry-dead
-    const listed = (await notify("--spool")).stdout;
-    expect(listed).toContain("0 spooled, 1 dead letters");
-    expect(listed).toContain(`dead    ${dead[0].id}`);
-    expect(listed).not.toContain(SECRET);
-    const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
-    expect(status.notify.dead).toBe(1);
-    const retried = await notify("--retry-dead");
-    expect(retried.code).toBe(0);
-    expect(hook.seen.at(-1)!.body).toBe("too long for telegram");
-    expect(
-      existsSync(join(box.state, "notify-dead.jsonl"))
-        ? readFileSync(join(box.state, "notify-dead.jsonl"), "utf8")
-        : "",
-    ).toBe("");
-    hook.modes = ["404"];
-    await notify("again refused");
-    // Retried and refused again: the retry failed (exit 1), and the letter is back among the dead.
-    const refusedAgain = await notify("--retry-dead");
-    expect(refusedAgain.code).toBe(1);
-    expect(refusedAgain.stderr).toContain("1 refused for good, moved to the dead letters");
-    expect((await notify("--drop", "all")).stdout).toBe("dropped 1 message(s)\n");
-  });
-
-  test("--flush needs no configured URL: each spooled message keeps its own destination", async () => {
-    setup("retries = 0");
-    hook.modes = ["500"];
-    await notify("kept");
-    box.configure(); // the URL is gone from the config
-    hook.modes = ["ok"];
-    const flushed = await notify("--flush");
-    expect(flushed.code).toBe(0);
-    expect(flushed.stdout).toContain("flushed 1 spooled message(s)");
-    expect(hook.seen.at(-1)).toMatchObject({ path: `/topic/${SECRET}`, body: "kept" });
-  });
-
-  test("a failing spooled message stops the flush; the new message queues behind it", async () => {
-    setup("retries = 0");
-    hook.modes = ["500"];
-    await notify("one"); // spooled: [one]
-    await notify("two"); // "one" fails again: [one, two]
-    expect(spool().map((message) => message.message)).toEqual(["one", "two"]);
-    hook.modes = ["ok", "500"]; // "one" goes through, "two" fails: flushing stops there
-    const result = await notify("three");
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain("queued behind 1 spooled message(s)");
-    expect(spool().map((message) => message.message)).toEqual(["two", "three"]);
-    hook.modes = ["ok"];
-    expect((await notify("--flush")).code).toBe(0);
-    const delivered = hook.seen.filter((request) => request.answered === "ok").map((request) => request.body);
-    expect(delivered).toEqual(["one", "two", "three"]);
-  });
-
-  test("--no-spool reports and drops; the spool is not touched", async () => {
-    setup("retries = 0");
-    hook.modes = ["500"];
-    const result = await notify("--no-spool", "gone");
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain("dropped: --no-spool");
-    expect(box.read("notify-spool.jsonl")).toBe("");
-  });
-
-  test("secrets in the URL never appear in output, logs or the spool", async () => {
-    setup("retries = 0");
-    hook.modes = ["401"];
-    const result = await notify("x");
-    expect(result.stderr).toContain(`delivery to ${base}/… refused for good`);
-    expect(result.stderr).toContain("HTTP 401: bad token …");
-    for (const text of [result.stdout, result.stderr, box.read("notify-spool.jsonl"), box.read("notify-state.json")])
-      expect(text).not.toContain(SECRET);
-  });
-});
 
 describe("spool and dedup", () => {
   test("the spool keeps at most 1000; the next delivered message says how many were dropped", async () => {
