@@ -203,7 +203,7 @@ describe("formats: each checked by the server that receives it", () => {
 
 for (const where of PLACES)
   describe(`failures: curl -f semantics, retries, nothing lost (${where})`, () => {
-    test("500: retried (1 + retries attempts), exit 1, status and first 200 characters on stderr, spooled", async () => {
+    test("500: retried (1 + retries attempts), exit 1, status and 200 characters on stderr, spooled", async () => {
       setupIn(where, "retries = 2");
       hook.modes = ["500"];
       const result = await notify("--service", "web", "first");
