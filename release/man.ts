@@ -2,6 +2,22 @@
 // `man watchdog`. Only what the docs use: headings, paragraphs, indented or fenced code, lists, tables
 // (kept as preformatted text), inline code and emphasis (bold / italic), links (their text).
 
+/** Punctuation as roff's own glyphs, which every output device has (a C locale's ASCII too). */
+const GLYPHS: Record<string, string> = {
+  "…": "...",
+  "—": "\\(em",
+  "–": "\\(en",
+  "→": "\\(->",
+  "←": "\\(<-",
+  "×": "\\(mu",
+  "≤": "\\(<=",
+  "≥": "\\(>=",
+  "·": "\\(pc",
+};
+
+/** Roff's glyphs for that punctuation: applied last, after `-` became `\\-` (a glyph's name has a `-`). */
+const glyphs = (text: string) => text.replace(/[…—–→←×≤≥·]/g, (char) => GLYPHS[char]);
+
 /** Text safe for roff: backslashes escaped, a line never starting with a control character. */
 function escape(text: string): string {
   return text.replace(/\\/g, "\\e").replace(/^([.'])/gm, "\\&$1");
@@ -9,12 +25,14 @@ function escape(text: string): string {
 
 /** Inline Markdown to roff fonts: `code` and **strong** bold, *em* italic, [text](link) its text. */
 function inline(text: string): string {
-  return escape(text)
-    .replace(/\[([^\]]+)\]\([^)]+\)/g, "$1")
-    .replace(/`([^`]+)`/g, "\\fB$1\\fR")
-    .replace(/\*\*([^*]+)\*\*/g, "\\fB$1\\fR")
-    .replace(/(^|[\s(])\*([^*\s][^*]*)\*/g, "$1\\fI$2\\fR")
-    .replace(/-/g, "\\-");
+  return glyphs(
+    escape(text)
+      .replace(/\[([^\]]+)\]\([^)]+\)/g, "$1")
+      .replace(/`([^`]+)`/g, "\\fB$1\\fR")
+      .replace(/\*\*([^*]+)\*\*/g, "\\fB$1\\fR")
+      .replace(/(^|[\s(])\*([^*\s][^*]*)\*/g, "$1\\fI$2\\fR")
+      .replace(/-/g, "\\-"),
+  );
 }
 
 export function manPage(name: string, version: string, summary: string, markdown: string): string {
@@ -27,7 +45,7 @@ export function manPage(name: string, version: string, summary: string, markdown
     paragraph = [];
   };
   const verbatim = (block: string[]) => {
-    out.push(".PP", ".nf", ".RS 4", ...block.map((line) => escape(line).replace(/-/g, "\\-")), ".RE", ".fi");
+    out.push(".PP", ".nf", ".RS 4", ...block.map((line) => glyphs(escape(line).replace(/-/g, "\\-"))), ".RE", ".fi");
   };
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index];
