@@ -13,6 +13,7 @@ import {
   SERVER,
   TEND,
   tomlConfig,
+  waitFor,
   type ConfigSpec,
   type Run,
 } from "./helpers.ts";
@@ -36,6 +37,12 @@ export interface Place {
   writeScratch(name: string, text: string, mode?: number): void;
   /** Write a file of the state dir (a test's edit of what tend recorded). */
   writeState(name: string, text: string): void;
+  /** How a shell there names tend. */
+  tendPath: string;
+  /** Run a shell command line there, as the user, in tend's environment (its config). */
+  shell(command: string): Promise<Run>;
+  /** A process of the test's own there, with a pidfile (in HOME) written after it started. */
+  startTarget(argv: string[], pidfileName: string): Promise<{ pid: number; here: number; pidfile: string }>;
   /** Start `tend ARGS` in the background (logs -f), its stdout piped. */
   spawnTend(args: string[]): Promise<{ stdout: ReadableStream<Uint8Array>; kill: () => void }>;
   writeConfig(text: string): void;
@@ -70,6 +77,15 @@ function onHost(): Place {
     scratch: (file) => ({ inside: join(box.dir, file), outside: join(box.dir, file) }),
     writeScratch: (file, text, mode = 0o644) => writeFileSync(join(box.dir, file), text, { mode }),
     writeState: (file, text) => box.write(file, text),
+    tendPath: TEND,
+    shell: (command) => run(["bash", "-c", command], { env: box.env() }),
+    startTarget: async (argv, pidfileName) => {
+      const child = Bun.spawn(argv, { detached: true, stdout: "ignore", stderr: "ignore" });
+      box.track(child.pid);
+      const pidfile = join(box.dir, pidfileName);
+      writeFileSync(pidfile, `${child.pid}\n`);
+      return { pid: child.pid, here: child.pid, pidfile };
+    },
     spawnTend: async (args) => {
       const child = Bun.spawn([TEND, ...args], { env: box.env(), stdout: "pipe" });
       box.track(child.pid);
@@ -104,6 +120,20 @@ function onPhone(): Place {
     scratch: (file) => ({ inside: `${HOME}/${file}`, outside: box.outside(`${HOME}/${file}`) }),
     writeScratch: (file, text, mode = 0o644) => box.write(`${HOME}/${file}`, text, mode),
     writeState: (file, text) => box.write(`${box.state}/${file}`, text),
+    tendPath: "tend",
+    shell: (command) => box.run(["sh", "-c", command]),
+    startTarget: async (argv, pidfileName) => {
+      // The process writes its own PID (the phone numbers its own), then becomes the target.
+      const pidfile = `${HOME}/${pidfileName}`;
+      const quoted = argv.map((arg) => `'${arg.replaceAll("'", `'\\''`)}'`).join(" ");
+      await box.spawn(["sh", "-c", `echo $$ > '${pidfile}'; exec ${quoted}`]);
+      const written = () => (existsSync(box.outside(pidfile)) ? readFileSync(box.outside(pidfile), "utf8") : "");
+      await waitFor(() => /^\d+\n$/.test(written()), 10_000, `${pidfile} written`);
+      const pid = Number(written());
+      const host = await box.hostPid(pid);
+      if (host === null) throw new Error(`no process ${pid} in the phone`);
+      return { pid, here: host, pidfile };
+    },
     spawnTend: async (args) => {
       const child = await box.spawn(["tend", ...args]);
       return { stdout: child.stdout, kill: () => child.kill() };

@@ -1,12 +1,20 @@
-// safe-kill against real processes: identity, refusals, signals, escalation, tmux panes.
-import { afterEach, expect, test } from "bun:test";
-import { utimesSync, writeFileSync } from "node:fs";
+// safe-kill against real processes: identity, refusals, signals, escalation, tmux panes; the shell that
+// names its target, the refusals, a rehearsal, --escalate and tmux: on this host and inside the phone.
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { uptime } from "node:os";
 import { join } from "node:path";
 import { alive, BUN, freePort, procState, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
-afterEach(() => box?.cleanup());
+let at: Place | null = null;
+afterEach(async () => {
+  box?.cleanup();
+  await at?.cleanup();
+  at = null;
+});
+afterAll(() => closePlaces());
 
 /** A process of the test's own, in its own group, with a pidfile written after it started. */
 function startTarget(argv: string[], pidfileName = "tour.pid") {
@@ -30,19 +38,109 @@ process = true
   );
 }
 
-test("a shell whose command line names the target survives: only the verified process dies", async () => {
-  box = new Sandbox();
-  const { pid, pidfile } = startTarget(["sleep", "300"]);
-  configWith(pidfile);
-  // This shell's own command line contains "tour": pkill -f tour would have killed it.
-  const shell = Bun.spawnSync(["bash", "-c", `'${TEND}' safe-kill -s KILL tour; echo still-here rc=$?`], {
-    env: box.env(),
+for (const where of PLACES)
+  describe(`safe-kill (${where})`, () => {
+    const configAt = (place: Place, pidfile: string) =>
+      place.writeConfig(
+        `[watchdog]\nstate_dir = "${place.state}"\n[[service]]\nname = "tour"\npidfile = "${pidfile}"\n` +
+          `[service.check]\nprocess = true\n`,
+      );
+
+    test("a shell whose command line names the target survives: only the verified process dies", async () => {
+      const place = (at = openPlace(where));
+      const { pid, here, pidfile } = await place.startTarget(["sleep", "300"], "tour.pid");
+      configAt(place, pidfile);
+      // This shell's own command line contains "tour": pkill -f tour would have killed it.
+      const shell = await place.shell(`'${place.tendPath}' safe-kill -s KILL tour; echo still-here rc=$?`);
+      expect(shell.stdout).toContain(`sent SIGKILL to tour (pid ${pid}: sleep 300)`);
+      expect(shell.stdout).toContain("still-here rc=0");
+      await waitFor(() => !alive(here), 5000, "target gone");
+    });
+
+    test("refuses (exit 3) pid 1, pid 0, itself and its parent shell", async () => {
+      const place = (at = openPlace(where));
+      const pidfile = place.scratch("x.pid");
+      for (const pid of ["1", "0"]) {
+        place.writeScratch("x.pid", `${pid}\n`);
+        const result = await place.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile.inside}`]);
+        expect(result.code).toBe(3);
+        expect(result.stderr).toContain(`refusing to signal pid ${pid}: init or the kernel`);
+      }
+      const tend = place.tendPath;
+      const self = await place.shell(
+        `echo $$ > '${pidfile.inside}'; exec '${tend}' safe-kill -s KILL 'pidfile:${pidfile.inside}'`,
+      );
+      expect(self.code).toBe(3);
+      expect(self.stderr).toContain("that is safe-kill itself");
+      const parent = await place.shell(
+        `echo $$ > '${pidfile.inside}'; '${tend}' safe-kill -s KILL 'pidfile:${pidfile.inside}'; ` +
+          "echo parent-alive rc=$?",
+      );
+      expect(parent.stdout).toContain("parent-alive rc=3");
+      expect(parent.stderr).toContain("an ancestor of safe-kill");
+    });
+
+    test("rehearsal: -s STOP freezes, -s CONT thaws; numbers work; --dry-run signals nothing", async () => {
+      const place = (at = openPlace(where));
+      const { pid, here, pidfile } = await place.startTarget(["sleep", "300"], "tour.pid");
+      const target = `pidfile:${pidfile}`;
+      const dry = await place.tend(["safe-kill", "--dry-run", "-s", "STOP", target]);
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toBe(`would send SIGSTOP to ${pidfile} (pid ${pid}: sleep 300)\n`);
+      expect(procState(here)).not.toBe("T");
+      expect((await place.tend(["safe-kill", "-s", "STOP", target])).stdout).toContain("sent SIGSTOP");
+      await waitFor(() => procState(here) === "T", 5000, "stopped");
+      expect((await place.tend(["safe-kill", "-s", "18", target])).stdout).toContain("sent SIGCONT");
+      await waitFor(() => procState(here) === "S", 5000, "continued");
+      expect((await place.tend(["safe-kill", "-s", "BOGUS", target])).code).toBe(2);
+      expect((await place.tend(["safe-kill", "-s", "99", target])).code).toBe(2);
+      expect((await place.tend(["safe-kill", "nosuch-thing"])).code).toBe(2);
+      expect((await place.tend(["safe-kill", `pidfile:${pidfile}.missing`])).code).toBe(1);
+      expect(alive(here)).toBe(true);
+    });
+
+    test("--escalate: TERM, then KILL only when the process ignores TERM, and says which", async () => {
+      const place = (at = openPlace(where));
+      const polite = await place.startTarget(["sleep", "300"], "polite.pid");
+      const result = await place.tend(["safe-kill", "--escalate", "3s", `pidfile:${polite.pidfile}`]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain("sent SIGTERM");
+      expect(result.stdout).toContain("no force needed");
+      const stubborn = await place.startTarget(
+        [place.bun, "-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('up')"],
+        "stubborn.pid",
+      );
+      await waitFor(
+        () => {
+          const status = Bun.spawnSync(["cat", `/proc/${stubborn.here}/status`]).stdout.toString();
+          const caught = /SigCgt:\s*([0-9a-f]+)/.exec(status)?.[1] ?? "0";
+          return (BigInt("0x" + caught) & (1n << 14n)) !== 0n; // bit 15-1: SIGTERM is caught
+        },
+        10_000,
+        "TERM handler installed",
+      );
+      const forced = await place.tend(["safe-kill", "--escalate", "500ms", `pidfile:${stubborn.pidfile}`]);
+      expect(forced.code).toBe(0);
+      expect(forced.stdout).toContain("was still running after 0.5s: sent SIGKILL (force was needed)");
+      await waitFor(() => !alive(stubborn.here), 5000, "killed");
+    });
+
+    test("tmux:TARGET signals the pane's process", async () => {
+      const place = (at = openPlace(where));
+      await place.tmux(["new-session", "-d", "-s", "work", "-n", "tour", "sleep 300"]);
+      const pid = Number((await place.tmux(["display-message", "-p", "-t", "work:tour", "#{pane_pid}"])).stdout.trim());
+      const here = await place.hostPid(pid);
+      // The pane's process as the kernel names it: `sleep 300` where the shell execs it (bash), the shell
+      // itself where it does not (the phone's dash: `sh -c sleep 300`).
+      const cmdline = readFileSync(`/proc/${here}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+      expect(cmdline).toMatch(/(^| )sleep 300$/);
+      const result = await place.tend(["safe-kill", "-s", "KILL", "tmux:work:tour"]);
+      expect(result.stdout).toContain(`sent SIGKILL to work:tour (pid ${pid}: ${cmdline})`);
+      await waitFor(() => !alive(here), 5000, "pane process gone");
+      expect((await place.tend(["safe-kill", "tmux:work:nosuch"])).code).toBe(1);
+      await place.tmux(["kill-server"]);
+    });
   });
-  const out = shell.stdout.toString();
-  expect(out).toContain(`sent SIGKILL to tour (pid ${pid}: sleep 300)`);
-  expect(out).toContain("still-here rc=0");
-  await waitFor(() => !alive(pid), 5000, "target gone");
-});
 
 test("PID reuse: a pidfile naming a process newer than the file does not name it; nothing is signalled", async () => {
   box = new Sandbox();
@@ -97,86 +195,6 @@ spawn = ["${BUN}", "${SERVER}", "${port}"]
     );
   }
   expect(alive(stranger.pid)).toBe(true);
-});
-
-test("refuses (exit 3) pid 1, pid 0, itself and its parent shell", async () => {
-  box = new Sandbox();
-  const pidfile = join(box.dir, "x.pid");
-  for (const pid of ["1", "0"]) {
-    writeFileSync(pidfile, `${pid}\n`);
-    const result = await box.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile}`]);
-    expect(result.code).toBe(3);
-    expect(result.stderr).toContain(`refusing to signal pid ${pid}: init or the kernel`);
-  }
-  const self = Bun.spawnSync(
-    ["bash", "-c", `echo $$ > '${pidfile}'; exec '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'`],
-    { env: box.env() },
-  );
-  expect(self.exitCode).toBe(3);
-  expect(self.stderr.toString()).toContain("that is safe-kill itself");
-  const parent = Bun.spawnSync(
-    ["bash", "-c", `echo $$ > '${pidfile}'; '${TEND}' safe-kill -s KILL 'pidfile:${pidfile}'; echo parent-alive rc=$?`],
-    { env: box.env() },
-  );
-  expect(parent.stdout.toString()).toContain("parent-alive rc=3");
-  expect(parent.stderr.toString()).toContain("an ancestor of safe-kill");
-});
-
-test("rehearsal: -s STOP freezes, -s CONT thaws; numbers work; --dry-run signals nothing", async () => {
-  box = new Sandbox();
-  const { pid, pidfile } = startTarget(["sleep", "300"]);
-  const target = `pidfile:${pidfile}`;
-  const dry = await box.tend(["safe-kill", "--dry-run", "-s", "STOP", target]);
-  expect(dry.code).toBe(0);
-  expect(dry.stdout).toBe(`would send SIGSTOP to ${pidfile} (pid ${pid}: sleep 300)\n`);
-  expect(procState(pid)).not.toBe("T");
-  expect((await box.tend(["safe-kill", "-s", "STOP", target])).stdout).toContain("sent SIGSTOP");
-  await waitFor(() => procState(pid) === "T", 5000, "stopped");
-  expect((await box.tend(["safe-kill", "-s", "18", target])).stdout).toContain("sent SIGCONT");
-  await waitFor(() => procState(pid) === "S", 5000, "continued");
-  expect((await box.tend(["safe-kill", "-s", "BOGUS", target])).code).toBe(2);
-  expect((await box.tend(["safe-kill", "-s", "99", target])).code).toBe(2);
-  expect((await box.tend(["safe-kill", "nosuch-thing"])).code).toBe(2);
-  expect((await box.tend(["safe-kill", `pidfile:${pidfile}.missing`])).code).toBe(1);
-  expect(alive(pid)).toBe(true);
-});
-
-test("--escalate: TERM, then KILL only when the process ignores TERM, and says which", async () => {
-  box = new Sandbox();
-  const polite = startTarget(["sleep", "300"], "polite.pid");
-  const result = await box.tend(["safe-kill", "--escalate", "3s", `pidfile:${polite.pidfile}`]);
-  expect(result.code).toBe(0);
-  expect(result.stdout).toContain("sent SIGTERM");
-  expect(result.stdout).toContain("no force needed");
-  const stubborn = startTarget(
-    [BUN, "-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('up')"],
-    "stubborn.pid",
-  );
-  await waitFor(
-    () => {
-      const caught =
-        /SigCgt:\s*([0-9a-f]+)/.exec(Bun.spawnSync(["cat", `/proc/${stubborn.pid}/status`]).stdout.toString())?.[1] ??
-        "0";
-      return (BigInt("0x" + caught) & (1n << 14n)) !== 0n; // bit 15-1: SIGTERM is caught
-    },
-    10_000,
-    "TERM handler installed",
-  );
-  const forced = await box.tend(["safe-kill", "--escalate", "500ms", `pidfile:${stubborn.pidfile}`]);
-  expect(forced.code).toBe(0);
-  expect(forced.stdout).toContain("was still running after 0.5s: sent SIGKILL (force was needed)");
-  await waitFor(() => !alive(stubborn.pid), 5000, "killed");
-});
-
-test("tmux:TARGET signals the pane's process", async () => {
-  box = new Sandbox();
-  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
-  tmux("new-session", "-d", "-s", "work", "-n", "tour", "sleep 300");
-  const pid = Number(tmux("display-message", "-p", "-t", "work:tour", "#{pane_pid}").stdout.toString().trim());
-  const result = await box.tend(["safe-kill", "-s", "KILL", "tmux:work:tour"]);
-  expect(result.stdout).toContain(`sent SIGKILL to work:tour (pid ${pid}: sleep 300)`);
-  await waitFor(() => !alive(pid), 5000, "pane process gone");
-  expect((await box.tend(["safe-kill", "tmux:work:nosuch"])).code).toBe(1);
 });
 
 test("tmux:TARGET of a configured service reaches the pane on that service's own socket (-L NAME)", async () => {
