@@ -1,6 +1,7 @@
 // SPEC "Answers": what counts as an answer is what curl's %{http_code} reports. A corpus of real
 // server behaviours on raw sockets (and TLS servers with openssl-made certificates), each judged
-// through the binary and, where curl is installed, compared with curl's own code.
+// through the binary and, where curl is installed, compared with curl's own code. The corpus is judged on
+// this host and inside the Termux-shaped phone (test/places.ts).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
@@ -8,6 +9,7 @@ import { createServer as createTlsServer } from "node:tls";
 import { join } from "node:path";
 import { makeCa } from "./certs.ts";
 import { Sandbox } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES } from "./places.ts";
 
 const box = new Sandbox();
 const sockets: Socket[] = [];
@@ -75,6 +77,7 @@ beforeAll(async () => {
 });
 
 afterAll(() => {
+  closePlaces();
   for (const socket of sockets) socket.destroy();
   for (const server of servers) server.close();
   box.cleanup();
@@ -85,7 +88,7 @@ const service = (name: string, url: string, extra = "", timeout = "20s") =>
 const local = (name: string, path = "/") => `http://127.0.0.1:${ports[name]}${path}`;
 
 /** behaviour → [URL, extra check keys, ok, detail]: the corpus table. */
-function corpus(): [string, string, string, boolean, string][] {
+function corpus(caFile = ca): [string, string, string, boolean, string][] {
   const https = (name: string, host = "localhost") => `https://${host}:${ports[`tls-${name}`]}/`;
   return [
     ["sse-chunked", local("sse-chunked"), "", true, "HTTP 200"],
@@ -104,15 +107,15 @@ function corpus(): [string, string, string, boolean, string][] {
     ["refused", "http://127.0.0.1:1/", "", false, "no answer: connection refused (HTTP 000)"],
     ["malformed", local("malformed"), "", false, "no answer: not an HTTP answer (HTTP 000)"],
     ["silent", local("silent"), "", false, "no answer within 2.0s (HTTP 000)"],
-    ["tls-good-ca", https("good"), `ca = "${ca}"`, true, "HTTP 200"],
+    ["tls-good-ca", https("good"), `ca = "${caFile}"`, true, "HTTP 200"],
     ["tls-good-untrusted", https("good"), "", false, "no answer: certificate not trusted (HTTP 000)"],
     ["tls-self-signed", https("self"), "", false, "no answer: self-signed certificate (HTTP 000)"],
     ["tls-self-signed-insecure", https("self"), "insecure = true", true, "HTTP 200"],
-    ["tls-expired", https("expired"), `ca = "${ca}"`, false, "no answer: certificate expired (HTTP 000)"],
+    ["tls-expired", https("expired"), `ca = "${caFile}"`, false, "no answer: certificate expired (HTTP 000)"],
     [
       "tls-wrong-name",
       https("other"),
-      `ca = "${ca}"`,
+      `ca = "${caFile}"`,
       false,
       "no answer: certificate not valid for localhost (HTTP 000)",
     ],
@@ -134,26 +137,35 @@ function corpus(): [string, string, string, boolean, string][] {
   ];
 }
 
-test("answers: the corpus, each judged as curl reports it; no pass waits for a body it does not need", async () => {
-  const rows = corpus();
-  box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n` +
-      rows.map(([name, url, extra]) => service(name, url, extra, ["silent"].includes(name) ? "2s" : "20s")).join(""),
-  );
-  const started = Date.now();
-  const run = await box.tend(["watchdog", "status", "--json"]);
-  const elapsed = Date.now() - started;
-  const probes = Object.fromEntries(JSON.parse(run.stdout).services.map((row: any) => [row.name, row.probe]));
-  const table = rows.map(([name]) => `${name} → ${probes[name]?.ok ? "ok" : "fails"}, ${probes[name]?.detail}`);
-  console.log(`corpus (${elapsed} ms):\n  ${table.join("\n  ")}`);
-  for (const [name, , , ok, detail] of rows) expect({ name, ...probes[name] }).toMatchObject({ name, ok, detail });
-  // The endless, held-open and trickling bodies did not hold the probe to its 20 s timeout.
-  for (const name of ["sse-chunked", "sse-plain", "held-open", "trickle", "status-503-streaming"])
-    expect({ name, waited: probes[name].latency_ms >= 10_000 }).toEqual({ name, waited: false });
-  expect(elapsed).toBeLessThan(15_000); // every 20 s timeout would have cost 20 s; the 2 s one is the floor
-  // No internal code reaches the output.
-  expect(run.stdout).not.toMatch(/ECONNRESET|EPROTO|Malformed_HTTP|DEPTH_ZERO|ERR_TLS|ConnectionClosed/);
-});
+for (const where of PLACES)
+  test(`answers (${where}): the corpus, judged as curl reports it; no pass waits for a body it needs not`, async () => {
+    const place = openPlace(where);
+    try {
+      place.writeScratch("ca.pem", readFileSync(ca, "utf8"));
+      const rows = corpus(place.scratch("ca.pem").inside);
+      place.writeConfig(
+        `[watchdog]\nstate_dir = "${place.state}"\n` +
+          rows
+            .map(([name, url, extra]) => service(name, url, extra, ["silent"].includes(name) ? "2s" : "20s"))
+            .join(""),
+      );
+      const started = Date.now();
+      const run = await place.tend(["watchdog", "status", "--json"]);
+      const elapsed = Date.now() - started;
+      const probes = Object.fromEntries(JSON.parse(run.stdout).services.map((row: any) => [row.name, row.probe]));
+      const table = rows.map(([name]) => `${name} → ${probes[name]?.ok ? "ok" : "fails"}, ${probes[name]?.detail}`);
+      console.log(`corpus, ${where} (${elapsed} ms):\n  ${table.join("\n  ")}`);
+      for (const [name, , , ok, detail] of rows) expect({ name, ...probes[name] }).toMatchObject({ name, ok, detail });
+      // The endless, held-open and trickling bodies did not hold the probe to its 20 s timeout.
+      for (const name of ["sse-chunked", "sse-plain", "held-open", "trickle", "status-503-streaming"])
+        expect({ name, waited: probes[name].latency_ms >= 10_000 }).toEqual({ name, waited: false });
+      expect(elapsed).toBeLessThan(15_000); // every 20 s timeout would have cost 20 s; the 2 s one is the floor
+      // No internal code reaches the output.
+      expect(run.stdout).not.toMatch(/ECONNRESET|EPROTO|Malformed_HTTP|DEPTH_ZERO|ERR_TLS|ConnectionClosed/);
+    } finally {
+      await place.cleanup();
+    }
+  });
 
 test("answers: with contains, the body is read within the timeout and a missing string is said so", async () => {
   const sandbox = new Sandbox();
