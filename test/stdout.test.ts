@@ -1,12 +1,20 @@
 // tend's own stdout is the least reliable thing it writes to (#39): a full disk, a broken pipe, a closed
-// descriptor there is one line in the log, never a failed pass, never the end of `watchdog run`.
-import { afterEach, expect, test } from "bun:test";
+// descriptor there is one line in the log, never a failed pass, never the end of `watchdog run`. A pass's
+// stdout (full, a broken pipe, closed) is tried on this host and inside the phone.
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { alive, BUN, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
-afterEach(() => box?.cleanup([join(box.state, "web.pid")].filter((path) => existsSync(path))));
+let at: Place | null = null;
+afterEach(async () => {
+  box?.cleanup([join(box.state, "web.pid")].filter((path) => existsSync(path)));
+  await at?.cleanup();
+  at = null;
+});
+afterAll(() => closePlaces());
 
 async function crashedWorld() {
   box = new Sandbox();
@@ -29,31 +37,45 @@ const pid = () => Number(box.read("web.pid"));
 const tendWith = (args: string, redirect: string) =>
   Bun.spawnSync(["sh", "-c", `'${TEND}' ${args} ${redirect}; echo "exit $?" >&2`], { env: box.env() });
 
-for (const [what, redirect, words] of [
-  ["a full disk (/dev/full)", "> /dev/full", "no space left on the device"],
-  ["a broken pipe (| true)", "| (exec true)", "broken pipe"],
-  ["a closed descriptor (>&-)", ">&-", ""],
-] as const) {
-  test(`a pass whose stdout is ${what}: the crashed service is started, exit 0, one line in the log`, async () => {
-    await crashedWorld();
-    expect((await box.tend(["watchdog"])).code).toBe(0);
-    await waitFor(() => box.read("web.pid") !== "", 10_000, "the first start");
-    const first = pid();
-    process.kill(first, "SIGKILL");
-    await waitFor(() => !alive(first), 5000, "killed");
-    const run = tendWith("watchdog pass", redirect);
-    const said = run.stderr.toString();
-    // In a pipe, the shell's status is the last command's: tend's own exit is judged by what it did.
-    if (!redirect.startsWith("|")) expect(said).toContain("exit 0");
-    expect(said).not.toContain("internal error");
-    expect(pid()).not.toBe(first);
-    expect(alive(pid())).toBe(true);
-    const log = box.read("watchdog.log");
-    expect(log).toContain("[RESTART] web: started pid");
-    expect(log).toMatch(/\[RECOVERED\] web recovered/);
-    if (words) expect(log.match(new RegExp(`\\[WARN\\] stdout: ${words}`, "g"))).toHaveLength(1);
-  }, 30_000);
-}
+for (const where of PLACES)
+  for (const [what, redirect, words] of [
+    ["a full disk (/dev/full)", "> /dev/full", "no space left on the device"],
+    ["a broken pipe (| true)", "| (exec true)", "broken pipe"],
+    ["a closed descriptor (>&-)", ">&-", ""],
+  ] as const) {
+    test(`${where}: a pass whose stdout is ${what}: the crashed service started, exit 0, a line in the log`, async () => {
+      const place = (at = openPlace(where));
+      const port = await freePort();
+      place.configure({
+        defaults: { grace: "0s" },
+        services: [
+          {
+            name: "web",
+            pidfile: "web.pid",
+            check: { http: `http://127.0.0.1:${port}/` },
+            restart: { spawn: [place.bun, place.server, `${port}`] },
+          },
+        ],
+      });
+      const pidThere = () => Number(place.read("web.pid"));
+      expect((await place.tend(["watchdog"])).code).toBe(0);
+      await waitFor(() => place.read("web.pid") !== "", 10_000, "the first start");
+      const first = pidThere();
+      const firstHere = await place.hostPid(first);
+      process.kill(firstHere, "SIGKILL");
+      await waitFor(() => !alive(firstHere), 5000, "killed");
+      const run = await place.shell(`'${place.tendPath}' watchdog pass ${redirect}; echo "exit $?" >&2`);
+      // In a pipe, the shell's status is the last command's: tend's own exit is judged by what it did.
+      if (!redirect.startsWith("|")) expect(run.stderr).toContain("exit 0");
+      expect(run.stderr).not.toContain("internal error");
+      expect(pidThere()).not.toBe(first);
+      expect(alive(await place.hostPid(pidThere()))).toBe(true);
+      const log = place.read("watchdog.log");
+      expect(log).toContain("[RESTART] web: started pid");
+      expect(log).toMatch(/\[RECOVERED\] web recovered/);
+      if (words) expect(log.match(new RegExp(`\\[WARN\\] stdout: ${words}`, "g"))).toHaveLength(1);
+    }, 30_000);
+  }
 
 test("watchdog run | head -1: the loop outlives its reader and still starts a crashed service", async () => {
   await crashedWorld();
