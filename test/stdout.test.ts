@@ -43,7 +43,7 @@ for (const where of PLACES)
     ["a broken pipe (| true)", "| (exec true)", "broken pipe"],
     ["a closed descriptor (>&-)", ">&-", ""],
   ] as const) {
-    test(`${where}: a pass whose stdout is ${what}: the crashed service started, exit 0, a line in the log`, async () => {
+    test(`${where}: a pass whose stdout is ${what}: the crashed one started, exit 0, a line in the log`, async () => {
       const place = (at = openPlace(where));
       const port = await freePort();
       place.configure({
