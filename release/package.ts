@@ -7,7 +7,7 @@
 // Packages are laid out here and built by the real dpkg-deb (--root-owner-group: every file root's).
 import { createHash, createPrivateKey, createPublicKey, sign, type KeyObject } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { manPage } from "./man.ts";
@@ -155,7 +155,8 @@ function manPages(version: string): Record<string, string> {
 function layTree(root: string, prefix: string, binary: string, version: string, at: Date) {
   const bin = join(root, prefix, "bin");
   mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, "tend"), readFileSync(binary));
+  // A hard link, not a copy: the binary is 100 MB, and the package holds its bytes either way.
+  linkSync(binary, join(bin, "tend"));
   chmodSync(join(bin, "tend"), 0o755);
   for (const command of COMMANDS) symlinkSync("tend", join(bin, command));
   const man = join(root, prefix, "share", "man", "man1");

@@ -6,7 +6,8 @@
 // release, no binary for this host; a channel that cannot be fetched is exit 1.
 import { afterEach, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, readdirSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, ROOT, Sandbox, TEND } from "./helpers.ts";
 
@@ -45,7 +46,11 @@ function signFile(pem: string, file: string) {
   return Buffer.from(readFileSync(out)).toString("base64");
 }
 
+/** One stand-in per version and test (each is a 100 MB Bun binary): linked into the channels, never copied. */
+const standIns = new Map<string, string>();
 function standIn(name: string, version: string) {
+  const key = `${box.dir} ${version}`;
+  if (standIns.has(key)) return standIns.get(key)!;
   const script = join(box.dir, `${name}.sh`);
   // Each run of a channel's binary is noted: a refusal comes before any.
   const ran = join(box.dir, "ran.log");
@@ -61,6 +66,7 @@ function standIn(name: string, version: string) {
     { cwd: box.dir, stderr: "pipe", stdout: "pipe" },
   );
   if (built.exitCode !== 0) throw new Error(`cannot build the stand-in ${name}: ${built.stderr.toString()}`);
+  standIns.set(key, path);
   return path;
 }
 
@@ -71,7 +77,7 @@ function channel(dir: string, version: string, pem: string, targets = [HOST_TARG
   const release = { version, targets: {} as Record<string, { file: string; sha256: string }> };
   for (const target of targets) {
     const file = `tend-${version}-${target}`;
-    copyFileSync(binary, join(dir, file));
+    linkSync(binary, join(dir, file));
     release.targets[target] = { file, sha256: sha(join(dir, file)) };
   }
   writeFileSync(join(dir, "release.json"), JSON.stringify(release, null, 2) + "\n");
@@ -140,15 +146,19 @@ test("refused, exit 3, nothing run or changed: unsigned, bad or unknown key, tam
 
   // release.json changed after signing: its binary's hash swapped for another file's.
   const edited = channel(join(box.dir, "edited"), "9.1.0", signer.pem);
-  const evil = standIn("evil", "9.1.0");
-  copyFileSync(evil, join(edited.dir, "evil"));
+  // Another binary: the signed one with bytes appended (never run: each refusal comes first).
+  const evil = join(box.dir, "evil");
+  copyFileSync(standIn("tend-9.1.0", "9.1.0"), evil);
+  appendFileSync(evil, "tampered");
+  linkSync(evil, join(edited.dir, "evil"));
   const forged = { ...edited.release, targets: { [HOST_TARGET]: { file: "evil", sha256: sha(evil) } } };
   writeFileSync(join(edited.dir, "release.json"), JSON.stringify(forged, null, 2) + "\n");
   await refusedWith(edited.dir, "does not verify with any trusted key");
 
   // The binary changed after signing (same name): its hash is not the signed one.
   const swapped = channel(join(box.dir, "swapped"), "9.1.0", signer.pem);
-  copyFileSync(evil, join(swapped.dir, `tend-9.1.0-${HOST_TARGET}`));
+  rmSync(join(swapped.dir, `tend-9.1.0-${HOST_TARGET}`)); // a link to the signed one: replaced, not written through
+  linkSync(evil, join(swapped.dir, `tend-9.1.0-${HOST_TARGET}`));
   await refusedWith(
     swapped.dir,
     `sha256 mismatch: the signed release says ${swapped.release.targets[HOST_TARGET].sha256}`,

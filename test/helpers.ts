@@ -323,6 +323,37 @@ export async function waitFor(
   throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
 }
 
+/** The environment cron gives a user's job: a bare PATH, HOME, SHELL, LOGNAME (no TMUX_TMPDIR). */
+export const cronEnv = (user: string, home: string) => [
+  "PATH=/usr/bin:/bin",
+  `HOME=${home}`,
+  "SHELL=/bin/sh",
+  `LOGNAME=${user}`,
+];
+
+/**
+ * One cron tick as cron runs a crontab's lines: each command (its five time fields and tend's marker taken
+ * off) started at once as the user, in cron's environment, in HOME; resolves when all end, with what each
+ * said on stderr (cron would mail it).
+ */
+export async function cronTick(lines: string[], user: string, home: string): Promise<string[]> {
+  const said = await Promise.all(
+    lines.map(async (line) => {
+      const command = line
+        .split(" ")
+        .slice(5)
+        .join(" ")
+        .replace(/ # tend watchdog$/, "");
+      const argv = ["runuser", "-u", user, "--", "env", "-i", ...cronEnv(user, home), "/bin/sh", "-c", command];
+      const child = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe", cwd: home });
+      const text = (await new Response(child.stderr).text()).trim();
+      await child.exited;
+      return text;
+    }),
+  );
+  return said.filter(Boolean);
+}
+
 /** A port that was free a moment ago (for services whose port must be in the config). */
 /**
  * A port a fixture server can bind later (a restart binds it again). Chosen below the ephemeral

@@ -16,19 +16,14 @@ import { afterAll, afterEach, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { copyFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, publicCopy, removePublicCopy, ROOT, Sandbox, TEND, testUser, waitFor } from "./helpers.ts";
+import { cronEnv, cronTick, freePort, publicCopy, removePublicCopy, ROOT, Sandbox, TEND, testUser } from "./helpers.ts";
+import { waitFor } from "./helpers.ts";
 
 const PERIOD_MS = 6000;
 /** The fault comes when the boot's processes are older than tend's default grace (30s). */
 const FAULT_TICK = 5.5;
 const LAST_TICK = 12;
 const USERS = { script: "tendimpscript", tend: "tendimptend" } as const;
-const CRON_ENV = (home: string, user: string) => [
-  "PATH=/usr/bin:/bin",
-  `HOME=${home}`,
-  "SHELL=/bin/sh",
-  `LOGNAME=${user}`,
-];
 
 type Kind = keyof typeof USERS;
 const ids = new Map<Kind, ReturnType<typeof testUser>>();
@@ -174,7 +169,7 @@ class World {
   }
 
   asUser(argv: string[], stdin = "", asRoot = false) {
-    const command = asRoot ? argv : ["runuser", "-u", this.user, "--", "env", "-i", ...CRON_ENV(this.home, this.user)];
+    const command = asRoot ? argv : ["runuser", "-u", this.user, "--", "env", "-i", ...cronEnv(this.user, this.home)];
     const result = Bun.spawnSync(asRoot ? argv : [...command, ...argv], {
       stdin: new TextEncoder().encode(stdin),
       stdout: "pipe",
@@ -208,22 +203,7 @@ class World {
 
   /** One cron tick: each line started at once as cron starts it; resolves when all end. */
   async tick() {
-    await Promise.all(
-      this.lines.map(async (line) => {
-        const command = line
-          .split(" ")
-          .slice(5)
-          .join(" ")
-          .replace(/ # tend watchdog$/, "");
-        const child = Bun.spawn(
-          ["runuser", "-u", this.user, "--", "env", "-i", ...CRON_ENV(this.home, this.user), "/bin/sh", "-c", command],
-          { stdout: "pipe", stderr: "pipe", cwd: "/" },
-        );
-        const said = (await new Response(child.stderr).text()).trim();
-        await child.exited;
-        if (said) this.stderr.push(said);
-      }),
-    );
+    this.stderr.push(...(await cronTick(this.lines, this.user, this.home)));
   }
 
   /** The oracle: each pane's service answering (the tunnel's through the edge), in the variant's order. */

@@ -19,7 +19,18 @@ import { afterAll, afterEach, expect, test } from "bun:test";
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, publicCopy, removePublicCopy, ROOT, Sandbox, TEND, testUser, waitFor } from "./helpers.ts";
+import {
+  cronEnv,
+  cronTick,
+  freePort,
+  publicCopy,
+  removePublicCopy,
+  ROOT,
+  Sandbox,
+  TEND,
+  testUser,
+  waitFor,
+} from "./helpers.ts";
 
 // What the trial's user runs, where it can read it (a checkout in /root is closed to it: helpers.ts publicCopy).
 const SCRIPT = () => publicCopy().file("docs/migrating/watchdog.sh");
@@ -195,7 +206,7 @@ class World {
 
   /** As the user, in cron's environment (or a login's, for setup). */
   asUser(argv: string[], asRoot = false, extra: Record<string, string> = {}) {
-    const env = ["PATH=/usr/bin:/bin", `HOME=${this.home}`, "SHELL=/bin/sh", `LOGNAME=${USER}`];
+    const env = cronEnv(USER, this.home);
     const command = asRoot
       ? argv
       : [
@@ -214,24 +225,8 @@ class World {
   }
 
   /** One cron tick: every line of this world started at once, as cron starts them; resolves when all end. */
-  tick(): Promise<void> {
-    const env = ["PATH=/usr/bin:/bin", `HOME=${this.home}`, "SHELL=/bin/sh", `LOGNAME=${USER}`];
-    return Promise.all(
-      this.lines.map(async (line) => {
-        const command = line
-          .split(" ")
-          .slice(5)
-          .join(" ")
-          .replace(/ # tend watchdog$/, "");
-        const child = Bun.spawn(["runuser", "-u", USER, "--", "env", "-i", ...env, "/bin/sh", "-c", command], {
-          stdout: "pipe",
-          stderr: "pipe",
-        });
-        const said = (await new Response(child.stderr).text()).trim();
-        await child.exited;
-        if (said) this.stderr.push(said);
-      }),
-    ).then(() => {});
+  async tick(): Promise<void> {
+    this.stderr.push(...(await cronTick(this.lines, USER, this.home)));
   }
 
   tmux(...args: string[]) {
