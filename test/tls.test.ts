@@ -1,9 +1,12 @@
 import { hostname } from "node:os";
-// check.tls against real TLS servers whose certificates the real openssl made, through the binary.
+// check.tls against real TLS servers whose certificates the real openssl made, through the binary; the
+// judgements also inside the Termux-shaped phone.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCa, tlsServer } from "./certs.ts";
 import { Sandbox } from "./helpers.ts";
+import { closePlaces, openPlace } from "./places.ts";
 
 /** Every service's series names its host: the instance both alert paths give. */
 const INSTANCE = `instance="${hostname()}",`;
@@ -40,23 +43,29 @@ beforeAll(() => {
       return new Response("ok");
     },
   });
-  const service = (name: string, target: string, extra = "") =>
-    `[[service]]\nname = "${name}"\n[service.check]\ntls = "${target}"\n${extra}\n`;
-  box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n[notify]\nurl = "http://127.0.0.1:${webhook.port}/topic"\n` +
-      service("in40days", `localhost:${ports.in40days}`) +
-      service("in10days", `localhost:${ports.in10days}`) +
-      service("in2days", `localhost:${ports.in2days}`) +
-      service("expired", `localhost:${ports.expired}`) +
-      service("expired-insecure", `localhost:${ports.expired}`, "insecure = true") +
-      service("selfsigned", `localhost:${ports.selfsigned}`) +
-      service("selfsigned-insecure", `localhost:${ports.selfsigned}`, "insecure = true") +
-      service("wrong-name", `127.0.0.1:${ports.in40days}`, 'servername = "other.example"') +
-      service("closed", `127.0.0.1:1`, 'timeout = "1s"'),
-  );
+  box.writeConfig(configText(box.state));
 });
 
+/** The corpus's configuration: one service per certificate, for a state dir where tend sees it. */
+function configText(state: string) {
+  const service = (name: string, target: string, extra = "") =>
+    `[[service]]\nname = "${name}"\n[service.check]\ntls = "${target}"\n${extra}\n`;
+  return (
+    `[watchdog]\nstate_dir = "${state}"\n[notify]\nurl = "http://127.0.0.1:${webhook.port}/topic"\n` +
+    service("in40days", `localhost:${ports.in40days}`) +
+    service("in10days", `localhost:${ports.in10days}`) +
+    service("in2days", `localhost:${ports.in2days}`) +
+    service("expired", `localhost:${ports.expired}`) +
+    service("expired-insecure", `localhost:${ports.expired}`, "insecure = true") +
+    service("selfsigned", `localhost:${ports.selfsigned}`) +
+    service("selfsigned-insecure", `localhost:${ports.selfsigned}`, "insecure = true") +
+    service("wrong-name", `127.0.0.1:${ports.in40days}`, 'servername = "other.example"') +
+    service("closed", `127.0.0.1:1`, 'timeout = "1s"')
+  );
+}
+
 afterAll(() => {
+  closePlaces();
   for (const server of servers) server.stop(true);
   webhook.stop(true);
   box.cleanup();
@@ -64,9 +73,8 @@ afterAll(() => {
 
 const trusted = () => ({ NODE_EXTRA_CA_CERTS: ca });
 
-test("tls: expiry, chain and name judged (40, 10, 2 days, expired, self-signed, wrong name)", async () => {
-  const run = await box.tend(["watchdog", "status", "--json"], { env: trusted() });
-  const rows = Object.fromEntries(JSON.parse(run.stdout).services.map((row: any) => [row.name, row.probe]));
+/** What each certificate is judged, as `status --json` reports it. */
+function expectJudged(rows: Record<string, any>) {
   expect(rows.in40days).toMatchObject({
     ok: true,
     detail: expect.stringMatching(/^certificate valid for (39|40) days \(until /),
@@ -96,6 +104,29 @@ test("tls: expiry, chain and name judged (40, 10, 2 days, expired, self-signed, 
     detail: "TLS handshake failed: the certificate is not valid for this name",
   });
   expect(rows.closed).toMatchObject({ ok: false, detail: "no connection: connection refused" });
+}
+
+test("tls: expiry, chain and name judged (40, 10, 2 days, expired, self-signed, wrong name)", async () => {
+  const run = await box.tend(["watchdog", "status", "--json"], { env: trusted() });
+  expectJudged(Object.fromEntries(JSON.parse(run.stdout).services.map((row: any) => [row.name, row.probe])));
+});
+
+test("tls inside the phone (test/places.ts): the same judgements; without the CA the chain fails", async () => {
+  const phone = openPlace("phone");
+  try {
+    phone.writeScratch("ca.pem", readFileSync(ca, "utf8"));
+    phone.writeConfig(configText(phone.state));
+    const status = async (env: Record<string, string>, ...names: string[]) =>
+      JSON.parse((await phone.tend(["watchdog", "status", "--json", ...names], env)).stdout).services;
+    const rows = await status({ NODE_EXTRA_CA_CERTS: phone.scratch("ca.pem").inside });
+    expectJudged(Object.fromEntries(rows.map((row: any) => [row.name, row.probe])));
+    expect((await status({}, "in40days"))[0].probe).toMatchObject({
+      ok: false,
+      detail: "TLS handshake failed: the chain does not verify: unable to verify the first certificate",
+    });
+  } finally {
+    await phone.cleanup();
+  }
 });
 
 test("tls: without the CA the chain does not verify (the probe checks the chain, not only the dates)", async () => {
