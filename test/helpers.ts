@@ -70,19 +70,7 @@ export class Sandbox {
 
   /** Start a fixture HTTP server in its own process group; killed by cleanup(). */
   async server(port: number, flags: string[] = []) {
-    const child = Bun.spawn([BUN, SERVER, String(port), ...flags], {
-      stdout: "ignore",
-      stderr: "inherit",
-      detached: true,
-    });
-    this.track(child.pid);
-    await waitFor(
-      async () =>
-        (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null)) !== null,
-      10_000,
-      `server on ${port}`,
-    );
-    return child;
+    return fixtureServer(port, flags, (pid) => this.track(pid));
   }
 
   track(pid: number) {
@@ -307,6 +295,26 @@ export function controlledServer() {
     },
   });
   return { control, server, url: `http://127.0.0.1:${server.port}/` };
+}
+
+/**
+ * The example service on `port`, in its own process group, answering: `track` is given its PID first (the
+ * caller kills it).
+ */
+export async function fixtureServer(port: number, flags: string[] = [], track: (pid: number) => void) {
+  const child = Bun.spawn([BUN, SERVER, String(port), ...flags], {
+    stdout: "ignore",
+    stderr: "inherit",
+    detached: true,
+  });
+  track(child.pid);
+  await waitFor(
+    async () =>
+      (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null)) !== null,
+    10_000,
+    `server on ${port}`,
+  );
+  return child;
 }
 
 /** Poll until `condition` holds or the deadline passes (no blind sleeps). */

@@ -5,6 +5,7 @@ import { afterAll, afterEach, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { alive, BUN, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import type { ConfigSpec } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
@@ -16,20 +17,23 @@ afterEach(async () => {
 });
 afterAll(() => closePlaces());
 
+/** One service, web, spawned by tend on `port` (pidfile web.pid): bun and the example service where tend runs. */
+const webSpec = (port: number, bun: string, server: string): ConfigSpec => ({
+  defaults: { grace: "0s" },
+  services: [
+    {
+      name: "web",
+      pidfile: "web.pid",
+      check: { http: `http://127.0.0.1:${port}/` },
+      restart: { spawn: [bun, server, `${port}`] },
+    },
+  ],
+});
+
 async function crashedWorld() {
   box = new Sandbox();
   const port = await freePort();
-  box.configure({
-    defaults: { grace: "0s" },
-    services: [
-      {
-        name: "web",
-        pidfile: "web.pid",
-        check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, SERVER, `${port}`] },
-      },
-    ],
-  });
+  box.configure(webSpec(port, BUN, SERVER));
   return port;
 }
 const pid = () => Number(box.read("web.pid"));
@@ -46,17 +50,7 @@ for (const where of PLACES)
     test(`${where}: a pass whose stdout is ${what}: the crashed one started, exit 0, a line in the log`, async () => {
       const place = (at = openPlace(where));
       const port = await freePort();
-      place.configure({
-        defaults: { grace: "0s" },
-        services: [
-          {
-            name: "web",
-            pidfile: "web.pid",
-            check: { http: `http://127.0.0.1:${port}/` },
-            restart: { spawn: [place.bun, place.server, `${port}`] },
-          },
-        ],
-      });
+      place.configure(webSpec(port, place.bun, place.server));
       const pidThere = () => Number(place.read("web.pid"));
       expect((await place.tend(["watchdog"])).code).toBe(0);
       await waitFor(() => place.read("web.pid") !== "", 10_000, "the first start");

@@ -4,7 +4,7 @@ import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { alive, BUN, controlledServer, freePort, killAll, procState, run, Sandbox, SERVER, TEND } from "./helpers.ts";
-import { tomlConfig, waitFor } from "./helpers.ts";
+import { fixtureServer, tomlConfig, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
@@ -58,16 +58,7 @@ ${checkExtra}
 
 /** A fixture server on this host (the phone shares its network), killed after the test. */
 const hostServers: number[] = [];
-async function hostServer(port: number) {
-  const child = Bun.spawn([BUN, SERVER, String(port)], { stdout: "ignore", stderr: "inherit", detached: true });
-  hostServers.push(child.pid);
-  await waitFor(
-    async () =>
-      (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).catch(() => null)) !== null,
-    10_000,
-    `server on ${port}`,
-  );
-}
+const hostServer = (port: number) => fixtureServer(port, [], (pid) => hostServers.push(pid));
 
 // The pass's end-to-end behaviours, each run twice: on this host, and inside the Termux-shaped phone
 // (test/places.ts, test/termux.ts: its own namespaces, pivot_root, the app's uid under Android's seccomp
