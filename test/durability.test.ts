@@ -1,22 +1,28 @@
 // Which file systems write a renamed file's data before the rename (a cut leaves the old file or
 // the new one without an fsync) — decided on real mounts made here: ext4 as the host formats it,
 // ext4 mounted noauto_da_alloc (stock Android /data), tmpfs. Where it does not, a write tend
-// calls not durable (an observation, the heartbeat) is fsynced all the same.
-import { afterEach, expect, test } from "bun:test";
+// calls not durable (an observation, the heartbeat) is fsynced all the same. The pidfile of the last boot is
+// judged on this host and inside the Termux-shaped phone (test/places.ts).
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir, uptime } from "node:os";
 import { join } from "node:path";
 import { renameOrdersData } from "../lib/os/atomic.ts";
 import { alive, run, Sandbox } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
-let box: Sandbox;
+let box: Sandbox | null = null;
+let place: Place | null = null;
 const mounts: string[] = [];
-afterEach(() => {
+afterEach(async () => {
   for (const point of mounts.splice(0).reverse()) Bun.spawnSync(["umount", point]);
   box?.cleanup();
+  await place?.cleanup();
+  box = place = null;
 });
+afterAll(() => closePlaces());
 
-async function mountExt4(name: string, options: string) {
+async function mountExt4(box: Sandbox, name: string, options: string) {
   const image = join(box.dir, `${name}.img`);
   const point = join(box.dir, name);
   mkdirSync(point);
@@ -57,10 +63,10 @@ test.skipIf(refused !== null)(
   "ext4 orders a rename after its data, ext4 noauto_da_alloc does not (so a write there is fsynced)" +
     (refused ? ` — skipped: no loop mount here (${refused})` : ""),
   async () => {
-    box = new Sandbox();
-    const ordered = await mountExt4("ext4", "rw");
-    const android = await mountExt4("data", "rw,noauto_da_alloc");
-    const ram = join(box.dir, "ram");
+    const sandbox = (box = new Sandbox());
+    const ordered = await mountExt4(sandbox, "ext4", "rw");
+    const android = await mountExt4(sandbox, "data", "rw,noauto_da_alloc");
+    const ram = join(sandbox.dir, "ram");
     mkdirSync(ram);
     expect((await run(["mount", "-t", "tmpfs", "tmpfs", ram])).code).toBe(0);
     mounts.push(ram);
@@ -78,7 +84,7 @@ test.skipIf(refused !== null)(
       "-e",
       "trace=fsync",
       "-o",
-      join(box.dir, "trace"),
+      join(sandbox.dir, "trace"),
       process.execPath,
       "-e",
       `const { writeFileAtomic } = await import(${JSON.stringify(atomicModule)});
@@ -86,7 +92,7 @@ test.skipIf(refused !== null)(
      writeFileAtomic(${JSON.stringify(join(ordered, "b.json"))}, "{}", 0o600, { durable: false });`,
     ]);
     expect(traced.code).toBe(0);
-    const fsyncs = (await Bun.file(join(box.dir, "trace")).text())
+    const fsyncs = (await Bun.file(join(sandbox.dir, "trace")).text())
       .split("\n")
       .filter((line) => line.includes("fsync("));
     expect(fsyncs.length).toBe(2); // a.json's file and its directory; b.json none
@@ -94,23 +100,25 @@ test.skipIf(refused !== null)(
   60_000,
 );
 
-test("a pidfile written before the host booted holds the last boot's PID: not the service now", async () => {
-  box = new Sandbox();
-  // A live process that holds the PID the pidfile names, as a process of this boot might after a reboot.
-  const holder = Bun.spawn(["sleep", "600"], { stdout: "ignore", stderr: "ignore" });
-  box.track(holder.pid);
-  mkdirSync(box.state, { recursive: true, mode: 0o700 });
-  const pidfile = join(box.state, "svc.pid");
-  writeFileSync(pidfile, `${holder.pid}\n`);
-  const bootedAt = Date.now() - uptime() * 1000;
-  utimesSync(pidfile, new Date(bootedAt - 60_000), new Date(bootedAt - 60_000));
-  box.configure({
-    services: [{ name: "svc", pidfile: "svc.pid", check: { process: true }, restart: { spawn: ["sleep", "600"] } }],
-  });
-  const pass = await box.tend(["watchdog"]);
-  expect(pass.stdout).toMatch(/\[START\] svc: started pid (\d+)/);
-  const started = Number(readFileSync(pidfile, "utf8"));
-  box.track(started);
-  expect(started).not.toBe(holder.pid);
-  expect(alive(holder.pid)).toBe(true); // never signalled: it is not tend's
-}, 30_000);
+for (const where of PLACES)
+  test(`a pidfile written before the host booted names the last boot's PID, not the service's (${where})`, async () => {
+    place = openPlace(where);
+    // A live process that holds the PID the pidfile names, as a process of this boot might after a reboot.
+    const holder = await place.startTarget(["sleep", "600"], "holder.pid");
+    const pidfile = place.scratch("svc.pid");
+    place.writeScratch("svc.pid", `${holder.pid}\n`);
+    // The phone boots in a time namespace of its own clocks' offset 0 here: its boot is this host's.
+    const bootedAt = Date.now() - uptime() * 1000;
+    utimesSync(pidfile.outside, new Date(bootedAt - 60_000), new Date(bootedAt - 60_000));
+    place.configure({
+      services: [
+        { name: "svc", pidfile: pidfile.inside, check: { process: true }, restart: { spawn: ["sleep", "600"] } },
+      ],
+    });
+    const pass = await place.tend(["watchdog"]);
+    expect(pass.stdout).toMatch(/\[START\] svc: started pid (\d+)/);
+    const started = Number(readFileSync(pidfile.outside, "utf8"));
+    expect(started).not.toBe(holder.pid);
+    expect(alive(holder.here)).toBe(true); // never signalled: it is not tend's
+    await place.cleanup([pidfile.outside, place.scratch("holder.pid").outside]);
+  }, 30_000);

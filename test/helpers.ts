@@ -85,18 +85,7 @@ export class Sandbox {
       stderr: "inherit",
     });
     this.track(child.pid);
-    const reader = child.stdout.getReader();
-    let said = "";
-    await waitFor(
-      async () => {
-        const { value } = await reader.read();
-        said += new TextDecoder().decode(value ?? new Uint8Array());
-        return /serving (http:\/\/\S+)/.test(said);
-      },
-      10_000,
-      "serve listening",
-    );
-    return /serving (http:\/\/\S+?)\/?\s/.exec(said + " ")![1];
+    return servedAt(child.stdout);
   }
 
   read(name: string): string {
@@ -175,6 +164,23 @@ let publicDir: string | null = null;
  * copies a file of the checkout there (a .ts script bundled, its imports inside it); the binaries
  * are copied once.
  */
+/** The URL `watchdog serve` says it serves at, read from its stdout. */
+export async function servedAt(stdout: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stdout.getReader();
+  let said = "";
+  await waitFor(
+    async () => {
+      const { value } = await reader.read();
+      said += new TextDecoder().decode(value ?? new Uint8Array());
+      return /serving (http:\/\/\S+)/.test(said);
+    },
+    10_000,
+    "serve listening",
+  );
+  reader.releaseLock();
+  return /serving (http:\/\/\S+?)\/?\s/.exec(said + " ")![1];
+}
+
 export function publicCopy() {
   if (!publicDir) {
     const dir = mkdtempSync(join(tmpdir(), "tend-public-"));

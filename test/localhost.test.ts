@@ -3,12 +3,15 @@
 // *.localhost since 7.85), and so does every check of tend's (http, https with its certificate's
 // name, tcp, tls). Run in a mount namespace of the test's own: an empty /etc/hosts and a resolv.conf
 // naming a DNS server nobody runs are bind-mounted over the host's, for that namespace only.
+// Inside the Termux-shaped phone there is no /etc/resolv.conf (Android has none: its DNS is netd's, asked
+// through bionic): tend's checks reach localhost there too.
 import { afterAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer as createTlsServer, type Server } from "node:tls";
 import { join } from "node:path";
 import { makeCa } from "./certs.ts";
 import { controlledServer, run, Sandbox, TEND } from "./helpers.ts";
+import { closePlaces, openPlace } from "./places.ts";
 
 const box = new Sandbox();
 const web = controlledServer();
@@ -19,7 +22,10 @@ const tls: Server = createTlsServer({ cert: readFileSync(leaf.cert), key: readFi
   socket.once("data", () => socket.end("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
 });
 tls.on("tlsClientError", () => {});
-afterAll(() => {
+const phone = openPlace("phone");
+afterAll(async () => {
+  await phone.cleanup();
+  closePlaces();
   web.server.stop(true);
   tls.close();
   box.cleanup();
@@ -38,11 +44,29 @@ function withoutResolver(script: string) {
   });
 }
 
-test("localhost without /etc/hosts: the real curl reaches it, and so does every check of tend's", async () => {
-  const tlsPort = await new Promise<number>((resolve) =>
-    tls.listen(0, "127.0.0.1", () => resolve((tls.address() as { port: number }).port)),
+const tlsListening = new Promise<number>((resolve) =>
+  tls.listen(0, "127.0.0.1", () => resolve((tls.address() as { port: number }).port)),
+);
+
+/** The five checks of localhost names, the CA at `ca`. */
+function localChecks(port: number, tlsPort: number, ca: string) {
+  return [
+    { name: "web", check: { http: `http://localhost:${port}/` } },
+    { name: "sub", check: { http: `http://api.localhost:${port}/` } },
+    { name: "secure", check: { http: `https://localhost:${tlsPort}/`, ca } },
+    { name: "port", check: { tcp: `localhost:${port}` } },
+    { name: "cert", check: { tls: `localhost:${tlsPort}` } },
+  ];
+}
+const ALL_HEALTHY = { web: "healthy", sub: "healthy", secure: "healthy", port: "healthy", cert: "healthy" };
+const states = (json: string) =>
+  Object.fromEntries(
+    (JSON.parse(json).services as { name: string; state: string }[]).map((row) => [row.name, row.state]),
   );
-  const port = web.server.port;
+
+test("localhost without /etc/hosts: the real curl reaches it, and so does every check of tend's", async () => {
+  const tlsPort = await tlsListening;
+  const port = web.server.port!;
   const urls = [`http://localhost:${port}/`, `http://api.localhost:${port}/`, `https://localhost:${tlsPort}/`];
   // The oracle: this namespace really resolves nothing (getent), and curl answers all the same.
   const curl = await withoutResolver(
@@ -50,31 +74,30 @@ test("localhost without /etc/hosts: the real curl reaches it, and so does every 
       urls.map((url) => `curl -s -o /dev/null -w '%{http_code} ' --cacert ${certs.ca} ${url}`).join("; "),
   );
   expect(curl.stdout).toBe("unresolved\n200 200 200 ");
-  box.configure({
-    services: [
-      { name: "web", check: { http: urls[0] } },
-      { name: "sub", check: { http: urls[1] } },
-      { name: "secure", check: { http: urls[2], ca: certs.ca } },
-      { name: "port", check: { tcp: `localhost:${port}` } },
-      { name: "cert", check: { tls: `localhost:${tlsPort}` } },
-    ],
-  });
+  box.configure({ services: localChecks(port, tlsPort, certs.ca) });
   const pass = await withoutResolver(`${TEND} watchdog pass --config ${box.config}`);
   expect(pass.stderr).toBe("");
   expect(pass.code).toBe(0);
   const status = await withoutResolver(`${TEND} watchdog status --cached --json --config ${box.config}`);
-  const rows = JSON.parse(status.stdout).services as { name: string; state: string }[];
-  expect(Object.fromEntries(rows.map((row) => [row.name, row.state]))).toEqual({
-    web: "healthy",
-    sub: "healthy",
-    secure: "healthy",
-    port: "healthy",
-    cert: "healthy",
-  });
+  expect(states(status.stdout)).toEqual(ALL_HEALTHY);
   // A localhost name is still checked against the certificate: one it does not name is refused.
   box.configure({
     services: [{ name: "other", check: { http: `https://other.localhost:${tlsPort}/`, ca: certs.ca } }],
   });
   const refused = await withoutResolver(`${TEND} watchdog pass --config ${box.config}`);
   expect(refused.stdout).toContain("certificate not valid for other.localhost");
+}, 60_000);
+
+test("localhost in the phone (no resolv.conf): every check reaches it; an uncertified name is refused", async () => {
+  const tlsPort = await tlsListening;
+  expect((await phone.shell("ls /etc/resolv.conf 2>/dev/null; echo $?")).stdout).toBe("2\n");
+  phone.writeScratch("ca.pem", readFileSync(certs.ca, "utf8"));
+  const ca = phone.scratch("ca.pem").inside;
+  phone.configure({ services: localChecks(web.server.port!, tlsPort, ca) });
+  const pass = await phone.tend(["watchdog", "pass"], { NODE_EXTRA_CA_CERTS: ca });
+  expect(pass.stderr).toBe("");
+  expect(pass.code).toBe(0);
+  expect(states((await phone.tend(["watchdog", "status", "--cached", "--json"])).stdout)).toEqual(ALL_HEALTHY);
+  phone.configure({ services: [{ name: "other", check: { http: `https://other.localhost:${tlsPort}/`, ca } }] });
+  expect((await phone.tend(["watchdog", "pass"])).stdout).toContain("certificate not valid for other.localhost");
 }, 60_000);

@@ -1,10 +1,20 @@
 // flock(2) through libc: held is a skip; any other error is said as itself (Android's shared storage: ENOSYS).
-import { describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { tryLock } from "../lib/os/lock.ts";
-import { Sandbox, TEND, waitFor } from "./helpers.ts";
+import { Sandbox, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
+
+let place: Place | null = null;
+const stops: (() => void)[] = [];
+afterEach(async () => {
+  while (stops.length) stops.pop()!();
+  await place?.cleanup();
+  place = null;
+});
+afterAll(() => closePlaces());
 
 describe("flock errors are said as themselves, never taken for another pass (FAT storage gives ENOSYS)", () => {
   const box = new Sandbox();
@@ -35,159 +45,144 @@ describe("flock errors are said as themselves, never taken for another pass (FAT
 
 // The lock table (SPEC): watchdog.lock is the pass's, held until every service is judged or claimed;
 // services/NAME.lock is NAME's one owner's (a pass, the loop's crash watch, blogtunnel, an operator),
-// held through a restart's verification. Only another pass makes a pass skip.
+// held through a restart's verification. Only another pass makes a pass skip. These run on this host and
+// inside the Termux-shaped phone (test/places.ts); the locks the test holds, with flock(1), from outside.
 const hold = (path: string, who: string, then: string) =>
   Bun.spawn(["flock", path, "sh", "-c", `echo '${who} pid '$$ > '${path}'; ${then}`]);
 const recorded = (path: string, who: string) => () =>
   existsSync(path) && readFileSync(path, "utf8").startsWith(`${who} pid `);
 
-describe("one owner per service: a pass leaves a service to its owner and judges the others", () => {
-  test("a service's lock held by its owner: no SKIP, that service untouched, the others judged", async () => {
-    const box = new Sandbox();
-    const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
-    box.configure({
-      services: [
-        { name: "web", check: { http: `http://127.0.0.1:${web.port}/` } },
-        { name: "api", check: { http: `http://127.0.0.1:${web.port}/` } },
-      ],
-    });
-    try {
-      expect((await box.tend(["watchdog"])).code).toBe(0);
-      const before = box.stateOf("api");
-      const lockPath = join(box.state, "services", "api.lock");
-      const owner = hold(lockPath, "operator", "sleep 30");
-      await waitFor(recorded(lockPath, "operator"), 5000, "the owner's record");
-      const pass = await box.tend(["watchdog", "pass"]);
-      expect(owner.exitCode).toBeNull(); // the pass did not wait for it
-      expect(pass.code).toBe(0);
-      expect(pass.stdout).not.toContain("[SKIP]");
-      expect(box.stateOf("api")).toEqual(before); // left to its owner
-      expect(box.stateOf("web").lastProbe.at).toBeGreaterThan(before.lastProbe.at); // judged
-      owner.kill();
-      await owner.exited;
-      // The pass lock held by another pass: skipped at once, as ever.
-      const passLock = join(box.state, "watchdog.lock");
-      const other = hold(passLock, "pass", "sleep 30");
-      await waitFor(recorded(passLock, "pass"), 5000, "the other pass's record");
-      const skipped = await box.tend(["watchdog", "pass"]);
-      expect(other.exitCode).toBeNull();
-      expect(skipped.stdout).toContain("[SKIP] another pass is running: this one exits");
-      other.kill();
-      await other.exited;
-    } finally {
-      web.stop(true);
-      box.cleanup();
-    }
-  }, 60_000);
+describe("one owner per service, blogtunnel and an operator wait for their service's owner", () => {
+  for (const where of PLACES)
+    describe(where, () => {
+      test(`a service's lock held by its owner: no SKIP, that service untouched, the others judged`, async () => {
+        const box = (place = openPlace(where));
+        const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+        stops.push(() => web.stop(true));
+        box.configure({
+          services: [
+            { name: "web", check: { http: `http://127.0.0.1:${web.port}/` } },
+            { name: "api", check: { http: `http://127.0.0.1:${web.port}/` } },
+          ],
+        });
+        expect((await box.tend(["watchdog"])).code).toBe(0);
+        const before = box.stateOf("api");
+        const lockPath = box.stateFile("services/api.lock");
+        const owner = hold(lockPath, "operator", "sleep 30");
+        await waitFor(recorded(lockPath, "operator"), 5000, "the owner's record");
+        const pass = await box.tend(["watchdog", "pass"]);
+        expect(owner.exitCode).toBeNull(); // the pass did not wait for it
+        expect(pass.code).toBe(0);
+        expect(pass.stdout).not.toContain("[SKIP]");
+        expect(box.stateOf("api")).toEqual(before); // left to its owner
+        expect(box.stateOf("web").lastProbe.at).toBeGreaterThan(before.lastProbe.at); // judged
+        owner.kill();
+        await owner.exited;
+        // The pass lock held by another pass: skipped at once, as ever.
+        const passLock = box.stateFile("watchdog.lock");
+        const other = hold(passLock, "pass", "sleep 30");
+        await waitFor(recorded(passLock, "pass"), 5000, "the other pass's record");
+        const skipped = await box.tend(["watchdog", "pass"]);
+        expect(other.exitCode).toBeNull();
+        expect(skipped.stdout).toContain("[SKIP] another pass is running: this one exits");
+        other.kill();
+        await other.exited;
+      }, 60_000);
 
-  test("a verification holds only its service: the next tick of a 1-second cron judges the others", async () => {
-    const box = new Sandbox();
-    const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
-    box.configure({
-      defaults: { grace: "0s", cooldown: "0s" },
-      services: [
-        { name: "web", check: { http: `http://127.0.0.1:${web.port}/` } },
-        // Never recovers: its verification lasts the whole 6 s.
-        {
-          name: "stuck",
-          failures: 1,
-          verify_timeout: "6s",
-          check: { tcp: "127.0.0.1:1", timeout: "200ms" },
-          restart: { command: ["true"] },
-        },
-      ],
-    });
-    try {
-      const first = Bun.spawn([TEND, "watchdog", "pass"], { env: box.env(), stdout: "ignore", stderr: "ignore" });
-      box.track(first.pid);
-      await waitFor(() => box.read("watchdog.log").includes("[RESTART] stuck:"), 10_000, "stuck's restart");
-      // The pass lock is free once the pass's own work is done: its heartbeat is the last of it (the
-      // RESTART line comes before its ⚠️ is spooled and the pass's deliveries; a tick then would SKIP).
-      await waitFor(() => box.read("heartbeat") !== "", 10_000, "the first pass's heartbeat");
-      const webBefore = box.stateOf("web").lastProbe.at;
-      // The next tick, while stuck is verified: it runs, judges web, and leaves stuck to its owner.
-      const tick = await box.tend(["watchdog", "pass"]);
-      expect(first.exitCode).toBeNull(); // still verifying
-      expect(tick.stdout).not.toContain("[SKIP]");
-      expect(box.stateOf("web").lastProbe.at).toBeGreaterThan(webBefore);
-      expect(box.stateOf("stuck").verdict.word).toBe("restarting");
-      expect(readFileSync(join(box.state, "services", "stuck.lock"), "utf8")).toMatch(/^pass pid \d+/);
-      expect(await first.exited).toBe(0);
-      expect(box.read("watchdog.log")).toMatch(/\[FAILED\] stuck did not recover within 6\.\ds after restart/);
-      expect(box.read("watchdog.log").match(/\[RESTART\] stuck:/g)).toHaveLength(1); // not restarted twice
-    } finally {
-      web.stop(true);
-      box.cleanup();
-    }
-  }, 60_000);
+      test(`a verification holds only its service: the next tick of a 1-second cron judges the others`, async () => {
+        const box = (place = openPlace(where));
+        const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+        stops.push(() => web.stop(true));
+        box.configure({
+          defaults: { grace: "0s", cooldown: "0s" },
+          services: [
+            { name: "web", check: { http: `http://127.0.0.1:${web.port}/` } },
+            // Never recovers: its verification lasts the whole 6 s.
+            {
+              name: "stuck",
+              failures: 1,
+              verify_timeout: "6s",
+              check: { tcp: "127.0.0.1:1", timeout: "200ms" },
+              restart: { command: ["true"] },
+            },
+          ],
+        });
+        const first = await box.spawnTend(["watchdog", "pass"]);
+        await waitFor(() => box.read("watchdog.log").includes("[RESTART] stuck:"), 10_000, "stuck's restart");
+        // The pass lock is free once the pass's own work is done: its heartbeat is the last of it (the
+        // RESTART line comes before its ⚠️ is spooled and the pass's deliveries; a tick then would SKIP).
+        await waitFor(() => box.read("heartbeat") !== "", 10_000, "the first pass's heartbeat");
+        const webBefore = box.stateOf("web").lastProbe.at;
+        // The next tick, while stuck is verified: it runs, judges web, and leaves stuck to its owner.
+        const tick = await box.tend(["watchdog", "pass"]);
+        expect(first.running()).toBe(true); // still verifying
+        expect(tick.stdout).not.toContain("[SKIP]");
+        expect(box.stateOf("web").lastProbe.at).toBeGreaterThan(webBefore);
+        expect(box.stateOf("stuck").verdict.word).toBe("restarting");
+        expect(box.read("services/stuck.lock")).toMatch(/^pass pid \d+/);
+        expect(await first.exited).toBe(0);
+        expect(box.read("watchdog.log")).toMatch(/\[FAILED\] stuck did not recover within 6\.\ds after restart/);
+        expect(box.read("watchdog.log").match(/\[RESTART\] stuck:/g)).toHaveLength(1); // not restarted twice
+      }, 60_000);
 
-  test("a pass during blogtunnel's 5 s probe runs at once: blogtunnel holds only its own service", async () => {
-    const box = new Sandbox();
-    // The tunnel's public URL accepts and never answers: blogtunnel's probe lasts its whole timeout.
-    const accepted: Socket[] = [];
-    const silent = createServer((socket) => void accepted.push(socket));
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
-    box.configure({ services: [{ name: "web", check: { http: `http://127.0.0.1:${web.port}/` } }] });
-    try {
-      const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}/`;
-      const tunnel = Bun.spawn(
-        [TEND, "blogtunnel", "--url", url, "--timeout", "5s", "--counter", join(box.dir, "count")],
-        { env: box.env(), stdout: "pipe", stderr: "pipe" },
-      );
-      let tunnelDone = false;
-      void tunnel.exited.then(() => (tunnelDone = true));
-      await waitFor(() => accepted.length > 0, 10_000, "blogtunnel to be probing");
-      expect(readFileSync(join(box.state, "services", "blogtunnel.lock"), "utf8")).toMatch(/^blogtunnel pid \d+/);
-      const pass = await box.tend(["watchdog", "pass"]);
-      expect(tunnelDone).toBe(false); // the pass did not wait for the probe
-      expect(pass).toMatchObject({ code: 0 });
-      expect(pass.stdout).not.toContain("[SKIP]");
-      expect(box.stateOf("web").lastProbe).toMatchObject({ ok: true });
-      await tunnel.exited;
-      expect(await new Response(tunnel.stdout).text()).toContain("blogtunnel failed health check (no answer within");
-    } finally {
-      for (const socket of accepted) socket.destroy();
-      silent.close();
-      web.stop(true);
-      box.cleanup();
-    }
-  }, 60_000);
+      test(`a pass during blogtunnel's 5 s probe runs at once: blogtunnel holds only its own service`, async () => {
+        const box = (place = openPlace(where));
+        // The tunnel's public URL accepts and never answers: blogtunnel's probe lasts its whole timeout.
+        const accepted: Socket[] = [];
+        const silent = createServer((socket) => void accepted.push(socket));
+        await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+        const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+        stops.push(
+          () => web.stop(true),
+          () => silent.close(),
+          () => accepted.forEach((socket) => socket.destroy()),
+        );
+        box.configure({ services: [{ name: "web", check: { http: `http://127.0.0.1:${web.port}/` } }] });
+        const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}/`;
+        const counter = box.scratch("count").inside;
+        const tunnel = await box.spawnTend(["blogtunnel", "--url", url, "--timeout", "5s", "--counter", counter]);
+        await waitFor(() => accepted.length > 0, 10_000, "blogtunnel to be probing");
+        expect(box.read("services/blogtunnel.lock")).toMatch(/^blogtunnel pid \d+/);
+        const pass = await box.tend(["watchdog", "pass"]);
+        expect(tunnel.running()).toBe(true); // the pass did not wait for the probe
+        expect(pass).toMatchObject({ code: 0 });
+        expect(pass.stdout).not.toContain("[SKIP]");
+        expect(box.stateOf("web").lastProbe).toMatchObject({ ok: true });
+        await tunnel.exited;
+        expect(await new Response(tunnel.stdout).text()).toContain("blogtunnel failed health check (no answer within");
+      }, 60_000);
+
+      test(`blogtunnel runs at once beside a long pass; waits for its own service's owner, then checks`, async () => {
+        const box = (place = openPlace(where));
+        const edge = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
+        stops.push(() => edge.stop(true));
+        box.configure({});
+        const counter = box.scratch("count");
+        box.writeState("services/.made", ""); // the state dir and its services dir, the user's
+        const passLock = box.stateFile("watchdog.lock");
+        const pass = hold(passLock, "pass", "sleep 30");
+        await waitFor(recorded(passLock, "pass"), 5000, "the pass record");
+        const args = ["blogtunnel", "--url", `http://127.0.0.1:${edge.port}/`, "--timeout", "2s"];
+        const beside = await box.tend([...args, "--counter", counter.inside]);
+        expect(pass.exitCode).toBeNull(); // it did not wait for the pass
+        expect(beside.code).toBe(1); // struck: failing, as the old script's exit said
+        expect(readFileSync(counter.outside, "utf8").trim()).toBe("1");
+        pass.kill();
+        await pass.exited;
+        // Its own service's owner (an operator, 1.5 s): waited for, then it checks.
+        const own = box.stateFile("services/blogtunnel.lock");
+        const operator = hold(own, "operator", "sleep 1.5");
+        await waitFor(recorded(own, "operator"), 5000, "the operator's record");
+        const waited = await box.tend([...args, "--counter", counter.inside]);
+        expect(operator.exitCode).not.toBeNull(); // it ran once the owner let go
+        expect(waited.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 2/3)");
+        expect(readFileSync(counter.outside, "utf8").trim()).toBe("2");
+        expect(box.stateOf("blogtunnel").strikes).toBe(2);
+      }, 90_000);
+    });
 });
 
-describe("blogtunnel and an operator wait for their service's owner, up to 30 s, never for a pass", () => {
-  test("blogtunnel runs at once beside a long pass; waits for its own service's owner, then checks", async () => {
-    const box = new Sandbox();
-    const edge = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
-    box.configure();
-    const counter = join(box.dir, "count");
-    try {
-      mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
-      const passLock = join(box.state, "watchdog.lock");
-      const pass = hold(passLock, "pass", "sleep 30");
-      await waitFor(recorded(passLock, "pass"), 5000, "the pass record");
-      const args = ["blogtunnel", "--url", `http://127.0.0.1:${edge.port}/`, "--timeout", "2s", "--counter", counter];
-      const beside = await box.tend(args);
-      expect(pass.exitCode).toBeNull(); // it did not wait for the pass
-      expect(beside.code).toBe(1); // struck: failing, as the old script's exit said
-      expect(readFileSync(counter, "utf8").trim()).toBe("1");
-      pass.kill();
-      await pass.exited;
-      // Its own service's owner (an operator, 1.5 s): waited for, then it checks.
-      const own = join(box.state, "services", "blogtunnel.lock");
-      const operator = hold(own, "operator", "sleep 1.5");
-      await waitFor(recorded(own, "operator"), 5000, "the operator's record");
-      const waited = await box.tend(args);
-      expect(operator.exitCode).not.toBeNull(); // it ran once the owner let go
-      expect(waited.stdout).toContain("blogtunnel failed health check (HTTP 530 (a fail code), failure 2/3)");
-      expect(readFileSync(counter, "utf8").trim()).toBe("2");
-      expect(box.stateOf("blogtunnel").strikes).toBe(2);
-    } finally {
-      edge.stop(true);
-      box.cleanup();
-    }
-  }, 90_000);
-
+describe("a run that loses its service's wait", () => {
   test("a run lost all the same (its service held past the wait) is said in the log, the counter kept", async () => {
     const box = new Sandbox();
     box.configure();

@@ -2,14 +2,16 @@
 // the Termux-shaped phone (test/termux.ts: its namespaces, pivot_root, the app's uid under Android's
 // seccomp filter, hidepid=2, dash as sh). A test written against a Place runs in both; what tend is
 // given (paths, the example service, PIDs it wrote) is said as tend sees it, and mapped back here.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { constants as osConstants } from "node:os";
+import { dirname, join } from "node:path";
 import {
   BUN,
   publicCopy,
   removePublicCopy,
   run,
   Sandbox,
+  servedAt,
   SERVER,
   TEND,
   tomlConfig,
@@ -35,28 +37,43 @@ export interface Place {
   scratch(name: string): { inside: string; outside: string };
   /** Write a file in HOME, the user's own (on the phone: the app's). */
   writeScratch(name: string, text: string, mode?: number): void;
-  /** Write a file of the state dir (a test's edit of what tend recorded). */
-  writeState(name: string, text: string): void;
+  /** Write a file of the state dir (a test's edit of what tend recorded, or what it finds there). */
+  writeState(name: string, text: string, mode?: number): void;
   /** How a shell there names tend. */
   tendPath: string;
   /** Run a shell command line there, as the user, in tend's environment (its config). */
   shell(command: string): Promise<Run>;
   /** A process of the test's own there, with a pidfile (in HOME) written after it started. */
   startTarget(argv: string[], pidfileName: string): Promise<{ pid: number; here: number; pidfile: string }>;
-  /** Start `tend ARGS` in the background (logs -f), its stdout piped. */
-  spawnTend(args: string[]): Promise<{ stdout: ReadableStream<Uint8Array>; kill: () => void }>;
+  /** Start `tend ARGS` in the background (logs -f, the loop), its stdout piped; a signal reaches tend. */
+  spawnTend(args: string[]): Promise<Background>;
+  /** `watchdog serve` on a port the kernel picks (killed by cleanup); its URL once it says where it listens. */
+  serve(): Promise<string>;
   writeConfig(text: string): void;
+  /** Change the configuration file (an operator's edit). */
+  editConfig(edit: (text: string) => string): void;
   /** A configuration from a spec (helpers.ts tomlConfig), its state_dir this place's. */
   configure(spec: ConfigSpec): void;
   tend(args: string[], env?: Record<string, string>): Promise<Run>;
   /** tmux as tend runs it there (the host: the sandbox's TMUX_TMPDIR; the phone: Termux's $PREFIX/tmp). */
   tmux(args: string[]): Promise<Run>;
+  /** Where this test finds a file of the state dir (a lock the test holds with flock(1), an mtime it sets). */
+  stateFile(name: string): string;
   /** A file of the state dir ("" when absent). */
   read(name: string): string;
   stateOf(name: string): any;
   /** The host's PID of a PID tend wrote (the phone numbers its own). */
   hostPid(pid: number): Promise<number>;
+  /** Kill what the test started there (on this host: and the PIDs these pidfiles name, as this test finds them). */
   cleanup(pidfiles?: string[]): Promise<void>;
+}
+
+export interface Background {
+  stdout: ReadableStream<Uint8Array>;
+  kill: (signal?: NodeJS.Signals) => void;
+  /** tend's exit code (128 + the signal's number when a signal ended it). */
+  exited: Promise<number>;
+  running: () => boolean;
 }
 
 export function openPlace(name: PlaceName): Place {
@@ -76,7 +93,10 @@ function onHost(): Place {
     sh: "/bin/sh",
     scratch: (file) => ({ inside: join(box.dir, file), outside: join(box.dir, file) }),
     writeScratch: (file, text, mode = 0o644) => writeFileSync(join(box.dir, file), text, { mode }),
-    writeState: (file, text) => box.write(file, text),
+    writeState: (file, text, mode = 0o644) => {
+      mkdirSync(dirname(join(box.state, file)), { recursive: true, mode: 0o700 });
+      writeFileSync(join(box.state, file), text, { mode });
+    },
     tendPath: TEND,
     shell: (command) => run(["bash", "-c", command], { env: box.env() }),
     startTarget: async (argv, pidfileName) => {
@@ -89,18 +109,21 @@ function onHost(): Place {
     spawnTend: async (args) => {
       const child = Bun.spawn([TEND, ...args], { env: box.env(), stdout: "pipe" });
       box.track(child.pid);
-      return { stdout: child.stdout, kill: () => child.kill() };
+      return background(child);
     },
+    serve: () => box.serve(),
     writeConfig: (text) => box.writeConfig(text),
+    editConfig: (edit) => box.writeConfig(edit(readFileSync(box.config, "utf8"))),
     configure: (spec) => void box.configure(spec),
     tend: (args, env = {}) => box.tend(args, { env }),
     tmux: (args) => run(["tmux", ...args], { env: box.env() }),
+    stateFile: (file) => join(box.state, file),
     read: (file) => box.read(file),
     stateOf: (service) => box.stateOf(service),
     hostPid: async (pid) => pid,
-    cleanup: async () => {
+    cleanup: async (pidfiles = []) => {
       const pidfile = join(box.state, "web.pid");
-      box.cleanup(existsSync(pidfile) ? [pidfile] : []);
+      box.cleanup([...(existsSync(pidfile) ? [pidfile] : []), ...pidfiles.filter((file) => existsSync(file))]);
     },
   };
 }
@@ -119,7 +142,10 @@ function onPhone(): Place {
     server: publicCopy().file("examples/service.ts").replace(publicCopy().dir, TESTS),
     scratch: (file) => ({ inside: `${HOME}/${file}`, outside: box.outside(`${HOME}/${file}`) }),
     writeScratch: (file, text, mode = 0o644) => box.write(`${HOME}/${file}`, text, mode),
-    writeState: (file, text) => box.write(`${box.state}/${file}`, text),
+    writeState: (file, text, mode = 0o644) => {
+      box.write(`${box.state}/${file}`, text, mode);
+      box.chownAll(); // the dirs it made, the app's as tend's own would be
+    },
     tendPath: "tend",
     shell: (command) => box.run(["sh", "-c", command]),
     startTarget: async (argv, pidfileName) => {
@@ -136,12 +162,15 @@ function onPhone(): Place {
     },
     spawnTend: async (args) => {
       const child = await box.spawn(["tend", ...args]);
-      return { stdout: child.stdout, kill: () => child.kill() };
+      return background(child);
     },
+    serve: async () => servedAt((await box.spawn(["tend", "watchdog", "serve", "--listen", "127.0.0.1:0"])).stdout),
     writeConfig: (text) => box.writeConfig(text),
+    editConfig: (edit) => box.writeConfig(edit(readFileSync(box.outside(box.config), "utf8"))),
     configure: (spec) => box.writeConfig(tomlConfig({ ...spec, watchdog: { state_dir: box.state, ...spec.watchdog } })),
     tend: (args, env = {}) => box.run(["tend", ...args], { env }),
     tmux: (args) => box.run(["tmux", ...args]),
+    stateFile: (file) => box.outside(`${box.state}/${file}`),
     read,
     stateOf: (service) => JSON.parse(read(`services/${service}.json`)),
     hostPid: async (pid) => {
@@ -150,5 +179,25 @@ function onPhone(): Place {
       return host;
     },
     cleanup: () => box.cleanup(),
+  };
+}
+
+/** A child in the background; its exit code as a shell gives it: 128 + the signal's number when a signal ended it. */
+function background(child: {
+  stdout: ReadableStream<Uint8Array>;
+  exited: Promise<number>;
+  exitCode: number | null;
+  signalCode: number | NodeJS.Signals | null;
+  kill: (signal?: NodeJS.Signals) => void;
+}): Background {
+  const exited = child.exited.then((code) => {
+    const signal = child.signalCode;
+    return signal === null ? code : 128 + (typeof signal === "number" ? signal : osConstants.signals[signal]);
+  });
+  return {
+    stdout: child.stdout,
+    kill: (signal) => child.kill(signal),
+    exited,
+    running: () => child.exitCode === null && child.signalCode === null,
   };
 }

@@ -88,6 +88,7 @@ const PROGRAMS = [
   "tr",
   "true",
   "wc",
+  "yes",
 ];
 const SERVICE_PROGRAMS = ["runsvdir", "runsv", "sv", "svlogd", "chpst"];
 
