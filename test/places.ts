@@ -74,6 +74,8 @@ export interface Background {
   /** tend's exit code (128 + the signal's number when a signal ended it). */
   exited: Promise<number>;
   running: () => boolean;
+  /** This host's PID of the tend process itself (on the phone: the child of the helper that entered it). */
+  tendPid: () => number;
 }
 
 export function openPlace(name: PlaceName): Place {
@@ -162,7 +164,7 @@ function onPhone(): Place {
     },
     spawnTend: async (args) => {
       const child = await box.spawn(["tend", ...args]);
-      return background(child);
+      return background(child, { entered: true });
     },
     serve: async () => servedAt((await box.spawn(["tend", "watchdog", "serve", "--listen", "127.0.0.1:0"])).stdout),
     writeConfig: (text) => box.writeConfig(text),
@@ -183,21 +185,35 @@ function onPhone(): Place {
 }
 
 /** A child in the background; its exit code as a shell gives it: 128 + the signal's number when a signal ended it. */
-function background(child: {
-  stdout: ReadableStream<Uint8Array>;
-  exited: Promise<number>;
-  exitCode: number | null;
-  signalCode: number | NodeJS.Signals | null;
-  kill: (signal?: NodeJS.Signals) => void;
-}): Background {
+function background(
+  child: {
+    stdout: ReadableStream<Uint8Array>;
+    exited: Promise<number>;
+    exitCode: number | null;
+    signalCode: number | NodeJS.Signals | null;
+    kill: (signal?: NodeJS.Signals) => void;
+    pid: number;
+  },
+  { entered = false } = {},
+): Background {
+  const tendPid = () => {
+    if (!entered) return child.pid;
+    // The helper's children: the app (tend) and, beside it, the seccomp supervisor it forked.
+    const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim().split(" ");
+    const tend = children.find((pid) => pid && readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "tend");
+    if (!tend) throw new Error(`tend not started yet under ${child.pid}`);
+    return Number(tend);
+  };
   const exited = child.exited.then((code) => {
     const signal = child.signalCode;
     return signal === null ? code : 128 + (typeof signal === "number" ? signal : osConstants.signals[signal]);
   });
   return {
     stdout: child.stdout,
-    kill: (signal) => child.kill(signal),
+    // On the phone, to tend itself: the helper forwards a signal it can catch, never SIGKILL.
+    kill: (signal = "SIGTERM") => (entered ? process.kill(tendPid(), signal) : child.kill(signal)),
     exited,
     running: () => child.exitCode === null && child.signalCode === null,
+    tendPid,
   };
 }
