@@ -45,6 +45,8 @@ export interface Place {
   shell(command: string): Promise<Run>;
   /** A process of the test's own there, with a pidfile (in HOME) written after it started. */
   startTarget(argv: string[], pidfileName: string): Promise<{ pid: number; here: number; pidfile: string }>;
+  /** Start a program of the test's own there in the background, as the user (killed by cleanup). */
+  background(argv: string[]): Promise<void>;
   /** Start `tend ARGS` in the background (logs -f, the loop), its stdout piped; a signal reaches tend. */
   spawnTend(args: string[]): Promise<Background>;
   /** `watchdog serve` on a port the kernel picks (killed by cleanup); its URL once it says where it listens. */
@@ -78,8 +80,9 @@ export interface Background {
   tendPid: () => number;
 }
 
-export function openPlace(name: PlaceName): Place {
-  return name === "host" ? onHost() : onPhone();
+/** On the phone, `termuxServices`: what `pkg install cronie termux-services` gives (runit's programs, crond). */
+export function openPlace(name: PlaceName, { termuxServices = false } = {}): Place {
+  return name === "host" ? onHost() : onPhone(termuxServices);
 }
 
 /** After a file's tests: the public copy the phone runs (helpers.ts publicCopy). */
@@ -94,7 +97,10 @@ function onHost(): Place {
     server: SERVER,
     sh: "/bin/sh",
     scratch: (file) => ({ inside: join(box.dir, file), outside: join(box.dir, file) }),
-    writeScratch: (file, text, mode = 0o644) => writeFileSync(join(box.dir, file), text, { mode }),
+    writeScratch: (file, text, mode = 0o644) => {
+      mkdirSync(dirname(join(box.dir, file)), { recursive: true });
+      writeFileSync(join(box.dir, file), text, { mode });
+    },
     writeState: (file, text, mode = 0o644) => {
       mkdirSync(dirname(join(box.state, file)), { recursive: true, mode: 0o700 });
       writeFileSync(join(box.state, file), text, { mode });
@@ -107,6 +113,11 @@ function onHost(): Place {
       const pidfile = join(box.dir, pidfileName);
       writeFileSync(pidfile, `${child.pid}\n`);
       return { pid: child.pid, here: child.pid, pidfile };
+    },
+    background: async (argv) => {
+      // Its own process group (cleanup kills it whole): what it starts goes with it.
+      const child = Bun.spawn(argv, { env: box.env(), detached: true, stdout: "ignore", stderr: "ignore" });
+      box.track(child.pid);
     },
     spawnTend: async (args) => {
       const child = Bun.spawn([TEND, ...args], { env: box.env(), stdout: "pipe" });
@@ -130,8 +141,8 @@ function onHost(): Place {
   };
 }
 
-function onPhone(): Place {
-  const box = new TermuxBox();
+function onPhone(termuxServices: boolean): Place {
+  const box = new TermuxBox({ termuxServices });
   const read = (file: string) => {
     const path = box.outside(`${box.state}/${file}`);
     return existsSync(path) ? readFileSync(path, "utf8") : "";
@@ -143,7 +154,10 @@ function onPhone(): Place {
     sh: `${PREFIX}/bin/sh`,
     server: publicCopy().file("examples/service.ts").replace(publicCopy().dir, TESTS),
     scratch: (file) => ({ inside: `${HOME}/${file}`, outside: box.outside(`${HOME}/${file}`) }),
-    writeScratch: (file, text, mode = 0o644) => box.write(`${HOME}/${file}`, text, mode),
+    writeScratch: (file, text, mode = 0o644) => {
+      box.write(`${HOME}/${file}`, text, mode);
+      box.chownAll(); // the dirs it made, the app's
+    },
     writeState: (file, text, mode = 0o644) => {
       box.write(`${box.state}/${file}`, text, mode);
       box.chownAll(); // the dirs it made, the app's as tend's own would be
@@ -162,6 +176,7 @@ function onPhone(): Place {
       if (host === null) throw new Error(`no process ${pid} in the phone`);
       return { pid, here: host, pidfile };
     },
+    background: async (argv) => void (await box.spawn(argv)),
     spawnTend: async (args) => {
       const child = await box.spawn(["tend", ...args]);
       return background(child, { entered: true });
