@@ -83,6 +83,26 @@ test("sandbox: pivot_root: no /usr, /tmp, /etc or /usr/bin/env of the host; /bin
   expect(seen.stdout).toContain("sh=127");
 });
 
+test("sandbox: /dev as Android's: no /dev/shm; /dev/null, urandom and a pty (tmux's) work for the app", async () => {
+  box = new TermuxBox();
+  const seen = await box.run(["sh", "-c", "ls -d /dev/shm; echo x > /dev/null && head -c 4 /dev/urandom | wc -c"]);
+  expect(seen.stderr).toContain("ls: cannot access '/dev/shm': No such file or directory");
+  expect(seen.stdout).toBe("4\n");
+  const tmux = await box.run(["tmux", "new-session", "-d", "-s", "pty", "sleep 5"]);
+  expect(tmux).toMatchObject({ code: 0, stderr: "" });
+  // tend says what a full disk then costs: its states in the process's memory only (cron passes lose them).
+  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n`);
+  const doctor = JSON.parse((await box.tendRun(["doctor", "--json"])).stdout);
+  expect(doctor.capabilities.find((row: { name: string }) => row.name === "full-disk memory (/dev/shm)")).toEqual({
+    name: "full-disk memory (/dev/shm)",
+    status: "limited",
+    detail: "no /dev/shm (Android has none)",
+    affects:
+      "a full state disk: states are kept in the process's memory only — the loop keeps them, cron passes do not",
+    used: false,
+  });
+});
+
 test("sandbox: $PREFIX/bin/sh is dash, PATH is $PREFIX/bin, getprop gives API 29, no TMUX_TMPDIR", async () => {
   box = new TermuxBox();
   const seen = await box.run([

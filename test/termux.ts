@@ -10,7 +10,8 @@
 //   glibc's. $PREFIX/bin holds copies of Debian's programs as Termux's packages give them: dash as sh
 //   (Termux's sh is dash), coreutils, grep, sed, tmux (behind a wrapper that gives it Termux's built-in
 //   socket dir, $PREFIX/tmp: TMUX_TMPDIR itself stays unset, as on Termux);
-// - /proc mounted hidepid=2 (root's processes invisible to the app);
+// - /proc mounted hidepid=2 (root's processes invisible to the app); /dev as Android's: its devices and
+//   ptys, no /dev/shm (Android has none: Termux's programs that want it fail, termux-packages#8938);
 // - every app process runs as uid 10123 (u0_a123) with no_new_privs under a seccomp filter
 //   (build/tools/android run): ENOSYS for the syscalls an Android 8-10 phone's kernel or filter lacks
 //   (statx, rseq, pidfd_open, clone3, close_range, openat2, fchmodat2: all from 424 on), EACCES for
@@ -103,7 +104,16 @@ cd "$R"
 mkdir -p data/data/com.termux/files proc dev system/bin system/etc "lib/$multiarch" lib64 .oldroot
 mount --bind "$host/files" data/data/com.termux/files
 mount --bind "$public" data/data/com.termux/files/usr/opt/tend-tests
-mount --rbind /dev dev
+# Android's /dev: the devices a program opens, the ptys tmux needs; no /dev/shm (Android has none).
+mount -t tmpfs -o mode=755,nosuid tmpfs dev
+for node in null zero full random urandom tty; do touch "dev/$node"; mount --bind "/dev/$node" "dev/$node"; done
+mkdir dev/pts
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts dev/pts
+ln -s pts/ptmx dev/ptmx
+ln -s /proc/self/fd dev/fd
+ln -s /proc/self/fd/0 dev/stdin
+ln -s /proc/self/fd/1 dev/stdout
+ln -s /proc/self/fd/2 dev/stderr
 mount --bind "/usr/lib/$multiarch" "lib/$multiarch"
 if [ -e /lib64/ld-linux-x86-64.so.2 ]; then ln -s "/lib/$multiarch/ld-linux-x86-64.so.2" lib64/; fi
 if [ -e /lib/ld-linux-aarch64.so.1 ]; then ln -s "/lib/$multiarch/ld-linux-aarch64.so.1" lib/; fi

@@ -18,7 +18,7 @@ export const isFullDisk = (error: unknown) =>
 
 const held = new Map<string, string>();
 
-const SHM = "/dev/shm";
+export const SHM = "/dev/shm";
 
 const spillPrefixes = new Map<string, string>();
 /** The spill dir this process found or made, by prefix. */

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isTermux } from "../core/platform.ts";
 import { join } from "node:path";
 import { connect } from "node:net";
@@ -10,6 +10,7 @@ import { networkReason } from "../os/net.ts";
 import { flockAvailable } from "../os/lock.ts";
 import { readProc, runningNamed } from "../os/proc.ts";
 import { processRss } from "../os/rss.ts";
+import { SHM } from "../state/spill.ts";
 import { exerciseRows, termuxRows } from "./device.ts";
 import { installedRow } from "./installed.ts";
 import { runCommand } from "../os/run.ts";
@@ -111,6 +112,22 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
     detail: tcp === "limited" ? `${tcpDetail} (Android restricts it for apps)` : tcpDetail,
     affects: "busy.port: with it unreadable a service counts as not busy; busy.log still works",
     used: uses(config, (service) => service.busy?.port != null),
+  });
+
+  // Where a full state disk's states wait between cron passes (state/spill.ts): Android has no /dev/shm.
+  let memory: string | null = null;
+  try {
+    accessSync(SHM, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    memory = existsSync(SHM) ? `${SHM}: ${inWords(error)}` : `no ${SHM}${isTermux(env) ? " (Android has none)" : ""}`;
+  }
+  add({
+    name: "full-disk memory (/dev/shm)",
+    status: memory === null ? "ok" : "limited",
+    detail: memory ?? `${SHM}: a full disk's states are kept there between passes`,
+    affects:
+      "a full state disk: states are kept in the process's memory only — the loop keeps them, cron passes do not",
+    used: false,
   });
 
   // What each restart kind needs from the host: its own row (tmux, systemctl, launchctl, sh ...).
