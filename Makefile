@@ -2,11 +2,16 @@
 # --compile-jit-policy=64: JSC tiers up 64x later, so a one-shot command (a pass: ~12 ms) does not pay
 # for compiling code it runs once; `watchdog run` and `serve` go back to the normal policy (bench P1, P5).
 BUN      := node_modules/.bin/bun
-VERSION  := $(shell node -p "require('./package.json').version")+$(shell git rev-parse --short HEAD 2>/dev/null || echo nogit)
+# build/tend is always this checkout's version: `make release VERSION=x.y.z` (which needs build/tend for
+# its bytecode order) must never leave a development binary that calls itself the release.
+DEV_VERSION := $(shell node -p "require('./package.json').version")+$(shell git rev-parse --short HEAD 2>/dev/null || echo nogit)
+VERSION  := $(DEV_VERSION)
 COMMANDS := watchdog safe-kill notify blogtunnel self-update
 SOURCES  := $(shell find scripts lib -name '*.ts') package.json
-FLAGS    := --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
-            --compile-jit-policy=64 --define 'TEND_VERSION="$(VERSION)"'
+BASE_FLAGS := --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv \
+            --no-compile-autoload-bunfig --compile-jit-policy=64
+FLAGS    := $(BASE_FLAGS) --define 'TEND_VERSION="$(VERSION)"'
+DEV_FLAGS := $(BASE_FLAGS) --define 'TEND_VERSION="$(DEV_VERSION)"'
 TARGETS  := linux-x64 linux-arm64 linux-arm64-android darwin-arm64
 ORDER    := --bytecode-order=build/order/pass.order,build/order/version.order
 
@@ -22,9 +27,9 @@ node_modules/.installed: package.json package-lock.json
 # the second lays that bytecode out first (--bytecode-order) and reads less of itself at start-up.
 build/tend: node_modules/.installed $(SOURCES) bench/order.ts
 	@mkdir -p build/bin build/order
-	$(BUN) build $(FLAGS) scripts/tend.ts --outfile build/order/tend
+	$(BUN) build $(DEV_FLAGS) scripts/tend.ts --outfile build/order/tend
 	$(BUN) bench/order.ts build/order/tend build/order
-	$(BUN) build $(FLAGS) $(ORDER) scripts/tend.ts --outfile build/tend
+	$(BUN) build $(DEV_FLAGS) $(ORDER) scripts/tend.ts --outfile build/tend
 	@rm -f build/order/tend
 	@for c in $(COMMANDS); do ln -sf ../tend build/bin/$$c; done
 

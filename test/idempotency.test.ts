@@ -38,7 +38,8 @@ function keyedReceiver() {
       const key = request.headers.get("idempotency-key");
       requests.push({ key, sequence: request.headers.get("x-sequence-id"), body });
       if (control.victim) {
-        process.kill(control.victim.tendPid(), "SIGKILL"); // the power cut: after the receiver has it, before tend hears
+        // The power cut: after the receiver has it, before tend hears.
+        process.kill(control.victim.tendPid(), "SIGKILL");
         control.victim = null;
         if (control.hang) await Bun.sleep(2000);
       }
@@ -100,7 +101,7 @@ for (const where of PLACES)
       }, 60_000);
     }
 
-    test("cut while the request is in flight, unanswered: the message is not lost, it goes at the next run", async () => {
+    test("cut while the request is in flight, unanswered: the message is not lost, it goes next run", async () => {
       box = openPlace(where);
       const receiver = keyedReceiver();
       receiver.control.hang = true;

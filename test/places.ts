@@ -226,7 +226,11 @@ function background(
   return {
     stdout: child.stdout,
     // On the phone, to tend itself: the helper forwards a signal it can catch, never SIGKILL.
-    kill: (signal = "SIGTERM") => (entered ? process.kill(tendPid(), signal) : child.kill(signal)),
+    kill: (signal = "SIGTERM") => {
+      if (child.exitCode !== null || child.signalCode !== null) return; // gone already: nothing to signal
+      if (entered) process.kill(tendPid(), signal);
+      else child.kill(signal);
+    },
     exited,
     running: () => child.exitCode === null && child.signalCode === null,
     tendPid,

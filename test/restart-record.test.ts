@@ -54,7 +54,7 @@ const spooled = () => box.read("notify-spool.jsonl");
 for (const where of PLACES)
   describe(where, () => {
     for (const signal of ["SIGTERM", "SIGKILL"] as const) {
-      test(`${signal} while a restart is verified: counted once, its ⚠️ kept, the next pass finishes it (✅)`, async () => {
+      test(`${signal} while a restart is verified: counted once, its ⚠️ kept, the next pass ends it (✅)`, async () => {
         const { control, hook } = world(where, ["true"]);
         const pass = await box.spawnTend(["watchdog", "pass"]);
         await waitFor(() => box.read("watchdog.log").includes("[RESTART] api: command true"), 10_000, "the restart");
@@ -84,7 +84,7 @@ for (const where of PLACES)
       }, 30_000);
     }
 
-    test("SIGKILL during the restart action: the next pass says what the action left, sends the ⚠️ it owes", async () => {
+    test("SIGKILL during the restart action: the next pass says what it left, sends the ⚠️ it owes", async () => {
       const { control, hook } = world(where, ["sleep", "2"], "4s");
       const pass = await box.spawnTend(["watchdog", "pass"]);
       const acting = () => box.read("services/api.json").includes('"acted":false');
@@ -105,7 +105,7 @@ for (const where of PLACES)
       expect(hook.got).toHaveLength(2);
     }, 30_000);
 
-    test("SIGTERM in the action: it ends, recorded, ⚠️ spooled, exit 143 in 5 s; a probe in flight no strike", async () => {
+    test("SIGTERM in the action: ends recorded, ⚠️ spooled, exit 143 in 5 s; a probe in flight no strike", async () => {
       box = openPlace(where);
       const { control, server, url } = controlledServer();
       stops.push(() => server.stop(true));
@@ -197,7 +197,7 @@ for (const where of PLACES)
       expect(hook.got.filter((message) => message.event === "restart")).toHaveLength(1);
     }, 60_000);
 
-    test("the host goes down during a restart's action: its RESTART line and ⚠️ all the same, counted once", async () => {
+    test("the host goes down in a restart's action: its RESTART line and ⚠️ all the same, counted once", async () => {
       const { control, hook } = world(where, ["sleep", "2"], "6s");
       control.status = 200;
       expect((await box.tend(["watchdog", "pass"])).code).toBe(0); // healthy: a heartbeat of this boot

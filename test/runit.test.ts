@@ -44,7 +44,7 @@ async function supervised(place: Place, port: number) {
 
 for (const where of PLACES)
   describe(where, () => {
-    test("restart.runit: a frozen service is restarted by sv and verified; sv down is stopped, never started", async () => {
+    test("restart.runit: a frozen service restarted by sv, verified; sv down is stopped, never started", async () => {
       const place = (box = openPlace(where, { termuxServices: true }));
       const port = await freePort();
       const { svDir, dir, pidOf } = await supervised(place, port);
