@@ -1,192 +1,26 @@
 // watchdog incident: one outage's timeline as a post-mortem tells it, through the binary against real
-// processes, held to what report and downtime.log say of the same outage.
-import { afterEach, expect, test } from "bun:test";
+// processes, held to what report and downtime.log say of the same outage. Each runs on this host and inside
+// the Termux-shaped phone (test/places.ts).
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { BUN, freePort, recordingReceiver, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, controlledServer, freePort, recordingReceiver, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
-let box: Sandbox;
+let box: Place;
 const stops: (() => void)[] = [];
-afterEach(() => {
+afterEach(async () => {
   while (stops.length) stops.pop()!();
-  box?.cleanup([join(box.dir, "tour.pid")].filter((file) => Bun.file(file).size > 0));
+  await box?.cleanup([box.scratch("tour.pid").outside]);
 });
+afterAll(() => closePlaces());
+
+/** The service's PID as tend wrote it, and as this test signals it. */
+async function tourPid() {
+  const pid = Number(readFileSync(box.scratch("tour.pid").outside, "utf8"));
+  return { pid, here: await box.hostPid(pid) };
+}
 
 type Line = { at: number; source: string; text: string };
-
-test("a freeze: the last good probe, each strike, HUNG, the restart, the recovery, the notifications", async () => {
-  box = new Sandbox();
-  const hook = recordingReceiver();
-  stops.push(hook.stop);
-  const port = await freePort();
-  const pidfile = join(box.dir, "tour.pid");
-  box.configure({
-    notify: { url: `${hook.url}/topic` },
-    services: [
-      {
-        name: "tour",
-        pidfile,
-        grace: "0s",
-        failures: 2,
-        cooldown: "0s",
-        verify_timeout: "10s",
-        check: { http: `http://127.0.0.1:${port}/`, timeout: "500ms" },
-        restart: { spawn: [BUN, SERVER, String(port)] },
-      },
-    ],
-  });
-  expect((await box.tend(["watchdog"])).stdout).toContain("[START] tour");
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
-  expect((await box.tend(["watchdog"])).code).toBe(0); // a good probe
-  const frozen = Number(readFileSync(pidfile, "utf8"));
-  process.kill(frozen, "SIGSTOP");
-  await box.tend(["watchdog"]); // 1/2
-  const second = await box.tend(["watchdog"]); // 2/2: HUNG, the restart, verified
-  expect(second.stdout).toContain("[RECOVERED] tour recovered");
-  await waitFor(() => hook.received.some((body) => body.startsWith("✅")), 10_000, "the ✅");
-
-  const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
-  const timeline: Line[] = incident.timeline;
-  const index = (pattern: RegExp) => timeline.findIndex((line) => pattern.test(line.text));
-  const story = [
-    index(/^last good probe \(\d+ms\)$/),
-    index(/^\[WARN\] tour failed health check .*failure 1\/2/),
-    index(/^\[HUNG\] tour failed 2 checks in a row/),
-    index(/^\[RESTART\] tour: /),
-    index(/^\[RECOVERED\] tour recovered/),
-  ];
-  expect(story.every((at) => at >= 0)).toBe(true);
-  expect([...story].sort((a, b) => a - b)).toEqual(story); // in this order
-  expect(timeline[story[0]].source).toBe("tend");
-  // The service's own words around the restart: the new process's first line, after the restart (its
-  // output file looked at just before the action and after the verification), before the recovery.
-  const revived = /started pid (\d+)/.exec(timeline[story[3]].text)![1];
-  const said = timeline.findIndex((line) => line.source === "service" && line.text.includes(`pid ${revived}`));
-  expect(timeline[said]?.text).toMatch(new RegExp(`^listening on ${port} pid ${revived} \\(written between `));
-  expect(said).toBeGreaterThan(story[3]);
-  expect(said).toBeLessThan(story[4] + 1);
-  expect(timeline.some((line) => line.source === "service" && line.text.includes(`pid ${frozen}`))).toBe(true);
-  const notified = timeline.filter((line) => line.source === "notification").map((line) => line.text);
-  expect(notified.some((text) => text.startsWith("⚠️ tour failed 2 checks"))).toBe(true);
-  expect(notified.some((text) => text.startsWith("✅ tour recovered"))).toBe(true);
-  const seconds = timeline.map((line) => Math.floor(line.at / 1000)); // a log line is stamped to its second
-  expect(seconds).toEqual([...seconds].sort((a, b) => a - b));
-  // The numbers: as downtime.log and report say them for this outage.
-  const downtime = /\[DOWNTIME\] tour was unavailable for (\d+)s/.exec(box.read("downtime.log"))!;
-  expect(incident.numbers.down_s).toBe(Number(downtime[1]));
-  const report = JSON.parse((await box.tend(["watchdog", "report", "tour", "--json", "--since", "1h"])).stdout);
-  expect(report.services[0].downtime_s).toBe(incident.numbers.down_s);
-  expect(incident.numbers.detected_s).toBeGreaterThanOrEqual(0);
-  expect(incident.numbers.restarted_s).toBeGreaterThanOrEqual(incident.numbers.detected_s);
-  expect(incident.numbers.recovered_s).toBeGreaterThanOrEqual(0);
-  expect(incident.outage).toMatchObject({ open: false, reason: expect.any(String) });
-  // The post-mortem's table, and the same outage chosen by its time.
-  const markdown = (await box.tend(["watchdog", "incident", "tour", "--markdown"])).stdout;
-  console.log(markdown);
-  expect(markdown).toStartWith("## tour: outage of ");
-  expect(markdown).toContain("| time | source | what |");
-  expect(markdown).toMatch(
-    /\*\*Numbers:\*\* detected after \d+s; restarted after \d+s; recovered \d+s after the restart; down \d+s\./,
-  );
-  const at = new Date(Date.parse(incident.outage.from) + 500).toISOString();
-  const same = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--at", at, "--json"])).stdout);
-  expect(same.outage).toEqual(incident.outage);
-  // The page links the outage's events to this timeline.
-  const base = await box.serve();
-  const page = await (await fetch(`${base}/`)).text();
-  const link = /<a href="(\/incident\?service=tour&(?:amp|#38);at=[^"]+)">timeline<\/a>/.exec(page);
-  if (!link) throw new Error(`no timeline link: ${page.match(/<ol class="rows">.*?<\/ol>/gs)?.join("\n")}`);
-  const linked = await fetch(`${base}${link[1].replace(/&(amp|#38);/g, "&")}`);
-  expect(linked.status).toBe(200);
-  const body = await linked.text();
-  expect(body).toStartWith(
-    `tour: outage ${markdown.slice("## tour: outage of ".length, "## tour: outage of ".length + 19)}`,
-  );
-  expect(body).toContain("[RESTART] tour: ");
-}, 60_000);
-
-test("a line the service wrote with no time of its own: placed between the two passes that saw it", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  const pidfile = join(box.dir, "tour.pid");
-  // A service that says why it dies, in words with no time (as most do), to the output file tend made.
-  const script = join(box.dir, "dies.ts");
-  writeFileSync(
-    script,
-    `const say = (line) => require("node:fs").writeSync(1, line + "\\n");\n` +
-      `say("warming cache");\n` +
-      `Bun.serve({ port: ${port}, hostname: "127.0.0.1", fetch(request) {\n` +
-      `  if (new URL(request.url).pathname === "/die") {\n` +
-      `    say("out of memory: giving up"); setTimeout(() => process.exit(1), 50); }\n` +
-      `  return new Response("ok"); } });\n`,
-  );
-  box.configure({
-    services: [
-      {
-        name: "tour",
-        pidfile,
-        grace: "0s",
-        cooldown: "0s",
-        check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, script] },
-      },
-    ],
-  });
-  expect((await box.tend(["watchdog"])).stdout).toContain("[START] tour");
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
-  expect((await box.tend(["watchdog"])).code).toBe(0); // a look at its output: "warming cache" is there
-  const first = Number(readFileSync(pidfile, "utf8"));
-  await fetch(`http://127.0.0.1:${port}/die`);
-  await waitFor(
-    () => {
-      try {
-        process.kill(first, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    },
-    10_000,
-    "gone",
-  );
-  expect((await box.tend(["watchdog"])).stdout).toMatch(/\[WARN\] tour is not running .*\(crash\)/);
-  box.track(Number(readFileSync(pidfile, "utf8")));
-
-  const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
-  const timeline: Line[] = incident.timeline;
-  const said = timeline.findIndex((line) => line.source === "service" && /^out of memory: giving up/.test(line.text));
-  const found = timeline.findIndex((line) => /^\[WARN\] tour is not running/.test(line.text));
-  expect(said).toBeGreaterThanOrEqual(0);
-  expect(timeline[said].text).toMatch(
-    /^out of memory: giving up \(written between \d\d:\d\d:\d\d and \d\d:\d\d:\d\d\)$/,
-  );
-  expect(said).toBeLessThan(found); // written before the pass that found it gone, and placed so
-  // Said while it started: the file was looked at just before the start (0 bytes) and after its
-  // verification, so the line is placed between the two, after the START.
-  const warming = timeline.findIndex((line) => line.source === "service" && line.text.startsWith("warming cache"));
-  const start = timeline.findIndex((line) => /^\[START\] tour: started pid/.test(line.text));
-  expect(warming).toBeGreaterThan(start);
-  expect(timeline[warming].text).toMatch(/\(written between \d\d:\d\d:\d\d and \d\d:\d\d:\d\d\)$/);
-}, 60_000);
-
-test("usage: no outage, an unknown service, a bad --at; outside text is sanitised", async () => {
-  box = new Sandbox();
-  box.configure({ services: [{ name: "quiet", check: { tcp: "127.0.0.1:1" } }] });
-  const none = await box.tend(["watchdog", "incident", "quiet"]);
-  expect(none).toMatchObject({ code: 2, stderr: expect.stringContaining("no outage of quiet is recorded") });
-  expect((await box.tend(["watchdog", "incident", "nosuch"])).stderr).toContain("no such service: nosuch");
-  expect((await box.tend(["watchdog", "incident", "quiet", "--at", "yesterday"])).stderr).toContain(
-    '--at: "yesterday" is not a time',
-  );
-  expect((await box.tend(["watchdog", "incident", "--last", "--at", "2026-01-01 00:00:00"])).code).toBe(2);
-  // A failing check's words (outside text) go through the sanitiser: no escape sequence reaches the terminal.
-  for (let pass = 0; pass < 3; pass++) await box.tend(["watchdog"]);
-  const log = join(box.state, "watchdog.log");
-  writeFileSync(log, readFileSync(log, "utf8") + `[${stamp()}] [WARN] quiet said \u001b[31mred\u001b[0m\n`);
-  const text = (await box.tend(["watchdog", "incident", "quiet"])).stdout;
-  expect(text).toContain("quiet: outage");
-  expect(text).not.toContain("\u001b");
-});
 
 function stamp() {
   const now = new Date();
@@ -195,76 +29,238 @@ function stamp() {
   return `${date} ${pad(now.getHours())}:${pad(now.getMinutes())}:${pad(now.getSeconds())}`;
 }
 
-test("a busy spell that was not restarted: its BUSY lines, no restart, the numbers say so", async () => {
-  box = new Sandbox();
-  const { controlledServer } = await import("./helpers.ts");
-  const { control, server, url } = controlledServer();
-  stops.push(() => server.stop(true));
-  const busyLog = join(box.dir, "engine.log");
-  writeFileSync(busyLog, "indexing\n");
-  box.configure({
-    services: [
-      {
-        name: "engine",
-        failures: 2,
-        check: { http: url, timeout: "1s" },
-        busy: { log: busyLog, fresh: "10m" },
-        restart: { command: ["true"] },
-      },
-    ],
-  });
-  await box.tend(["watchdog"]);
-  control.status = 503;
-  for (let pass = 0; pass < 3; pass++) await box.tend(["watchdog"]);
-  control.status = 200;
-  await box.tend(["watchdog"]);
-  const incident = JSON.parse((await box.tend(["watchdog", "incident", "engine", "--json"])).stdout);
-  const texts = incident.timeline.map((line: Line) => line.text);
-  expect(texts.some((text: string) => /^\[BUSY\] engine /.test(text))).toBe(true);
-  expect(texts.some((text: string) => /^\[RESTART\]/.test(text))).toBe(false);
-  expect(incident.numbers).toMatchObject({ restarted_s: null, recovered_s: null });
-  expect((await box.tend(["watchdog", "incident", "engine"])).stdout).toContain("not restarted");
-});
+for (const where of PLACES)
+  describe(where, () => {
+    test("a freeze: the last good probe, each strike, HUNG, the restart, the recovery, the notifications", async () => {
+      box = openPlace(where);
+      const hook = recordingReceiver();
+      stops.push(hook.stop);
+      const port = await freePort();
+      const pidfile = box.scratch("tour.pid").inside;
+      box.configure({
+        notify: { url: `${hook.url}/topic` },
+        services: [
+          {
+            name: "tour",
+            pidfile,
+            grace: "0s",
+            failures: 2,
+            cooldown: "0s",
+            verify_timeout: "10s",
+            check: { http: `http://127.0.0.1:${port}/`, timeout: "500ms" },
+            restart: { spawn: [box.bun, box.server, String(port)] },
+          },
+        ],
+      });
+      expect((await box.tend(["watchdog"])).stdout).toContain("[START] tour");
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
+      expect((await box.tend(["watchdog"])).code).toBe(0); // a good probe
+      const { pid: frozen, here: frozenHere } = await tourPid();
+      process.kill(frozenHere, "SIGSTOP");
+      await box.tend(["watchdog"]); // 1/2
+      const second = await box.tend(["watchdog"]); // 2/2: HUNG, the restart, verified
+      expect(second.stdout).toContain("[RECOVERED] tour recovered");
+      await waitFor(() => hook.received.some((body) => body.startsWith("✅")), 10_000, "the ✅");
 
-test("a crash in loop mode: the loop's crash watch starts it again; the timeline says so", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  const pidfile = join(box.dir, "tour.pid");
-  box.configure({
-    services: [
-      {
-        name: "tour",
-        pidfile,
-        grace: "0s",
-        check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
-        restart: { spawn: [BUN, SERVER, String(port)] },
-      },
-    ],
+      const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
+      const timeline: Line[] = incident.timeline;
+      const index = (pattern: RegExp) => timeline.findIndex((line) => pattern.test(line.text));
+      const story = [
+        index(/^last good probe \(\d+ms\)$/),
+        index(/^\[WARN\] tour failed health check .*failure 1\/2/),
+        index(/^\[HUNG\] tour failed 2 checks in a row/),
+        index(/^\[RESTART\] tour: /),
+        index(/^\[RECOVERED\] tour recovered/),
+      ];
+      expect(story.every((at) => at >= 0)).toBe(true);
+      expect([...story].sort((a, b) => a - b)).toEqual(story); // in this order
+      expect(timeline[story[0]].source).toBe("tend");
+      // The service's own words around the restart: the new process's first line, after the restart (its
+      // output file looked at just before the action and after the verification), before the recovery.
+      const revived = /started pid (\d+)/.exec(timeline[story[3]].text)![1];
+      const said = timeline.findIndex((line) => line.source === "service" && line.text.includes(`pid ${revived}`));
+      expect(timeline[said]?.text).toMatch(new RegExp(`^listening on ${port} pid ${revived} \\(written between `));
+      expect(said).toBeGreaterThan(story[3]);
+      expect(said).toBeLessThan(story[4] + 1);
+      expect(timeline.some((line) => line.source === "service" && line.text.includes(`pid ${frozen}`))).toBe(true);
+      const notified = timeline.filter((line) => line.source === "notification").map((line) => line.text);
+      expect(notified.some((text) => text.startsWith("⚠️ tour failed 2 checks"))).toBe(true);
+      expect(notified.some((text) => text.startsWith("✅ tour recovered"))).toBe(true);
+      const seconds = timeline.map((line) => Math.floor(line.at / 1000)); // a log line is stamped to its second
+      expect(seconds).toEqual([...seconds].sort((a, b) => a - b));
+      // The numbers: as downtime.log and report say them for this outage.
+      const downtime = /\[DOWNTIME\] tour was unavailable for (\d+)s/.exec(box.read("downtime.log"))!;
+      expect(incident.numbers.down_s).toBe(Number(downtime[1]));
+      const report = JSON.parse((await box.tend(["watchdog", "report", "tour", "--json", "--since", "1h"])).stdout);
+      expect(report.services[0].downtime_s).toBe(incident.numbers.down_s);
+      expect(incident.numbers.detected_s).toBeGreaterThanOrEqual(0);
+      expect(incident.numbers.restarted_s).toBeGreaterThanOrEqual(incident.numbers.detected_s);
+      expect(incident.numbers.recovered_s).toBeGreaterThanOrEqual(0);
+      expect(incident.outage).toMatchObject({ open: false, reason: expect.any(String) });
+      // The post-mortem's table, and the same outage chosen by its time.
+      const markdown = (await box.tend(["watchdog", "incident", "tour", "--markdown"])).stdout;
+      console.log(markdown);
+      expect(markdown).toStartWith("## tour: outage of ");
+      expect(markdown).toContain("| time | source | what |");
+      expect(markdown).toMatch(
+        /\*\*Numbers:\*\* detected after \d+s; restarted after \d+s; recovered \d+s after the restart; down \d+s\./,
+      );
+      const at = new Date(Date.parse(incident.outage.from) + 500).toISOString();
+      const same = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--at", at, "--json"])).stdout);
+      expect(same.outage).toEqual(incident.outage);
+      // The page links the outage's events to this timeline.
+      const base = await box.serve();
+      const page = await (await fetch(`${base}/`)).text();
+      const link = /<a href="(\/incident\?service=tour&(?:amp|#38);at=[^"]+)">timeline<\/a>/.exec(page);
+      if (!link) throw new Error(`no timeline link: ${page.match(/<ol class="rows">.*?<\/ol>/gs)?.join("\n")}`);
+      const linked = await fetch(`${base}${link[1].replace(/&(amp|#38);/g, "&")}`);
+      expect(linked.status).toBe(200);
+      const body = await linked.text();
+      expect(body).toStartWith(
+        `tour: outage ${markdown.slice("## tour: outage of ".length, "## tour: outage of ".length + 19)}`,
+      );
+      expect(body).toContain("[RESTART] tour: ");
+    }, 60_000);
+
+    test("a line the service wrote with no time of its own: placed between the two passes that saw it", async () => {
+      box = openPlace(where);
+      const port = await freePort();
+      const pidfile = box.scratch("tour.pid").inside;
+      // A service that says why it dies, in words with no time (as most do), to the output file tend made.
+      const script = box.scratch("dies.ts").inside;
+      box.writeScratch(
+        "dies.ts",
+        `const say = (line) => require("node:fs").writeSync(1, line + "\\n");\n` +
+          `say("warming cache");\n` +
+          `Bun.serve({ port: ${port}, hostname: "127.0.0.1", fetch(request) {\n` +
+          `  if (new URL(request.url).pathname === "/die") {\n` +
+          `    say("out of memory: giving up"); setTimeout(() => process.exit(1), 50); }\n` +
+          `  return new Response("ok"); } });\n`,
+      );
+      box.configure({
+        services: [
+          {
+            name: "tour",
+            pidfile,
+            grace: "0s",
+            cooldown: "0s",
+            check: { http: `http://127.0.0.1:${port}/` },
+            restart: { spawn: [box.bun, script] },
+          },
+        ],
+      });
+      expect((await box.tend(["watchdog"])).stdout).toContain("[START] tour");
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
+      expect((await box.tend(["watchdog"])).code).toBe(0); // a look at its output: "warming cache" is there
+      const first = (await tourPid()).here;
+      await fetch(`http://127.0.0.1:${port}/die`);
+      await waitFor(() => !alive(first), 10_000, "gone");
+      expect((await box.tend(["watchdog"])).stdout).toMatch(/\[WARN\] tour is not running .*\(crash\)/);
+
+      const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
+      const timeline: Line[] = incident.timeline;
+      const said = timeline.findIndex(
+        (line) => line.source === "service" && /^out of memory: giving up/.test(line.text),
+      );
+      const found = timeline.findIndex((line) => /^\[WARN\] tour is not running/.test(line.text));
+      expect(said).toBeGreaterThanOrEqual(0);
+      expect(timeline[said].text).toMatch(
+        /^out of memory: giving up \(written between \d\d:\d\d:\d\d and \d\d:\d\d:\d\d\)$/,
+      );
+      expect(said).toBeLessThan(found); // written before the pass that found it gone, and placed so
+      // Said while it started: the file was looked at just before the start (0 bytes) and after its
+      // verification, so the line is placed between the two, after the START.
+      const warming = timeline.findIndex((line) => line.source === "service" && line.text.startsWith("warming cache"));
+      const start = timeline.findIndex((line) => /^\[START\] tour: started pid/.test(line.text));
+      expect(warming).toBeGreaterThan(start);
+      expect(timeline[warming].text).toMatch(/\(written between \d\d:\d\d:\d\d and \d\d:\d\d:\d\d\)$/);
+    }, 60_000);
+
+    test("usage: no outage, an unknown service, a bad --at; outside text is sanitised", async () => {
+      box = openPlace(where);
+      box.configure({ services: [{ name: "quiet", check: { tcp: "127.0.0.1:1" } }] });
+      const none = await box.tend(["watchdog", "incident", "quiet"]);
+      expect(none).toMatchObject({ code: 2, stderr: expect.stringContaining("no outage of quiet is recorded") });
+      expect((await box.tend(["watchdog", "incident", "nosuch"])).stderr).toContain("no such service: nosuch");
+      expect((await box.tend(["watchdog", "incident", "quiet", "--at", "yesterday"])).stderr).toContain(
+        '--at: "yesterday" is not a time',
+      );
+      expect((await box.tend(["watchdog", "incident", "--last", "--at", "2026-01-01 00:00:00"])).code).toBe(2);
+      // A failing check's words (outside text) go through the sanitiser: no escape sequence reaches the terminal.
+      for (let pass = 0; pass < 3; pass++) await box.tend(["watchdog"]);
+      const log = box.stateFile("watchdog.log");
+      writeFileSync(log, readFileSync(log, "utf8") + `[${stamp()}] [WARN] quiet said \u001b[31mred\u001b[0m\n`);
+      const text = (await box.tend(["watchdog", "incident", "quiet"])).stdout;
+      expect(text).toContain("quiet: outage");
+      expect(text).not.toContain("\u001b");
+    });
+
+    test("a busy spell that was not restarted: its BUSY lines, no restart, the numbers say so", async () => {
+      box = openPlace(where);
+      const { control, server, url } = controlledServer();
+      stops.push(() => server.stop(true));
+      const busyLog = box.scratch("engine.log").inside;
+      box.writeScratch("engine.log", "indexing\n");
+      box.configure({
+        services: [
+          {
+            name: "engine",
+            failures: 2,
+            check: { http: url, timeout: "1s" },
+            busy: { log: busyLog, fresh: "10m" },
+            restart: { command: ["true"] },
+          },
+        ],
+      });
+      await box.tend(["watchdog"]);
+      control.status = 503;
+      for (let pass = 0; pass < 3; pass++) await box.tend(["watchdog"]);
+      control.status = 200;
+      await box.tend(["watchdog"]);
+      const incident = JSON.parse((await box.tend(["watchdog", "incident", "engine", "--json"])).stdout);
+      const texts = incident.timeline.map((line: Line) => line.text);
+      expect(texts.some((text: string) => /^\[BUSY\] engine /.test(text))).toBe(true);
+      expect(texts.some((text: string) => /^\[RESTART\]/.test(text))).toBe(false);
+      expect(incident.numbers).toMatchObject({ restarted_s: null, recovered_s: null });
+      expect((await box.tend(["watchdog", "incident", "engine"])).stdout).toContain("not restarted");
+    });
+
+    test("a crash in loop mode: the loop's crash watch starts it again; the timeline says so", async () => {
+      box = openPlace(where);
+      const port = await freePort();
+      const pidfile = box.scratch("tour.pid").inside;
+      box.configure({
+        services: [
+          {
+            name: "tour",
+            pidfile,
+            grace: "0s",
+            check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+            restart: { spawn: [box.bun, box.server, String(port)] },
+          },
+        ],
+      });
+      const loop = await box.spawnTend(["watchdog", "run", "--interval", "1h"]);
+      stops.push(() => loop.kill("SIGKILL"));
+      await waitFor(() => box.read("watchdog.log").includes("[START] tour"), 20_000, "started by the loop");
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
+      // Its first start verified (healthy), then killed: a crash, not a start that failed.
+      await waitFor(() => box.read("services/tour.json").includes('"word":"healthy"'), 20_000, "verified healthy");
+      process.kill((await tourPid()).here, "SIGKILL");
+      await waitFor(
+        () => /\[RECOVERED\] tour/.test(box.read("watchdog.log")),
+        20_000,
+        "started again and verified",
+      ).catch((error) => {
+        throw new Error(`${error}\n${box.read("watchdog.log")}`);
+      });
+      loop.kill("SIGTERM");
+      await loop.exited;
+      const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
+      expect(incident.outage.reason).toBe("crash");
+      const texts: string[] = incident.timeline.map((line: Line) => line.text);
+      expect(texts.some((text) => /^\[RESTART\] tour: /.test(text))).toBe(true);
+      expect(texts.some((text) => /^\[RECOVERED\] tour/.test(text))).toBe(true);
+      expect(incident.numbers.restarted_s).toBeLessThanOrEqual(2); // the crash watch, not the next pass an hour later
+    }, 60_000);
   });
-  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], {
-    env: box.env(),
-    stdout: "ignore",
-    stderr: "ignore",
-    detached: true,
-  });
-  box.track(loop.pid);
-  await waitFor(() => box.read("watchdog.log").includes("[START] tour"), 20_000, "started by the loop");
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null)) !== null, 10_000, "up");
-  // Its first start verified (healthy), then killed: a crash, not a start that failed.
-  await waitFor(() => box.read("services/tour.json").includes('"word":"healthy"'), 20_000, "verified healthy");
-  const first = Number(readFileSync(pidfile, "utf8"));
-  process.kill(first, "SIGKILL");
-  await waitFor(() => /\[RECOVERED\] tour/.test(box.read("watchdog.log")), 20_000, "started again and verified").catch(
-    (error) => {
-      throw new Error(`${error}\n${box.read("watchdog.log")}`);
-    },
-  );
-  loop.kill("SIGTERM");
-  await loop.exited;
-  const incident = JSON.parse((await box.tend(["watchdog", "incident", "tour", "--json"])).stdout);
-  expect(incident.outage.reason).toBe("crash");
-  const texts: string[] = incident.timeline.map((line: Line) => line.text);
-  expect(texts.some((text) => /^\[RESTART\] tour: /.test(text))).toBe(true);
-  expect(texts.some((text) => /^\[RECOVERED\] tour/.test(text))).toBe(true);
-  expect(incident.numbers.restarted_s).toBeLessThanOrEqual(2); // the crash watch, not the next pass an hour later
-}, 60_000);
