@@ -51,7 +51,7 @@ function webhook(answer: () => Response) {
 
 for (const where of PLACES)
   describe(where, () => {
-    test("a webhook's 500 body cannot forge a log line: NOTIFY is one escaped line, in the log and on stdout", async () => {
+    test("a webhook's 500 body cannot forge a log line: NOTIFY is one escaped line, in the log, on stdout", async () => {
       const box = (current = openPlace(where));
       const hook = webhook(() => new Response(FORGED, { status: 500 }));
       box.configure({
@@ -80,7 +80,7 @@ for (const where of PLACES)
       expect(run.stderr).toContain("HTTP 400: \\x1b]0;pwned");
     });
 
-    test("a command check's output (ESC, OSC, BEL, CR) reaches log, stdout, status and the webhook escaped", async () => {
+    test("a command check's output (ESC, OSC, BEL, CR) reaches log, stdout, status, webhook escaped", async () => {
       const box = (current = openPlace(where));
       const hook = webhook(() => new Response("ok"));
       const forged = box.scratch("forged.txt").inside;
@@ -102,7 +102,7 @@ for (const where of PLACES)
       expect(hook.bodies.join("\n")).toContain("🚨 db is down (exit 3: \\x1b]0;pwned");
     });
 
-    test("a corrupt state file's NUL and escape bytes are logged escaped: grep still reads the log as text", async () => {
+    test("a corrupt state file's NUL and escape bytes are logged escaped: grep reads the log as text", async () => {
       const box = (current = openPlace(where));
       box.configure({ services: [{ name: "api", check: { tcp: "127.0.0.1:1" } }] });
       await box.tend(["watchdog"]);
