@@ -51,7 +51,7 @@ function webhook(answer: () => Response) {
 
 for (const where of PLACES)
   describe(where, () => {
-    test("a webhook's 500 body cannot forge a log line: NOTIFY is one escaped line, in the log, on stdout", async () => {
+    test("a webhook's 500 body cannot forge a log line: NOTIFY is one escaped line, in log and stdout", async () => {
       const box = (current = openPlace(where));
       const hook = webhook(() => new Response(FORGED, { status: 500 }));
       box.configure({
