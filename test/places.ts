@@ -47,8 +47,11 @@ export interface Place {
   startTarget(argv: string[], pidfileName: string): Promise<{ pid: number; here: number; pidfile: string }>;
   /** Start a program of the test's own there in the background, as the user (killed by cleanup). */
   background(argv: string[]): Promise<void>;
-  /** Start `tend ARGS` in the background (logs -f, the loop), its stdout piped; a signal reaches tend. */
-  spawnTend(args: string[]): Promise<Background>;
+  /**
+   * Start `tend ARGS` in the background (logs -f, the loop), its stdout piped; a signal reaches tend. Under
+   * `wrapper` (strace): on this host only (the phone has no strace).
+   */
+  spawnTend(args: string[], wrapper?: string[]): Promise<Background>;
   /** `watchdog serve` on a port the kernel picks (killed by cleanup); its URL once it says where it listens. */
   serve(): Promise<string>;
   writeConfig(text: string): void;
@@ -119,8 +122,9 @@ function onHost(): Place {
       const child = Bun.spawn(argv, { env: box.env(), detached: true, stdout: "ignore", stderr: "ignore" });
       box.track(child.pid);
     },
-    spawnTend: async (args) => {
-      const child = Bun.spawn([TEND, ...args], { env: box.env(), stdout: "pipe" });
+    spawnTend: async (args, wrapper = []) => {
+      // Its own process group: cleanup kills it whole (under strace, tend is strace's child).
+      const child = Bun.spawn([...wrapper, TEND, ...args], { env: box.env(), stdout: "pipe", detached: true });
       box.track(child.pid);
       return background(child);
     },
@@ -177,7 +181,8 @@ function onPhone(termuxServices: boolean): Place {
       return { pid, here: host, pidfile };
     },
     background: async (argv) => void (await box.spawn(argv)),
-    spawnTend: async (args) => {
+    spawnTend: async (args, wrapper = []) => {
+      if (wrapper.length) throw new Error(`${wrapper[0]} is not a program of the phone`);
       const child = await box.spawn(["tend", ...args]);
       return background(child, { entered: true });
     },
