@@ -129,7 +129,7 @@ for (const place of PLACES)
       expect(page).toContain(`<main class="stale">`); // every card greyed
     }, 60_000);
 
-    test("each bar is one path per kind of cell with one title naming what was not up; no shape per point", async () => {
+    test("each bar: one path per kind of cell, one title naming what was not up; no shape per point", async () => {
       box = openPlace(where);
       const web = controlledServer();
       stops.push(() => web.server.stop(true));
@@ -229,7 +229,7 @@ for (const place of PLACES)
       expect(await get(`${url}healthz`).catch(() => null)).toBeNull();
     }, 60_000);
 
-    test("the page in chromium, 360 and 1280 px: nothing scrolls sideways; per service events newest first", async () => {
+    test("the page in chromium, 360 and 1280 px: nothing scrolls sideways; each card's events newest first", async () => {
       box = openPlace(where);
       const web = controlledServer();
       stops.push(() => web.server.stop(true));
@@ -301,7 +301,8 @@ for (const place of PLACES)
         await browser.open(url, width, height);
         const sideways = await browser.evaluate<Sideways>(SIDEWAYS);
         expect(sideways).toEqual({ scrollWidth: width, innerWidth: width, scrolling: [], past: [] });
-        const text = (await browser.evaluate<string>("document.body.innerText")).toLowerCase(); // states are upper-cased
+        // States are upper-cased: the words compared in lower case.
+        const text = (await browser.evaluate<string>("document.body.innerText")).toLowerCase();
         for (const word of ["blog", "healthy", "hostile", "phone-recorder", "unreachable", "recent events", "30 days"])
           expect(text).toContain(word);
         expect(text).toContain("<script>alert(1)</script>"); // shown as the words it is (lower-cased above)
@@ -351,7 +352,7 @@ for (const place of PLACES)
       );
     }, 180_000);
 
-    test("the page takes ?token= once: a cookie, the token gone from the URL; the cookie then opens the API", async () => {
+    test("the page takes ?token= once: a cookie, the token gone from the URL; the cookie opens the API", async () => {
       box = openPlace(where);
       const web = controlledServer();
       stops.push(() => web.server.stop(true));
