@@ -229,7 +229,7 @@ for (const place of PLACES)
       expect(await get(`${url}healthz`).catch(() => null)).toBeNull();
     }, 60_000);
 
-    test("the page in chromium at 360 and 1280 px: nothing scrolls sideways; a card's events newest first", async () => {
+    test("the page in chromium at 360 and 1280 px: nothing scrolls sideways; card events newest first", async () => {
       box = openPlace(where);
       const web = controlledServer();
       stops.push(() => web.server.stop(true));
