@@ -80,6 +80,7 @@ const PROGRAMS = [
   "ln",
   "ls",
   "mkdir",
+  "mkfifo",
   "mv",
   "rm",
   "sed",
