@@ -48,3 +48,25 @@ test("the history keeps each cut's timeout; samples of earlier versions (no cut)
     [3, 5000, 0, 1],
   ]);
 });
+
+test("parseSamples reads what split, map and Number read: 20,000 logs, tend's and garbled", () => {
+  // The oracle: the plain reading the scanner replaced (each entry split on commas, each field Number).
+  const plain = (log: string) =>
+    log
+      .split(" ")
+      .map((entry) => entry.split(",").map(Number))
+      .filter((fields) => fields.length >= 3 && fields.length <= 5 && fields.every(Number.isFinite)) as LatencySample[];
+  const pieces = ["1764000000000", "12", "0", "1", "007", "3.5", "-4", "1e3", "", "x", "Infinity", "0x1f", " ", ","];
+  let seed = 42;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let round = 0; round < 20_000; round++) {
+    const parts = Array.from({ length: Math.floor(next() * 12) }, () => pieces[Math.floor(next() * pieces.length)]);
+    const joiners = parts.map(() => (next() < 0.6 ? "," : " "));
+    const log = parts.map((part, index) => part + (index < parts.length - 1 ? joiners[index] : "")).join("");
+    expect({ log, samples: parseSamples(log) }).toEqual({ log, samples: plain(log) });
+  }
+  expect(parseSamples("1764000000000,23,1 1764000300000,5000,0,1,5000")).toEqual([
+    [1764000000000, 23, 1],
+    [1764000300000, 5000, 0, 1, 5000],
+  ]);
+});

@@ -132,47 +132,62 @@ function history(data: PageData, name: string): string {
   );
 }
 
+/**
+ * Points (whole pixels, left to right) as one path of round dots: a zero-length stroke each, moved to
+ * relatively — a day of probes is a few KB, not a circle element per point. Dots of one row that touch
+ * (3 px apart at most, under the 3.2 px stroke) are drawn as the one stroke they look like: a flat day
+ * is a line.
+ */
+export function dotsPath(points: [number, number][]): string {
+  let [lastX, lastY, run] = [0, 0, 0];
+  let drawn = "";
+  for (const [pointX, pointY] of points) {
+    if (drawn && pointY === lastY && pointX - lastX <= 3) run += pointX - lastX;
+    else {
+      // The pen is at the run's end (the last point): each move is relative to it.
+      drawn += drawn ? `h${run}m${pointX - lastX} ${pointY - lastY}` : `M${pointX} ${pointY}`;
+      run = 0;
+    }
+    [lastX, lastY] = [pointX, pointY];
+  }
+  return drawn && `${drawn}h${run}`;
+}
+
 /** Probe latency over the last 24 hours, failures red, the timeout a dashed line: axes labelled. */
 function latencyOverTime(samples: LatencySample[], timeoutMs: number, data: PageData): string {
   const since = Date.parse(data.report.since);
   const spanMs = Math.max(1, data.now - since);
-  const shown = samples.filter(([at]) => at >= since && at <= data.now);
-  if (!shown.length) return "";
-  const top = Math.max(timeoutMs * 1.15, ...shown.map(([, latency]) => latency));
+  let top = timeoutMs * 1.15;
+  let any = false;
+  for (const [at, latency] of samples) if (at >= since && at <= data.now) [any, top] = [true, Math.max(top, latency)];
+  if (!any) return "";
   const [left, right, bottom] = [34, 296, 56];
   const x = (at: number) => left + ((at - since) / spanMs) * (right - left);
   const y = (latency: number) => bottom - (latency / top) * (bottom - 4);
   // One point per two columns and outcome (the slowest): a day of 10 s probes stays ~130 dots of each.
-  const columns = new Map<string, LatencySample>();
-  for (const sample of shown) {
-    const key = `${Math.round(x(sample[0]) / 2)}:${sample[2]}`;
-    const seen = columns.get(key);
-    if (!seen || seen[1] < sample[1]) columns.set(key, sample);
+  const columns = [new Map<number, LatencySample>(), new Map<number, LatencySample>()];
+  for (const sample of samples) {
+    if (sample[0] < since || sample[0] > data.now) continue;
+    const column = Math.round(x(sample[0]) / 2);
+    const outcome = columns[sample[2] ? 1 : 0];
+    const seen = outcome.get(column);
+    if (!seen || seen[1] < sample[1]) outcome.set(column, sample);
   }
-  // Each outcome's points as one path of round dots (a zero-length stroke each, moved to relatively):
-  // a day of probes is a few KB, not a circle element per point.
   const dots = (ok: boolean) => {
-    let [lastX, lastY] = [0, 0];
-    let drawn = "";
-    const shown = [...columns.values()].filter(([, , good]) => Boolean(good) === ok).sort(([a], [b]) => a - b);
-    for (const [at, latency] of shown) {
-      const [pointX, pointY] = [Math.round(x(at)), Math.round(y(latency))];
-      drawn += `${drawn ? `m${pointX - lastX} ${pointY - lastY}` : `M${pointX} ${pointY}`}h0`;
-      [lastX, lastY] = [pointX, pointY];
-    }
+    const shown = [...columns[ok ? 1 : 0].values()].sort(([a], [b]) => a - b);
+    const drawn = dotsPath(shown.map(([at, latency]): [number, number] => [Math.round(x(at)), Math.round(y(latency))]));
     return drawn ? `<path class="${ok ? "p-ok" : "p-bad"}" d="${drawn}"/>` : "";
   };
   const points = [dots(true), dots(false)];
   const limit = y(timeoutMs).toFixed(1);
   return (
     `<svg class="chart" viewBox="0 0 300 72" role="img" aria-label="probe latency over 24 hours, timeout marked">` +
-    `<line class="axis" x1="${left}" x2="${left}" y1="2" y2="${bottom}"/>` +
-    `<line class="axis" x1="${left}" x2="${right}" y1="${bottom}" y2="${bottom}"/>` +
-    `<text x="${left - 3}" y="${bottom}" text-anchor="end">0</text>` +
-    `<text x="${left - 3}" y="${Number(limit) + 4}" text-anchor="end">${ms(timeoutMs)}</text>` +
-    `<line class="timeout" x1="${left}" x2="${right}" y1="${limit}" y2="${limit}"/>${points.join("")}` +
-    `<text x="${left}" y="68">24 h ago</text><text x="${right}" y="68" text-anchor="end">now</text>` +
-    `<text x="${(left + right) / 2}" y="68" text-anchor="middle">latency (dashed: timeout)</text></svg>`
+    `<path class="axis" d="M${left} 2V${bottom}H${right}"/>` +
+    `<text class="e" x="${left - 3}" y="${bottom}">0</text>` +
+    `<text class="e" x="${left - 3}" y="${Number(limit) + 4}">${ms(timeoutMs)}</text>` +
+    `<path class="timeout" d="M${left} ${limit}H${right}"/>${points.join("")}` +
+    `<text x="${left}" y="68">24 h ago</text><text class="e" x="${right}" y="68">now</text>` +
+    `<text class="m" x="${(left + right) / 2}" y="68">latency (dashed: timeout)</text></svg>`
   );
 }
 
@@ -197,13 +212,12 @@ function histogram(stats: ServiceStats): string {
   return (
     `<svg class="chart" viewBox="0 0 300 72" role="img" aria-label="probe latency histogram, timeout marked">` +
     `<title>probes by latency: ${buckets}</title>` +
-    `<line class="axis" x1="${left}" x2="${left}" y1="2" y2="${bottom}"/>` +
-    `<line class="axis" x1="${left}" x2="${right}" y1="${bottom}" y2="${bottom}"/>` +
-    `<text x="${left - 3}" y="${bottom}" text-anchor="end">0</text>` +
-    `<text x="${left - 3}" y="10" text-anchor="end">${most}</text>` +
-    `<path class="bar" d="${drawn}"/><line class="timeout" x1="${line}" x2="${line}" y1="2" y2="${bottom}"/>` +
-    `<text x="${left}" y="68">0 ms</text><text x="${right}" y="68" text-anchor="end">${ms(top)}</text>` +
-    `<text x="${(left + right) / 2}" y="68" text-anchor="middle">probes by latency (dashed: timeout)</text></svg>` +
+    `<path class="axis" d="M${left} 2V${bottom}H${right}"/>` +
+    `<text class="e" x="${left - 3}" y="${bottom}">0</text>` +
+    `<text class="e" x="${left - 3}" y="10">${most}</text>` +
+    `<path class="bar" d="${drawn}"/><path class="timeout" d="M${line} 2V${bottom}"/>` +
+    `<text x="${left}" y="68">0 ms</text><text class="e" x="${right}" y="68">${ms(top)}</text>` +
+    `<text class="m" x="${(left + right) / 2}" y="68">probes by latency (dashed: timeout)</text></svg>` +
     `<p class="muted">p50 ${stats.p50_ms === null ? "-" : ms(stats.p50_ms)} · p99 ` +
     `${stats.p99_ms === null ? "-" : ms(stats.p99_ms)} · timeout ${ms(stats.timeout_ms)} · ` +
     `${counted(stats.samples, "probe")}, ${counted(stats.timeouts, "timeout")}</p>` +
@@ -363,8 +377,9 @@ figure{margin:0;min-width:0}figcaption{font-size:12px;color:#5f5f5a}
 .bars path{stroke-dasharray:8 2}.c-up{stroke:#2e7d32;stroke-width:16}.c-degraded{stroke:#ef9a00;stroke-width:10}
 .c-down{stroke:#c62828;stroke-width:4}.c-none{stroke:#9e9e98;stroke-width:2}
 .bar{fill:#3f6fb5}.timeout{stroke:#c62828;stroke-width:1.5;stroke-dasharray:4 3}.axis{stroke:#9e9e98;stroke-width:1}
-.p-ok,.p-bad{stroke-width:3.2;stroke-linecap:round}.p-ok{stroke:#3f6fb5}.p-bad{stroke:#c62828}
-text{font-size:9px;fill:#5f5f5a}
+.axis,.timeout,.p-ok,.p-bad{fill:none}.p-ok,.p-bad{stroke-width:3.2;stroke-linecap:round}
+.p-ok{stroke:#3f6fb5}.p-bad{stroke:#c62828}
+text{font-size:9px;fill:#5f5f5a}text.e{text-anchor:end}text.m{text-anchor:middle}
 .rows{list-style:none;margin:4px 0;padding:0;font-size:13px}
 .rows li{display:flex;gap:6px;padding:2px 0;border-top:1px solid #ecece8}
 .rows time{flex:none;color:#5f5f5a;font-variant-numeric:tabular-nums}.rows .words{min-width:0}

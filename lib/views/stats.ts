@@ -84,7 +84,7 @@ export function serviceStats(
   const shorterCut = (sample: LatencySample) => sample[3] === 1 && cutAt(sample) < timeoutMs * 0.99;
   const advisable = latencies.filter((sample) => !shorterCut(sample));
   const cutShorter = latencies.length - advisable.length;
-  const basis = advisable.map(valueOf).sort((a, b) => a - b);
+  const basis = cutShorter ? advisable.map(valueOf).sort((a, b) => a - b) : values;
   const basisTimeouts = advisable.filter(([, , , timedOut]) => timedOut).length;
   const basisP99 = percentile(basis, 99);
   const basisMax = basis.at(-1) ?? null;
@@ -104,8 +104,12 @@ export function serviceStats(
   const top = Math.max(timeoutMs * 1.25, max ?? 0, 1);
   const width = niceStep(top / buckets);
   const histogram: [number, number][] = [];
-  for (let upper = width; histogram.length < buckets * 2 && upper - width < top; upper += width) {
-    histogram.push([upper, values.filter((value) => value >= upper - width && value < upper).length]);
+  for (let upper = width; histogram.length < buckets * 2 && upper - width < top; upper += width)
+    histogram.push([upper, 0]);
+  // One look at each value: its bucket is [k·width, (k+1)·width), k = ⌊value / width⌋ (past the last: not shown).
+  for (const value of values) {
+    const bucket = histogram[Math.floor(value / width)];
+    if (bucket) bucket[1]++;
   }
   return {
     name: service.name,
