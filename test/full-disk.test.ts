@@ -2,7 +2,9 @@
 // A state is rewritten in the blocks its file has (durable: a reboot keeps it); one that has no file
 // (or outgrew it) is kept in memory (/dev/shm, across cron's passes), so a failing service is still
 // restarted; what could not be logged reaches stdout; once there is room it is written back and said so.
-import { afterEach, expect, test } from "bun:test";
+// On the Termux-shaped phone (test/termux.ts), which has no /dev/shm as Android has none: a state with no
+// file of its own lives in the process's memory only — the loop keeps it, a cron pass does not.
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import {
   chownSync,
@@ -34,13 +36,20 @@ import {
   waitFor,
   type ServiceSpec,
 } from "./helpers.ts";
+import { closePlaces, openPlace } from "./places.ts";
+import { APP_UID } from "./termux.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
-afterEach(() => {
+/** The phone's test: its tmpfs unmounted, then its phone cleaned up. */
+let afterPhone: (() => Promise<void>) | null = null;
+afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) stop();
   box?.cleanup();
+  await afterPhone?.();
+  afterPhone = null;
 });
+afterAll(() => closePlaces());
 
 /** Write zeros to `path` until the file system says ENOSPC. */
 function fill(path: string) {
@@ -299,3 +308,69 @@ test("the spool keeps room on disk for a full disk; without it (no spool yet) /d
   expect(spoolCount(box.state)).toBe(1);
   expect(statSync(spool).size).toBe(0);
 }, 60_000);
+
+test("a full disk on the phone (no /dev/shm): a state with no file lives in the loop's memory only", async () => {
+  // The phone's state dir a 512 KiB tmpfs of the app's, mounted before the phone boots (its files are
+  // bound in with what is mounted under them), as a full /data partition is to Termux.
+  const phone = openPlace("phone");
+  const state = phone.stateFile("");
+  mkdirSync(state, { recursive: true });
+  const uid = `uid=${APP_UID},gid=${APP_UID}`;
+  expect((await run(["mount", "-t", "tmpfs", "-o", `size=512k,mode=0700,${uid}`, "tmpfs", state])).code).toBe(0);
+  afterPhone = async () => {
+    Bun.spawnSync(["umount", "-l", state]); // gone from here at once (the phone's copy goes with it)
+    await phone.cleanup();
+  };
+  const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("", { status: 500 }) });
+  stops.push(() => web.stop(true));
+  const configure = (more: ServiceSpec[] = []) =>
+    phone.configure({
+      services: [
+        {
+          name: "web",
+          failures: 2,
+          cooldown: "0s",
+          verify_timeout: "1s",
+          check: { http: `http://127.0.0.1:${web.port}/` },
+          restart: { command: ["true"] },
+        },
+        ...more,
+      ],
+    });
+  configure();
+  expect((await phone.shell("ls -d /dev/shm 2>&1")).stdout).toContain("No such file or directory");
+  expect((await phone.tend(["watchdog"])).code).toBe(0); // web's state file exists (strike 1/2)
+  expect(phone.stateOf("web").strikes).toBe(1);
+  fill(join(state, "filler"));
+  configure([{ name: "db", failures: 3, check: { command: ["false"] } }]);
+  // A cron pass: web's state rewritten in its own blocks (on the disk); db's, with no file, in this
+  // process's memory only: the next cron pass starts it again from nothing.
+  for (const pass of [1, 2]) {
+    const cron = await phone.tend(["watchdog"]);
+    expect(cron.code).toBe(0);
+    expect(cron.stdout).toContain("db failed health check (exit 1, failure 1/3)");
+    expect(cron.stdout).toContain(
+      "[ERROR] db: cannot save its state (no space left on the device): kept in this process's memory only " +
+        "(no /dev/shm)",
+    );
+    if (pass === 1) expect(cron.stdout).toContain("[RESTART] web: command true"); // its 2nd strike, on the disk
+  }
+  expect(phone.stateOf("web").restartsTotal).toBe(1);
+  // The loop keeps it: db's strikes count on, and it is said once.
+  const loop = await phone.spawnTend(["watchdog", "run", "--interval", "1s"]);
+  stops.push(() => loop.kill("SIGKILL"));
+  let said = "";
+  const reader = loop.stdout.getReader();
+  await waitFor(
+    async () => {
+      said += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+      return said.includes("failure 3/3");
+    },
+    20_000,
+    "db's third strike in the loop",
+  );
+  expect(said).toContain("db failed health check (exit 1, failure 2/3)");
+  expect(said.match(/cannot save its state/g)).toHaveLength(1);
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+}, 90_000);

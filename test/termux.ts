@@ -103,7 +103,7 @@ mkdir -p "$R"
 mount -t tmpfs -o mode=755 tmpfs "$R"
 cd "$R"
 mkdir -p data/data/com.termux/files proc dev system/bin system/etc "lib/$multiarch" lib64 .oldroot
-mount --bind "$host/files" data/data/com.termux/files
+mount --rbind "$host/files" data/data/com.termux/files
 mount --bind "$public" data/data/com.termux/files/usr/opt/tend-tests
 # Android's /dev: the devices a program opens, the ptys tmux needs; no /dev/shm (Android has none).
 mount -t tmpfs -o mode=755,nosuid tmpfs dev
