@@ -10,7 +10,7 @@ import { oneLine } from "../core/sanitize.ts";
 import { humanDuration } from "../core/duration.ts";
 import { scrubbedLine } from "../core/redact.ts";
 import type { SendResult } from "./send.ts";
-import { connectName } from "../os/net.ts";
+import { connectName, systemAddress } from "../os/net.ts";
 
 export interface Mail {
   from: string;
@@ -53,8 +53,18 @@ export async function sendMail(url: string, mail: Mail, timeoutMs: number): Prom
   };
   const target = smtpTarget(url);
   const credentials = target.user !== "";
-  // A localhost the resolver does not know is the loopback (os/net.ts); its certificate still answers for the name.
-  const host = await connectName(target.host);
+  const started = Date.now();
+  // Where to connect, by the system's resolver: nodemailer would ask DNS itself (c-ares, from
+  // /etc/resolv.conf), which Android has none of — a phone's names resolve through netd, as curl's
+  // getaddrinfo does (found in the Termux-shaped sandbox: a mail to a name hung there). A localhost the
+  // resolver does not know is the loopback (os/net.ts). The certificate still answers for the name.
+  let host: string;
+  try {
+    host = await systemAddress(await connectName(target.host), timeoutMs);
+  } catch (error) {
+    return { ok: false, status: null, detail: `SMTP ${scrubbedLine((error as Error).message, url)}`, attempts: 1 };
+  }
+  const left = Math.max(1, timeoutMs - (Date.now() - started));
   const transport = createTransport({
     host,
     ...(host !== target.host ? { tls: { servername: target.host } } : {}),
@@ -63,20 +73,21 @@ export async function sendMail(url: string, mail: Mail, timeoutMs: number): Prom
     // Credentials never go in the clear: without TLS from the start, STARTTLS is then required.
     requireTLS: !target.secure && credentials,
     auth: credentials ? { user: target.user, pass: target.pass } : undefined,
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
+    connectionTimeout: left,
+    greetingTimeout: left,
+    socketTimeout: left,
     disableFileAccess: true,
     disableUrlAccess: true,
   });
-  // One deadline for the whole delivery (connect, greeting, each command, the body): nodemailer's own
-  // are per step, so a server that answers each command just in time would hold a pass for minutes.
+  // One deadline for the whole delivery (the name, connect, greeting, each command, the body):
+  // nodemailer's own are per step, so a server that answers each command just in time would hold a
+  // pass for minutes.
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       transport.close();
       reject(new Error(`no answer within ${humanDuration(timeoutMs)} (the whole delivery)`));
-    }, timeoutMs);
+    }, left);
   });
   try {
     const sending = transport.sendMail({ ...mail, disableFileAccess: true, disableUrlAccess: true });

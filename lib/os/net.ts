@@ -60,6 +60,32 @@ export async function readBounded(response: Response, limit: number): Promise<st
   return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
+/**
+ * Where the system's resolver (getaddrinfo: /etc/hosts, then DNS; on Android, netd through bionic)
+ * says `host` is: an address as given stays itself. Rejects within `timeoutMs`, saying why.
+ */
+export async function systemAddress(host: string, timeoutMs: number): Promise<string> {
+  const { isIP } = await import("node:net");
+  if (isIP(host)) return host;
+  const { lookup } = await import("node:dns/promises");
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const found = await Promise.race([
+      lookup(host),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+    return found.address;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === "ENOTFOUND" ? "no such name" : (error as Error).message;
+    throw new Error(`cannot resolve ${host}: ${why}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** "localhost" and every name under ".localhost" (RFC 6761 section 6.3). */
 export const isLocalhostName = (host: string) => /^(?:[^.]+\.)*localhost\.?$/i.test(host);
 
