@@ -19,7 +19,7 @@ import {
   type ConfigSpec,
   type Run,
 } from "./helpers.ts";
-import { HOME, PREFIX, TermuxBox, TESTS } from "./termux.ts";
+import { APP_UID, HOME, PREFIX, TermuxBox, TESTS } from "./termux.ts";
 
 export const PLACES = ["host", "phone"] as const;
 export type PlaceName = (typeof PLACES)[number];
@@ -55,6 +55,10 @@ export interface Place {
   /** `watchdog serve` on a port the kernel picks (killed by cleanup); its URL once it says where it listens. */
   serve(): Promise<string>;
   writeConfig(text: string): void;
+  /** The configuration file: its path as tend sees it, and where this test finds it. */
+  configFile: { inside: string; outside: string };
+  /** The uid tend runs as there (this host's tests run as root; the phone's app is 10123). */
+  uid: number;
   /** Change the configuration file (an operator's edit). */
   editConfig(edit: (text: string) => string): void;
   /** A configuration from a spec (helpers.ts tomlConfig), its state_dir this place's. */
@@ -130,6 +134,8 @@ function onHost(): Place {
     },
     serve: () => box.serve(),
     writeConfig: (text) => box.writeConfig(text),
+    configFile: { inside: box.config, outside: box.config },
+    uid: process.getuid?.() ?? 0,
     editConfig: (edit) => box.writeConfig(edit(readFileSync(box.config, "utf8"))),
     configure: (spec) => void box.configure(spec),
     tend: (args, env = {}) => box.tend(args, { env }),
@@ -188,6 +194,8 @@ function onPhone(termuxServices: boolean): Place {
     },
     serve: async () => servedAt((await box.spawn(["tend", "watchdog", "serve", "--listen", "127.0.0.1:0"])).stdout),
     writeConfig: (text) => box.writeConfig(text),
+    configFile: { inside: box.config, outside: box.outside(box.config) },
+    uid: APP_UID,
     editConfig: (edit) => box.writeConfig(edit(readFileSync(box.outside(box.config), "utf8"))),
     configure: (spec) => box.writeConfig(tomlConfig({ ...spec, watchdog: { state_dir: box.state, ...spec.watchdog } })),
     tend: (args, env = {}) => box.run(["tend", ...args], { env }),
