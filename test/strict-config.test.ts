@@ -60,7 +60,7 @@ for (const where of PLACES)
       expect(readFileSync(proof.outside, "utf8")).toContain(`uid=${place.uid}`);
     });
 
-    test("a directory others can write (not sticky) holding it is refused too; a sticky one like /tmp is not", async () => {
+    test("a directory others may write (not sticky) holding it is refused; a sticky one (/tmp) is not", async () => {
       const place = (box = openPlace(where));
       place.writeScratch("open/tend.toml", pwnConfig(place.state, place.scratch("proof").inside), 0o600);
       const open = place.scratch("open");
