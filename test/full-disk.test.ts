@@ -374,3 +374,69 @@ test("a full disk on the phone (no /dev/shm): a state with no file lives in the 
   loop.kill("SIGTERM");
   expect(await loop.exited).toBe(0);
 }, 90_000);
+
+test("on the phone (no /dev/shm), a loop on a full disk never undoes an operator either", async () => {
+  const phone = openPlace("phone");
+  const state = phone.stateFile("");
+  mkdirSync(state, { recursive: true });
+  const uid = `uid=${APP_UID},gid=${APP_UID}`;
+  expect((await run(["mount", "-t", "tmpfs", "-o", `size=1m,mode=0700,${uid}`, "tmpfs", state])).code).toBe(0);
+  afterPhone = async () => {
+    Bun.spawnSync(["umount", "-l", state]); // gone from here at once (the phone's copy goes with it)
+    await phone.cleanup();
+  };
+  const [webPort, dbPort] = [await freePort(), await freePort()];
+  // Pidfiles in HOME, not on the full disk: the services can be started there.
+  const spec = (name: string, port: number): ServiceSpec => ({
+    name,
+    pidfile: phone.scratch(`${name}.pid`).inside,
+    grace: "0s",
+    check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+    restart: { spawn: [phone.bun, phone.server, `${port}`] },
+  });
+  const pidOf = async (name: string) => {
+    const file = phone.scratch(`${name}.pid`).outside;
+    const pid = existsSync(file) ? Number(readFileSync(file, "utf8").trim() || 0) : 0;
+    return pid ? phone.hostPid(pid) : 0;
+  };
+  phone.configure({ services: [spec("web", webPort)] });
+  const loop = await phone.spawnTend(["watchdog", "run", "--interval", "1s"]);
+  stops.push(() => loop.kill("SIGKILL"));
+  let said = "";
+  void (async () => {
+    for await (const chunk of loop.stdout) said += new TextDecoder().decode(chunk);
+  })();
+  await waitFor(() => phone.read("services/web.json").includes('"lastHealthyAt":1'), 15_000, "web started, healthy");
+  fill(join(state, "filler"));
+  // db comes with the disk full: no state file of its own, and no /dev/shm: the loop's memory only.
+  phone.configure({ services: [spec("web", webPort), spec("db", dbPort)] });
+  await waitFor(() => said.includes("[START] db: started pid"), 15_000, "db started by the loop");
+  expect(said).toMatch(/\[ERROR\] db: cannot save its state \(no space left on the device\): kept in this process/);
+  // web has a file: its stop is written in its blocks, and holds.
+  expect((await phone.tend(["watchdog", "stop", "web"])).code).toBe(0);
+  // db's pause could be kept only in the command's own memory, which the loop never sees: refused,
+  // saying so (before: "db: paused for 1h", exit 0, and the loop started db again a second later).
+  const refused = await phone.tend(["watchdog", "pause", "db", "--for", "1h"]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain(
+    "cannot pause db: its state cannot be saved (no space left on the device) where the watchdog would see it " +
+      "(only this process's memory only (no /dev/shm)): nothing done; free space in",
+  );
+  expect(refused.stdout).toBe("");
+  expect(phone.read("watchdog.log")).not.toContain("db: paused");
+  // With room again, the pause is written, and holds: db killed, nobody starts it.
+  rmSync(join(state, "filler"));
+  expect((await phone.tend(["watchdog", "pause", "db", "--for", "1h"])).code).toBe(0);
+  const db = await pidOf("db");
+  process.kill(db, "SIGKILL");
+  const after = said.length;
+  const operatedAt = Date.now();
+  await waitFor(() => Date.parse(phone.read("heartbeat").split("\n")[0]) >= operatedAt + 3000, 15_000, "3 passes");
+  expect(said.slice(after)).not.toMatch(/\[(RESTART|START)\] (web|db)/);
+  expect(alive(db)).toBe(false);
+  const status = JSON.parse((await phone.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+  const word = (name: string) => status.services.find((row: { name: string }) => row.name === name).state;
+  expect([word("web"), word("db")]).toEqual(["paused", "paused"]);
+  loop.kill("SIGTERM");
+  expect(await loop.exited).toBe(0);
+}, 90_000);

@@ -4,7 +4,7 @@ import { TendError, usageError } from "../core/errors.ts";
 import { lockHolder, waitLock, type Lock } from "../os/lock.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, writeState } from "../state/service-state.ts";
+import { readState, saveForOperator } from "../state/service-state.ts";
 import type { ServiceState } from "../core/state.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";
@@ -38,7 +38,7 @@ export async function maintain(
   try {
     const { state } = readState(stateDir, name);
     const [next, said] = apply(state, action, now());
-    writeState(stateDir, name, next);
+    saveForOperator(stateDir, name, next, `${action.kind} ${name}`);
     // pause: SKIP (the pass skips it from now on); resume: START (watched again); reset: WARN (a crash-loop
     // stop was lifted by hand).
     const tag = action.kind === "pause" ? "SKIP" : action.kind === "resume" ? "START" : "WARN";

@@ -9,7 +9,7 @@ import { mainProcess } from "../os/pidsource.ts";
 import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { readState, writeState } from "../state/service-state.ts";
+import { readState, saveForOperator, writeState } from "../state/service-state.ts";
 import { restartAndVerify } from "../pass/verify.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";
@@ -68,6 +68,9 @@ export async function operate(
   };
   try {
     let state = readState(stateDir, name).state;
+    // Where what it does will be seen (its file, or /dev/shm), or it does nothing: a stop the loop
+    // never learns of would be undone by it (a full disk on a phone, which has no /dev/shm).
+    saveForOperator(stateDir, name, state, `${operation} ${name}`);
     const main = await mainProcess(service, state);
     let code = 0;
     if (operation === "stop") {

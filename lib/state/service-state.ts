@@ -6,7 +6,8 @@ import { notJudged } from "../core/verdict.ts";
 import { applySteps, latestRecorded } from "../core/clock.ts";
 import { statePaths } from "./dir.ts";
 import { clockSteps } from "./clock.ts";
-import { isFullDisk, spill, spilled, unspill } from "./spill.ts";
+import { isFullDisk, PRIVATE_MEMORY, spill, spilled, unspill } from "./spill.ts";
+import { TendError } from "../core/errors.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
@@ -25,7 +26,7 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
   const fresh = () => ({ ...freshState(), clockStep: steps.at(-1)?.seq ?? 0 });
   const path = stateFile(stateDir, name);
   // Kept while its disk was full (state/spill.ts): newer than its file.
-  let text: string | null = spilled(stateDir, name);
+  let text: string | null = spilled(stateDir, name, path);
   try {
     text ??= readRegularFile(path, STATE_LIMIT, { noFollow: true });
   } catch (error) {
@@ -98,12 +99,7 @@ function withSlack(json: string): string {
   return json + " ".repeat(blocks * 4096 - bytes) + "\n";
 }
 
-export function writeState(
-  stateDir: string,
-  name: string,
-  state: ServiceState,
-  { durable = true } = {},
-): { spilledTo: string | null; unspilled: boolean; inPlace?: boolean } {
+export function writeState(stateDir: string, name: string, state: ServiceState, { durable = true } = {}): SavedState {
   const json = JSON.stringify(state);
   const text = withSlack(json);
   try {
@@ -113,8 +109,33 @@ export function writeState(
     // has (it outlives a reboot, as memory does not), else kept in memory (state/spill.ts).
     if (!isFullDisk(error)) throw error;
     if (overwriteInPlace(stateFile(stateDir, name), json + "\n", { durable }))
-      return { spilledTo: null, unspilled: unspill(stateDir, name), inPlace: true };
-    return { spilledTo: spill(stateDir, name, text), unspilled: false };
+      return { spilledTo: null, unspilled: unspill(stateDir, name), inPlace: true, shared: true };
+    const spilledTo = spill(stateDir, name, text);
+    return { spilledTo, unspilled: false, shared: !spilledTo.startsWith(PRIVATE_MEMORY) };
   }
-  return { spilledTo: null, unspilled: unspill(stateDir, name) };
+  return { spilledTo: null, unspilled: unspill(stateDir, name), shared: true };
+}
+
+export interface SavedState {
+  /** Where a state that could not be written was kept (state/spill.ts's words), or null. */
+  spilledTo: string | null;
+  unspilled: boolean;
+  inPlace?: boolean;
+  /** Seen by the other processes (a loop, a pass, an operator): its file, or /dev/shm; not this one's memory. */
+  shared: boolean;
+}
+
+/**
+ * Save what an operator did, or refuse it: kept in the operator's own process only (a full disk where
+ * there is no /dev/shm, as on Android), a loop would never see it and undo it — a pause said done that
+ * is not. Exit 1, nothing changed that anyone else sees.
+ */
+export function saveForOperator(stateDir: string, name: string, state: ServiceState, doing: string): void {
+  const saved = writeState(stateDir, name, state);
+  if (saved.shared) return;
+  throw new TendError(
+    `cannot ${doing}: its state cannot be saved (no space left on the device) where the watchdog would ` +
+      `see it (only ${saved.spilledTo!.slice("in ".length)}): nothing done; free space in ${stateDir}, then try again`,
+    1,
+  );
 }

@@ -16,7 +16,7 @@ import { readRegularFile } from "../os/files.ts";
 export const isFullDisk = (error: unknown) =>
   ["ENOSPC", "EDQUOT"].includes((error as NodeJS.ErrnoException)?.code ?? "");
 
-const held = new Map<string, string>();
+const held = new Map<string, { text: string; at: number }>();
 
 export const SHM = "/dev/shm";
 
@@ -81,32 +81,44 @@ export function spillDir(stateDir: string, { create = false } = {}): string | nu
     return null;
   }
 }
+/** Where a spilled state is seen by this process alone (`spill`'s words for it begin so). */
+export const PRIVATE_MEMORY = "in this process's memory only";
+
 /** Keep a state that cannot be written: in memory, and on /dev/shm where there is one. Where it went. */
 export function spill(stateDir: string, name: string, text: string): string {
-  held.set(`${stateDir}\0${name}`, text);
+  held.set(`${stateDir}\0${name}`, { text, at: Date.now() });
   const dir = spillDir(stateDir, { create: true });
-  if (!dir) return "in this process's memory only (no /dev/shm)";
+  if (!dir) return `${PRIVATE_MEMORY} (no /dev/shm)`;
   try {
     writeFileAtomic(join(dir, `${name}.json`), text, 0o600, { durable: false });
     return `in memory (${dir})`;
   } catch {
-    return "in this process's memory only";
+    return PRIVATE_MEMORY;
   }
 }
 
 /**
  * A spilled state of this service: /dev/shm's (shared by every process: a pass, the loop, an
  * operator's `stop` or `pause`), else this process's own; null when none. /dev/shm's first: a loop
- * that kept its own copy would otherwise undo what an operator wrote there since.
+ * that kept its own copy would otherwise undo what an operator wrote there since. This process's own
+ * yields to its `file` written after it (by an operator, once there was room): never older state.
  */
-export function spilled(stateDir: string, name: string): string | null {
+export function spilled(stateDir: string, name: string, file?: string): string | null {
   const dir = spillDir(stateDir);
   if (dir) {
     try {
       return readRegularFile(join(dir, `${name}.json`), 16 * 1024 * 1024, { noFollow: true });
     } catch {}
   }
-  return held.get(`${stateDir}\0${name}`) ?? null;
+  const own = held.get(`${stateDir}\0${name}`);
+  if (!own) return null;
+  try {
+    if (file && lstatSync(file).mtimeMs > own.at) {
+      held.delete(`${stateDir}\0${name}`);
+      return null;
+    }
+  } catch {}
+  return own.text;
 }
 
 /** Its own file was written: the spilled copy is no longer the state. true when there was one. */
