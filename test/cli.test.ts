@@ -1,8 +1,10 @@
-// The multi-call binary: dispatch by the invoked name, --version, --help, usage errors.
+// The multi-call binary: dispatch by the invoked name, --version, --help, usage errors; the names as links
+// inside the Termux-shaped phone too (test/places.ts).
 import { afterAll, expect, test } from "bun:test";
 import { symlinkSync, copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, Sandbox, TEND } from "./helpers.ts";
+import { closePlaces, openPlace } from "./places.ts";
 
 const box = new Sandbox();
 afterAll(() => box.cleanup());
@@ -91,3 +93,22 @@ test("make demo's script: bold headings on a terminal only, none piped or under 
   expect(noColorOut).toContain("== watchdog validate");
   expect(noColorOut).not.toContain(bold);
 }, 120_000);
+
+test("inside the phone: links named after the commands in $PREFIX/bin run them, as Termux's package makes them", async () => {
+  const phone = openPlace("phone");
+  try {
+    const linked = await phone.shell(
+      'cd "$PREFIX/bin" && for c in watchdog safe-kill notify blogtunnel self-update; do ln -s tend "$c"; done && ' +
+        "tend --version && watchdog --help && safe-kill --help && notify --help",
+    );
+    expect(linked.code).toBe(0);
+    const pkg = require(join(ROOT, "package.json"));
+    expect(linked.stdout).toStartWith(`tend ${pkg.version}+`);
+    for (const name of ["watchdog", "safe-kill", "notify"]) expect(linked.stdout).toContain(`usage: ${name}`);
+    const wrong = await phone.shell("watchdog frobnicate");
+    expect(wrong.code).toBe(2);
+  } finally {
+    await phone.cleanup();
+    closePlaces();
+  }
+});
