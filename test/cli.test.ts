@@ -94,7 +94,7 @@ test("make demo's script: bold headings on a terminal only, none piped or under 
   expect(noColorOut).not.toContain(bold);
 }, 120_000);
 
-test("inside the phone: links named after the commands in $PREFIX/bin run them, as Termux's package makes them", async () => {
+test("inside the phone: links named after the commands in $PREFIX/bin run them (as Termux packages them)", async () => {
   const phone = openPlace("phone");
   try {
     const linked = await phone.shell(

@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, Sandbox, spooledLine, TEND, waitFor, type Run } from "./helpers.ts";
+import { fixtureServer, freePort, killAll, Sandbox, spooledLine, TEND, waitFor, type Run } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
 type Mode = "ok" | "500" | "404" | "429" | "hang" | "401" | "424" | "429-telegram" | "429-discord" | "kuma-gone";
@@ -86,7 +86,10 @@ afterAll(() => {
 
 let box: Sandbox;
 let at: Place | null = null;
+/** The example services a test started (each in its own process group). */
+const fixtures: number[] = [];
 afterEach(async () => {
+  killAll(fixtures.splice(0));
   box?.cleanup();
   await at?.cleanup();
   at = null;
@@ -719,91 +722,99 @@ describe("spool and dedup", () => {
   });
 });
 
-describe("the watchdog's alert path", () => {
-  function watchdogConfig(port: number, extra = "") {
-    box = new Sandbox();
-    box.writeConfig(`
-[watchdog]
-state_dir = "${box.state}"
-heartbeat_url = "${base}/ping/${SECRET}"
-${extra}
-[notify]
-url = "${base}/topic/${SECRET}"
-timeout = "500ms"
-retries = 0
-[[service]]
-name = "web"
-failures = 1
-cooldown = "0s"
-grace = "0s"
-verify_timeout = "1s"
-[service.check]
-http = "http://127.0.0.1:${port}/"
-timeout = "300ms"
-[service.restart]
-command = ["true"]
-`);
-  }
-  const bodies = (prefix: string) =>
-    hook.seen.filter((request) => request.path.startsWith(prefix)).map((request) => request.body);
+for (const where of PLACES)
+  describe(`the watchdog's alert path (${where})`, () => {
+    function watchdogConfig(port: number, extra = "") {
+      const place = (at = openPlace(where));
+      target = place;
+      place.writeConfig(`
+  [watchdog]
+  state_dir = "${place.state}"
+  heartbeat_url = "${base}/ping/${SECRET}"
+  ${extra}
+  [notify]
+  url = "${base}/topic/${SECRET}"
+  timeout = "500ms"
+  retries = 0
+  [[service]]
+  name = "web"
+  failures = 1
+  cooldown = "0s"
+  grace = "0s"
+  verify_timeout = "1s"
+  [service.check]
+  http = "http://127.0.0.1:${port}/"
+  timeout = "300ms"
+  [service.restart]
+  command = ["true"]
+  `);
+    }
+    const bodies = (prefix: string) =>
+      hook.seen.filter((request) => request.path.startsWith(prefix)).map((request) => request.body);
 
-  test("⚠️ restart and 🚨 failed recovery; a failed send is logged, spooled, shown, sent first next pass", async () => {
-    const port = await freePort();
-    watchdogConfig(port);
-    hook.modes = ["500"];
-    const pass = await box.tend(["watchdog"]);
-    expect(pass.stdout).toMatch(/\[NOTIFY\] could not send "⚠️ web failed 1 check in a row.*" to .*: HTTP 500/);
-    expect(pass.stdout).toMatch(/\[NOTIFY\] could not send "🚨 web did not recover/);
-    expect(pass.stdout).not.toContain(SECRET);
-    expect(box.read("watchdog.log")).not.toContain(SECRET);
-    const status = await box.tend(["watchdog", "status", "--json", "--cached"]);
-    const report = JSON.parse(status.stdout);
-    expect(report.notify.spooled).toBe(2);
-    expect(report.notify.last_error.detail).toContain("HTTP 500");
-    expect((await box.tend(["watchdog", "status", "--cached"])).stdout).toContain("notify: 2 undelivered in the spool");
+    test("⚠️ restart and 🚨 failed recovery; a failed send is logged, spooled, shown, sent first later", async () => {
+      const port = await freePort();
+      watchdogConfig(port);
+      hook.modes = ["500"];
+      const pass = await at!.tend(["watchdog"]);
+      expect(pass.stdout).toMatch(/\[NOTIFY\] could not send "⚠️ web failed 1 check in a row.*" to .*: HTTP 500/);
+      expect(pass.stdout).toMatch(/\[NOTIFY\] could not send "🚨 web did not recover/);
+      expect(pass.stdout).not.toContain(SECRET);
+      expect(at!.read("watchdog.log")).not.toContain(SECRET);
+      const status = await at!.tend(["watchdog", "status", "--json", "--cached"]);
+      const report = JSON.parse(status.stdout);
+      expect(report.notify.spooled).toBe(2);
+      expect(report.notify.last_error.detail).toContain("HTTP 500");
+      expect((await at!.tend(["watchdog", "status", "--cached"])).stdout).toContain(
+        "notify: 2 undelivered in the spool",
+      );
 
-    hook.modes = ["ok"];
-    hook.seen = [];
-    const server = await box.server(port);
-    const healed = await box.tend(["watchdog"]);
-    expect(healed.stdout).toContain("[NOTIFY] delivered 2 spooled notification(s)");
-    const delivered = bodies("/topic/");
-    expect(delivered[0]).toStartWith("⚠️ web failed 1 check in a row");
-    expect(delivered[1]).toStartWith("🚨 web did not recover");
-    expect(delivered[2]).toStartWith("✅ web is healthy again");
-    // Each title names the event and the service, then the host (filters key on them).
-    // Non-ASCII headers go as RFC 2047 encoded words (ntfy decodes them).
-    const decoded = (header: string) =>
-      header.replace(/=\?UTF-8\?B\?([^?]*)\?=/g, (_, base64) => Buffer.from(base64, "base64").toString());
-    const titles = hook.seen
-      .filter((request) => request.path.startsWith("/topic/"))
-      .map((r) => decoded(r.headers.title));
-    const host = (await import("node:os")).hostname();
-    expect(titles).toEqual([`⚠️ restarted web on ${host}`, `🚨 web is down on ${host}`, `✅ web recovered on ${host}`]);
-    expect(JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout).notify).toEqual({
-      spooled: 0,
-      dead: 0,
-      last_error: null,
-    });
-    server.kill();
-  }, 30_000);
+      hook.modes = ["ok"];
+      hook.seen = [];
+      const server = await fixtureServer(port, [], (pid) => fixtures.push(pid));
+      const healed = await at!.tend(["watchdog"]);
+      expect(healed.stdout).toContain("[NOTIFY] delivered 2 spooled notification(s)");
+      const delivered = bodies("/topic/");
+      expect(delivered[0]).toStartWith("⚠️ web failed 1 check in a row");
+      expect(delivered[1]).toStartWith("🚨 web did not recover");
+      expect(delivered[2]).toStartWith("✅ web is healthy again");
+      // Each title names the event and the service, then the host (filters key on them).
+      // Non-ASCII headers go as RFC 2047 encoded words (ntfy decodes them).
+      const decoded = (header: string) =>
+        header.replace(/=\?UTF-8\?B\?([^?]*)\?=/g, (_, base64) => Buffer.from(base64, "base64").toString());
+      const titles = hook.seen
+        .filter((request) => request.path.startsWith("/topic/"))
+        .map((r) => decoded(r.headers.title));
+      const host = (await import("node:os")).hostname();
+      expect(titles).toEqual([
+        `⚠️ restarted web on ${host}`,
+        `🚨 web is down on ${host}`,
+        `✅ web recovered on ${host}`,
+      ]);
+      expect(JSON.parse((await at!.tend(["watchdog", "status", "--json", "--cached"])).stdout).notify).toEqual({
+        spooled: 0,
+        dead: 0,
+        last_error: null,
+      });
+      server.kill();
+    }, 30_000);
 
-  test("heartbeat_url is pinged after each pass, with /fail while a service is down", async () => {
-    const port = await freePort();
-    watchdogConfig(port);
-    await box.tend(["watchdog"]);
-    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([
-      `/ping/${SECRET}/fail`,
-    ]);
-    hook.seen = [];
-    const server = await box.server(port);
-    await box.tend(["watchdog"]);
-    expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([
-      `/ping/${SECRET}`,
-    ]);
-    server.kill();
-  }, 30_000);
-});
+    test("heartbeat_url is pinged after each pass, with /fail while a service is down", async () => {
+      const port = await freePort();
+      watchdogConfig(port);
+      await at!.tend(["watchdog"]);
+      expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([
+        `/ping/${SECRET}/fail`,
+      ]);
+      hook.seen = [];
+      const server = await fixtureServer(port, [], (pid) => fixtures.push(pid));
+      await at!.tend(["watchdog"]);
+      expect(hook.seen.filter((request) => request.path.startsWith("/ping/")).map((request) => request.path)).toEqual([
+        `/ping/${SECRET}`,
+      ]);
+      server.kill();
+    }, 30_000);
+  });
 
 describe("each receiver's rules, checked in the body the receiver gets", () => {
   test("telegram: chat_id is required (Bot API sendMessage has no default chat): exit 2, nothing sent", async () => {
