@@ -2,6 +2,29 @@
 // the Termux-shaped phone (test/termux.ts: its namespaces, pivot_root, the app's uid under Android's
 // seccomp filter, hidepid=2, dash as sh). A test written against a Place runs in both; what tend is
 // given (paths, the example service, PIDs it wrote) is said as tend sees it, and mapped back here.
+//
+// Written against a place (both): the pass (watchdog), restart.tmux and restart.runit, blogtunnel, the
+// operator's commands, notify's failures and alert path, spool lines, safe-kill, flapping, the answers
+// corpus, TLS judgements, tcp send/expect, localhost, a broken stdout, a live configuration, the
+// per-service locks, power cuts (idempotency, restart-record), a last boot's pidfile, log rotation,
+// service truth (dependencies, DNS, memory, gaps, a stale status), stats/report/metrics/status on a
+// terminal, incident, hostile text, one truth in every view, serve, hardening (links, FIFOs, PIDs,
+// bounds, SIGTERM, ulimit, a power cut's leftovers), email, strict modes; full-disk, localhost and cli
+// have a phone test of their own beside this host's; termux.test.ts is the phone's alone.
+// Here only, and why:
+// - a phone has none of it: systemd as PID 1 (systemd.test), cron and systemd installs and Debian's cron
+//   for a second user (install, migrating, import-cron; Termux:Boot and cronie are termux.test's),
+//   launchd's and systemctl's stand-ins (truth, hostile), packaging (release), a second user (hardening);
+// - the instrument needs what the app cannot have: unshare -T per pass (clock-steps), mounts made for
+//   the test after boot (durability's ext4, disk, nagios's check_disk; full-disk's phone tests mount
+//   theirs first), strace (loop-watch, serve's page opens, hardening's fsync), /proc/net (truth's
+//   busy.port: refused on a phone, its degrade is termux.test's);
+// - receivers and oracles elsewhere: Prometheus and Alertmanager (fleet, alertmanager), the real curl's
+//   verdicts (differential) and servers' own logs (no-trace), whose tend side is the answers corpus's;
+// - not yet: chaos (its full disk can be mounted before the phone boots, as full-disk's is), notify's
+//   formats, spool and dedup, receivers' rules, heartbeat and gotify/pushover describes, self-update and
+//   the release channel (a phone takes the arm64 android build, which no place here runs), doctor's
+//   host rows (the phone's doctor is termux.test's), audit and import.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
