@@ -9,8 +9,9 @@
 // per-service locks, power cuts (idempotency, restart-record), a last boot's pidfile, log rotation,
 // service truth (dependencies, DNS, memory, gaps, a stale status), stats/report/metrics/status on a
 // terminal, incident, hostile text, one truth in every view, serve, hardening (links, FIFOs, PIDs,
-// bounds, SIGTERM, ulimit, a power cut's leftovers), email, strict modes; full-disk, localhost and cli
-// have a phone test of their own beside this host's; termux.test.ts is the phone's alone.
+// bounds, SIGTERM, ulimit, a power cut's leftovers), email, strict modes, chaos (its full disk mounted
+// before the phone boots); full-disk, localhost and cli have a phone test of their own beside this
+// host's; termux.test.ts is the phone's alone.
 // Here only, and why:
 // - a phone has none of it: systemd as PID 1 (systemd.test), cron and systemd installs and Debian's cron
 //   for a second user (install, migrating, import-cron; Termux:Boot and cronie are termux.test's),
@@ -21,10 +22,9 @@
 //   busy.port: refused on a phone, its degrade is termux.test's);
 // - receivers and oracles elsewhere: Prometheus and Alertmanager (fleet, alertmanager), the real curl's
 //   verdicts (differential) and servers' own logs (no-trace), whose tend side is the answers corpus's;
-// - not yet: chaos (its full disk can be mounted before the phone boots, as full-disk's is), notify's
-//   formats, spool and dedup, receivers' rules, heartbeat and gotify/pushover describes, self-update and
-//   the release channel (a phone takes the arm64 android build, which no place here runs), doctor's
-//   host rows (the phone's doctor is termux.test's), audit and import.
+// - not yet: notify's formats, spool and dedup, receivers' rules, heartbeat and gotify/pushover
+//   describes, self-update and the release channel (a phone takes the arm64 android build, which no
+//   place here runs), doctor's host rows (the phone's doctor is termux.test's), audit and import.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
