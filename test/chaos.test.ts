@@ -4,12 +4,12 @@
 // service was judged, nothing the operator did was undone, no restart was lost from the count or its ⚠️.
 // On this host and inside the Termux-shaped phone (test/places.ts; its full disk mounted before it boots,
 // and no /dev/shm there: what a full disk cannot hold lives in the loop's memory only).
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { afterAll, afterEach, expect, test } from "bun:test";
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { spillDir } from "../lib/state/spill.ts";
-import { alive, freePort, run, waitFor } from "./helpers.ts";
-import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
+import { alive, freePort, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, smallStateDisk, type Place } from "./places.ts";
 
 let box: Place | null = null;
 const stops: (() => void)[] = [];
@@ -43,13 +43,10 @@ function keyedReceiver() {
 for (const where of PLACES)
   test(`chaos: stdout breaks, the disk fills and frees, an operator acts, the loop stops (${where})`, async () => {
     const place = (box = openPlace(where));
-    // Mounted before the phone boots (its first command): seen there.
-    const stateDir = place.stateFile("");
-    mkdirSync(stateDir, { recursive: true }); // its parents open to the user (0755), the tmpfs itself 0700
-    const owner = `uid=${place.uid},gid=${place.uid}`;
-    expect((await run(["mount", "-t", "tmpfs", "-o", `size=2m,mode=0700,${owner}`, "tmpfs", stateDir])).code).toBe(0);
+    const disk = await smallStateDisk(place, "2m");
+    const stateDir = disk.dir;
     unmount = () => {
-      Bun.spawnSync(["umount", "-l", stateDir]);
+      disk.unmount();
       const spilled = spillDir(place.state); // this host's /dev/shm (the phone has none)
       if (where === "host" && spilled) rmSync(spilled, { recursive: true, force: true });
     };

@@ -36,8 +36,7 @@ import {
   waitFor,
   type ServiceSpec,
 } from "./helpers.ts";
-import { closePlaces, openPlace } from "./places.ts";
-import { APP_UID } from "./termux.ts";
+import { closePlaces, openPlace, smallStateDisk } from "./places.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -310,17 +309,10 @@ test("the spool keeps room on disk for a full disk; without it (no spool yet) /d
 }, 60_000);
 
 test("a full disk on the phone (no /dev/shm): a state with no file lives in the loop's memory only", async () => {
-  // The phone's state dir a 512 KiB tmpfs of the app's, mounted before the phone boots (its files are
-  // bound in with what is mounted under them), as a full /data partition is to Termux.
+  // The phone's state dir a 512 KiB tmpfs of the app's, as a full /data partition is to Termux.
   const phone = openPlace("phone");
-  const state = phone.stateFile("");
-  mkdirSync(state, { recursive: true });
-  const uid = `uid=${APP_UID},gid=${APP_UID}`;
-  expect((await run(["mount", "-t", "tmpfs", "-o", `size=512k,mode=0700,${uid}`, "tmpfs", state])).code).toBe(0);
-  afterPhone = async () => {
-    Bun.spawnSync(["umount", "-l", state]); // gone from here at once (the phone's copy goes with it)
-    await phone.cleanup();
-  };
+  const { dir: state, unmount } = await smallStateDisk(phone, "512k");
+  afterPhone = async () => (unmount(), await phone.cleanup());
   const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("", { status: 500 }) });
   stops.push(() => web.stop(true));
   const configure = (more: ServiceSpec[] = []) =>
@@ -377,14 +369,8 @@ test("a full disk on the phone (no /dev/shm): a state with no file lives in the 
 
 test("on the phone (no /dev/shm), a loop on a full disk never undoes an operator either", async () => {
   const phone = openPlace("phone");
-  const state = phone.stateFile("");
-  mkdirSync(state, { recursive: true });
-  const uid = `uid=${APP_UID},gid=${APP_UID}`;
-  expect((await run(["mount", "-t", "tmpfs", "-o", `size=1m,mode=0700,${uid}`, "tmpfs", state])).code).toBe(0);
-  afterPhone = async () => {
-    Bun.spawnSync(["umount", "-l", state]); // gone from here at once (the phone's copy goes with it)
-    await phone.cleanup();
-  };
+  const { dir: state, unmount } = await smallStateDisk(phone, "1m");
+  afterPhone = async () => (unmount(), await phone.cleanup());
   const [webPort, dbPort] = [await freePort(), await freePort()];
   // Pidfiles in HOME, not on the full disk: the services can be started there.
   const spec = (name: string, port: number): ServiceSpec => ({

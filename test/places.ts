@@ -115,6 +115,20 @@ export function openPlace(name: PlaceName, { termuxServices = false } = {}): Pla
   return name === "host" ? onHost() : onPhone(termuxServices);
 }
 
+/**
+ * The place's state dir a tmpfs of `size` (a disk the test can fill), the user's, 0700: mounted before the
+ * phone boots (its files are bound in with what is mounted under them). Where this test finds it, and
+ * what unmounts it (lazily: gone from here at once; the phone's copy goes with the phone) — before cleanup.
+ */
+export async function smallStateDisk(place: Place, size: string): Promise<{ dir: string; unmount: () => void }> {
+  const dir = place.stateFile("");
+  mkdirSync(dir, { recursive: true }); // its parents open to the user (0755), the tmpfs itself 0700
+  const options = `size=${size},mode=0700,uid=${place.uid},gid=${place.uid}`;
+  const mounted = await run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", dir]);
+  if (mounted.code !== 0) throw new Error(`mount ${dir}: ${mounted.stderr}`);
+  return { dir, unmount: () => void Bun.spawnSync(["umount", "-l", dir]) };
+}
+
 /** After a file's tests: the public copy the phone runs (helpers.ts publicCopy). */
 export const closePlaces = () => removePublicCopy();
 
