@@ -405,8 +405,8 @@ test("on the phone (no /dev/shm), a loop on a full disk never undoes an operator
   const refused = await phone.tend(["watchdog", "pause", "db", "--for", "1h"]);
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain(
-    "cannot pause db: its state cannot be saved (no space left on the device) where the watchdog would see it " +
-      "(only this process's memory only (no /dev/shm)): nothing done; free space in",
+    "cannot pause db: its state cannot be saved (no space left on the device) and would be kept in this " +
+      "process's memory only (no /dev/shm), which the watchdog never sees: nothing done; free space in",
   );
   expect(refused.stdout).toBe("");
   expect(phone.read("watchdog.log")).not.toContain("db: paused");

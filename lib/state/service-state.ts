@@ -134,8 +134,8 @@ export function saveForOperator(stateDir: string, name: string, state: ServiceSt
   const saved = writeState(stateDir, name, state);
   if (saved.shared) return;
   throw new TendError(
-    `cannot ${doing}: its state cannot be saved (no space left on the device) where the watchdog would ` +
-      `see it (only ${saved.spilledTo!.slice("in ".length)}): nothing done; free space in ${stateDir}, then try again`,
+    `cannot ${doing}: its state cannot be saved (no space left on the device) and would be kept ` +
+      `${saved.spilledTo}, which the watchdog never sees: nothing done; free space in ${stateDir}, then try again`,
     1,
   );
 }
