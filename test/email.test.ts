@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCa } from "./certs.ts";
-import { freePort, ROOT, waitFor } from "./helpers.ts";
+import { freePort, ROOT, run, TEND, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
 let box: Place;
@@ -255,3 +255,28 @@ for (const place of PLACES)
       }
     }, 30_000);
   });
+
+test("localhost resolved ::1 first (a fresh Debian has no /etc/hosts): the mail reaches a server on 127.0.0.1", async () => {
+  box = openPlace("host");
+  here = mkdtempSync(join(tmpdir(), "tend-email-"));
+  const server = await smtp();
+  config(`smtp://localhost:${server.port}`);
+  // This run's /etc/hosts names ::1 first, as the resolver answered there (nss-myhostname's order).
+  const hosts = join(here, "hosts");
+  writeFileSync(hosts, "::1 localhost\n127.0.0.1 localhost\n");
+  const sent = await run(
+    [
+      "unshare",
+      "--mount",
+      "--propagation",
+      "private",
+      "sh",
+      "-c",
+      `mount --bind ${hosts} /etc/hosts && exec ${TEND} notify --config ${box.configFile.inside} "✅ web recovered"`,
+    ],
+    { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: here, TZ: "UTC" } },
+  );
+  expect(sent.stderr).toBe("");
+  expect(sent.code).toBe(0);
+  await waitFor(() => server.received().length === 1, 10_000, "the mail");
+}, 30_000);

@@ -71,12 +71,16 @@ export async function systemAddress(host: string, timeoutMs: number): Promise<st
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const found = await Promise.race([
-      lookup(host),
+      lookup(host, { all: true }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
-    return found.address;
+    // IPv4 first where the name has both (as nodemailer's own resolving did): a server on 127.0.0.1
+    // alone is found by "localhost" where the resolver says ::1 first (a fresh Debian: no /etc/hosts).
+    const chosen = found.find((entry) => entry.family === 4) ?? found[0];
+    if (!chosen) throw Object.assign(new Error("no address"), { code: "ENOTFOUND" });
+    return chosen.address;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === "ENOTFOUND" ? "no such name" : (error as Error).message;
