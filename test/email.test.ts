@@ -256,7 +256,7 @@ for (const place of PLACES)
     }, 30_000);
   });
 
-test("localhost said ::1 first (a fresh Debian has no /etc/hosts): the mail reaches a server on 127.0.0.1", async () => {
+test("localhost said ::1 first (no /etc/hosts on a fresh Debian): the mail reaches a server on 127.0.0.1", async () => {
   box = openPlace("host");
   here = mkdtempSync(join(tmpdir(), "tend-email-"));
   const server = await smtp();
