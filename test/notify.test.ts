@@ -884,79 +884,81 @@ describe("each receiver's rules, checked in the body the receiver gets", () => {
   }, 30_000);
 });
 
-describe("heartbeat: Uptime Kuma and healthchecks.io", () => {
-  function heartbeat(url: string, servicePort: number) {
-    box = new Sandbox();
-    box.configure({
-      watchdog: { heartbeat_url: `${url}` },
-      services: [{ name: "web", check: { tcp: `127.0.0.1:${servicePort}` } }],
+for (const where of PLACES)
+  describe(`heartbeat: Uptime Kuma and healthchecks.io (${where})`, () => {
+    function heartbeat(url: string, servicePort: number) {
+      const place = (at = openPlace(where));
+      target = place;
+      place.configure({
+        watchdog: { heartbeat_url: `${url}` },
+        services: [{ name: "web", check: { tcp: `127.0.0.1:${servicePort}` } }],
+      });
+    }
+    const pings = () => hook.seen.filter((request) => !request.path.startsWith("/topic"));
+
+    test("Uptime Kuma push URL: {status}, {msg} and {ping} (the pass's ms) are filled in, a GET", async () => {
+      const port = await freePort();
+      heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}&ping={ping}`, port);
+      await at!.tend(["watchdog"]);
+      expect(pings()[0]).toMatchObject({ method: "GET", path: `/api/push/${SECRET}` });
+      expect(pings()[0].search).toMatch(/^\?status=down&msg=down%3A%20web&ping=\d+$/);
+      const server = await fixtureServer(port, [], (pid) => fixtures.push(pid));
+      await at!.tend(["watchdog"]);
+      server.kill();
+      expect(pings()[1].search).toMatch(/^\?status=up&msg=all%20services%20healthy&ping=\d+$/);
+    }, 30_000);
+
+    test("healthchecks.io: /fail goes on the path, never in the query; the body is the pass's summary", async () => {
+      heartbeat(`${base}/ping/${SECRET}?rid=7`, await freePort());
+      await at!.tend(["watchdog"]);
+      expect(pings()[0]).toMatchObject({
+        method: "POST",
+        path: `/ping/${SECRET}/fail`,
+        search: "?rid=7",
+        body: "down: web",
+      });
     });
-  }
-  const pings = () => hook.seen.filter((request) => !request.path.startsWith("/topic"));
 
-  test("Uptime Kuma push URL: {status}, {msg} and {ping} (the pass's ms) are filled in, a GET", async () => {
-    const port = await freePort();
-    heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}&ping={ping}`, port);
-    await box.tend(["watchdog"]);
-    expect(pings()[0]).toMatchObject({ method: "GET", path: `/api/push/${SECRET}` });
-    expect(pings()[0].search).toMatch(/^\?status=down&msg=down%3A%20web&ping=\d+$/);
-    const server = await box.server(port);
-    await box.tend(["watchdog"]);
-    server.kill();
-    expect(pings()[1].search).toMatch(/^\?status=up&msg=all%20services%20healthy&ping=\d+$/);
-  }, 30_000);
+    test("Uptime Kuma's 500 'Monitor not found or not active' is refused for good: said, then left a day", async () => {
+      const port = await freePort();
+      heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}`, port);
+      hook.modes = ["kuma-gone"];
+      const first = await at!.tend(["watchdog"]);
+      expect(first.stdout).toContain("refused for good: HTTP 500");
+      expect(first.stdout).toContain("Monitor not found or not active");
+      expect(first.stdout).not.toContain(SECRET);
+      const second = await at!.tend(["watchdog"]);
+      expect(pings()).toHaveLength(1); // not pinged again every pass
+      expect(second.stdout).not.toContain("heartbeat ping");
+      // A day later it is tried (and said) again.
+      const file = at!.stateFile("heartbeat-ping.json");
+      const saved = JSON.parse(readFileSync(file, "utf8"));
+      writeFileSync(file, JSON.stringify({ refused: { ...saved.refused, at: saved.refused.at - 86_400_001 } }));
+      const later = await at!.tend(["watchdog"]);
+      expect(pings()).toHaveLength(2);
+      expect(later.stdout).toContain("refused for good");
+    }, 30_000);
 
-  test("healthchecks.io: /fail goes on the path, never inside the query; the body is the pass's summary", async () => {
-    heartbeat(`${base}/ping/${SECRET}?rid=7`, await freePort());
-    await box.tend(["watchdog"]);
-    expect(pings()[0]).toMatchObject({
-      method: "POST",
-      path: `/ping/${SECRET}/fail`,
-      search: "?rid=7",
-      body: "down: web",
+    test("a heartbeat answered by a redirect is not followed (it fails, logged)", async () => {
+      const elsewhere = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("followed") });
+      let redirected = 0;
+      const redirector = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: () => (redirected++, Response.redirect(`http://127.0.0.1:${elsewhere.port}/ping`, 302)),
+      });
+      let followed = 0;
+      elsewhere.reload({ fetch: () => (followed++, new Response("followed")) });
+      heartbeat(`http://127.0.0.1:${redirector.port}/ping/${SECRET}`, await freePort());
+      const pass = await at!.tend(["watchdog"]);
+      redirector.stop(true);
+      elsewhere.stop(true);
+      expect(redirected).toBe(1);
+      expect(followed).toBe(0);
+      expect(pass.stdout).toContain("[NOTIFY] heartbeat ping to");
+      expect(pass.stdout).toContain("failed: HTTP 302");
     });
   });
-
-  test("Uptime Kuma's 500 'Monitor not found or not active' is refused for good: said, then left a day", async () => {
-    const port = await freePort();
-    heartbeat(`${base}/api/push/${SECRET}?status={status}&msg={msg}`, port);
-    hook.modes = ["kuma-gone"];
-    const first = await box.tend(["watchdog"]);
-    expect(first.stdout).toContain("refused for good: HTTP 500");
-    expect(first.stdout).toContain("Monitor not found or not active");
-    expect(first.stdout).not.toContain(SECRET);
-    const second = await box.tend(["watchdog"]);
-    expect(pings()).toHaveLength(1); // not pinged again every pass
-    expect(second.stdout).not.toContain("heartbeat ping");
-    // A day later it is tried (and said) again.
-    const file = join(box.state, "heartbeat-ping.json");
-    const saved = JSON.parse(readFileSync(file, "utf8"));
-    writeFileSync(file, JSON.stringify({ refused: { ...saved.refused, at: saved.refused.at - 86_400_001 } }));
-    const later = await box.tend(["watchdog"]);
-    expect(pings()).toHaveLength(2);
-    expect(later.stdout).toContain("refused for good");
-  }, 30_000);
-
-  test("a heartbeat answered by a redirect is not followed (it fails, logged)", async () => {
-    const elsewhere = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("followed") });
-    let redirected = 0;
-    const redirector = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: () => (redirected++, Response.redirect(`http://127.0.0.1:${elsewhere.port}/ping`, 302)),
-    });
-    let followed = 0;
-    elsewhere.reload({ fetch: () => (followed++, new Response("followed")) });
-    heartbeat(`http://127.0.0.1:${redirector.port}/ping/${SECRET}`, await freePort());
-    const pass = await box.tend(["watchdog"]);
-    redirector.stop(true);
-    elsewhere.stop(true);
-    expect(redirected).toBe(1);
-    expect(followed).toBe(0);
-    expect(pass.stdout).toContain("[NOTIFY] heartbeat ping to");
-    expect(pass.stdout).toContain("failed: HTTP 302");
-  });
-});
 
 describe("gotify and pushover (STAND-INS that follow their documented APIs: no server of either runs here)", () => {
   test("gotify: POST /message, the token in X-Gotify-Key (not the URL), priority by event; 401 is dead", async () => {

@@ -4,9 +4,9 @@
 // given (paths, the example service, PIDs it wrote) is said as tend sees it, and mapped back here.
 //
 // Written against a place (both): the pass (watchdog), restart.tmux and restart.runit, blogtunnel, the
-// operator's commands, notify's failures and alert path, spool lines, safe-kill, flapping, the answers
-// corpus, TLS judgements, tcp send/expect, localhost, a broken stdout, a live configuration, the
-// per-service locks, power cuts (idempotency, restart-record), a last boot's pidfile, log rotation,
+// operator's commands, notify's failures, alert path and heartbeats, spool lines, safe-kill, flapping,
+// the answers corpus, TLS judgements, tcp send/expect, localhost, a broken stdout, a live configuration,
+// the per-service locks, power cuts (idempotency, restart-record), a last boot's pidfile, log rotation,
 // service truth (dependencies, DNS, memory, gaps, a stale status), stats/report/metrics/status on a
 // terminal, incident, hostile text, one truth in every view, serve, hardening (links, FIFOs, PIDs,
 // bounds, SIGTERM, ulimit, a power cut's leftovers), email, strict modes, chaos (its full disk mounted
@@ -22,9 +22,9 @@
 //   busy.port: refused on a phone, its degrade is termux.test's);
 // - receivers and oracles elsewhere: Prometheus and Alertmanager (fleet, alertmanager), the real curl's
 //   verdicts (differential) and servers' own logs (no-trace), whose tend side is the answers corpus's;
-// - not yet: notify's formats, spool and dedup, receivers' rules, heartbeat and gotify/pushover
-//   describes, self-update and the release channel (a phone takes the arm64 android build, which no
-//   place here runs), doctor's host rows (the phone's doctor is termux.test's), audit and import.
+// - not yet: notify's formats, spool and dedup, receivers' rules and gotify/pushover describes,
+//   self-update and the release channel (a phone takes the arm64 android build, which no place here
+//   runs), doctor's host rows (the phone's doctor is termux.test's), audit and import.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
