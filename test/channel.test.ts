@@ -4,20 +4,25 @@
 // answering the release's version around the real tend. Every refusal is exit 3 with nothing run or changed:
 // no signature, a bad one, an unknown key, a tampered release.json, a tampered binary, a replayed older
 // release, no binary for this host; a channel that cannot be fetched is exit 1.
-import { afterEach, expect, test } from "bun:test";
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { appendFileSync, chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, readdirSync } from "node:fs";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, ROOT, Sandbox, TEND } from "./helpers.ts";
+import { closePlaces, openPlace, type Place } from "./places.ts";
 
 let box: Sandbox;
+let phone: Place | null = null;
 let server: ReturnType<typeof Bun.serve> | null = null;
-afterEach(() => {
+afterEach(async () => {
   server?.stop(true);
   server = null;
   box?.cleanup();
+  await phone?.cleanup();
+  phone = null;
 });
+afterAll(() => closePlaces());
 
 const sha = (bytes: Uint8Array | string) =>
   createHash("sha256")
@@ -238,3 +243,59 @@ test("[self_update] keys: each must be ed25519:BASE64 of 32 bytes (validate name
   expect(misuse.code).toBe(2);
   expect(misuse.stderr).toContain("--allow-downgrade goes with --channel");
 });
+
+test("which binary a host takes: Termux only the Android build (arm64), a Mac arm64, Linux by machine", async () => {
+  const { targetOf } = await import("../lib/tools/channel.ts");
+  const rows: [string, string, boolean, string | null][] = [
+    ["linux", "x64", false, "linux-x64"],
+    ["linux", "arm64", false, "linux-arm64"],
+    ["android", "arm64", true, "linux-arm64-android"],
+    ["linux", "arm64", true, "linux-arm64-android"], // Termux as Bun's linux build sees it
+    ["linux", "x64", true, null], // an x64 Termux (an emulator): no release has its build
+    ["darwin", "arm64", false, "darwin-arm64"],
+    ["darwin", "x64", false, null],
+    ["win32", "x64", false, null],
+  ];
+  for (const [platform, arch, android, expected] of rows)
+    expect({ platform, arch, android, target: targetOf({ platform, arch, android }) as string | null }).toEqual({
+      platform,
+      arch,
+      android,
+      target: expected,
+    });
+});
+
+test("inside the phone: the signed channel over HTTP is verified there; its x64 build is no phone's: exit 3", async () => {
+  // This host's phone runs on x64 (android-x64), which no release has a build for (a phone is arm64): the
+  // install a channel leads to is self-update's, tested inside the phone there; here, what the phone checks
+  // before it: the fetch, openssl's signature, the target it asks for, and nothing changed when refused.
+  box = new Sandbox();
+  const signer = keyPair("release");
+  const { dir } = channel(join(box.dir, "www"), "9.3.0", signer.pem, [HOST_TARGET, "linux-arm64-android"]);
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => {
+      const file = join(dir, new URL(request.url).pathname.slice(1));
+      return existsSync(file) ? new Response(Bun.file(file)) : new Response("no", { status: 404 });
+    },
+  });
+  phone = openPlace("phone");
+  phone.writeConfig(`[watchdog]\nstate_dir = "${phone.state}"\n[self_update]\nkeys = ["${signer.key}"]\n`);
+  phone.writeScratch("bin/tend", readFileSync(TEND), 0o755);
+  const target = phone.scratch("bin/tend");
+  const before = sha(target.outside);
+  const url = `http://127.0.0.1:${server.port}`;
+  const refused = await phone.tend(["self-update", "--channel", url, "--yes", "--target", target.inside]);
+  expect(refused.stdout).toContain(`tend 9.3.0, signed by ${signer.key.slice(0, 16)}…`);
+  expect(refused.code).toBe(3);
+  expect(refused.stderr).toContain(
+    `the release has no binary for this host (android-x64); it has: ${HOST_TARGET}, linux-arm64-android`,
+  );
+  expect(sha(target.outside)).toBe(before);
+  // Signed by a key the phone does not trust: refused as on this host.
+  phone.writeConfig(`[watchdog]\nstate_dir = "${phone.state}"\n[self_update]\nkeys = ["${keyPair("other").key}"]\n`);
+  const unknown = await phone.tend(["self-update", "--channel", url, "--yes", "--target", target.inside]);
+  expect(unknown.code).toBe(3);
+  expect(sha(target.outside)).toBe(before);
+}, 60_000);

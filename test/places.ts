@@ -59,7 +59,7 @@ export interface Place {
   /** A file in HOME: its path as tend sees it, and where this test reads it. */
   scratch(name: string): { inside: string; outside: string };
   /** Write a file in HOME, the user's own (on the phone: the app's). */
-  writeScratch(name: string, text: string, mode?: number): void;
+  writeScratch(name: string, text: string | Uint8Array, mode?: number): void;
   /** Write a file of the state dir (a test's edit of what tend recorded, or what it finds there). */
   writeState(name: string, text: string, mode?: number): void;
   /** How a shell there names tend. */

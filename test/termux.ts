@@ -7,7 +7,8 @@
 //   for the app: glibc's programs read it from a file), /dev, /proc. The host's /usr, /tmp, /etc, /var
 //   are not there. glibc's loader and libraries are, at /lib64 and /lib/<arch>-linux-gnu: the phone's are
 //   bionic's in /system/lib64, and these programs (tend's linux build, Debian's tmux, dash, runit) need
-//   glibc's. $PREFIX/bin holds copies of Debian's programs as Termux's packages give them: dash as sh
+//   glibc's; /system/bin/linker64 is glibc's loader under bionic's linker's name (an ELF that names it, as
+//   the Android build does, runs: self-update.test's android-shaped build). $PREFIX/bin holds copies of Debian's programs as Termux's packages give them: dash as sh
 //   (Termux's sh is dash), coreutils, grep, sed, tmux (behind a wrapper that gives it Termux's built-in
 //   socket dir, $PREFIX/tmp: TMUX_TMPDIR itself stays unset, as on Termux);
 // - /proc mounted hidepid=2 (root's processes invisible to the app); /dev as Android's: its devices and
@@ -118,6 +119,11 @@ ln -s /proc/self/fd/2 dev/stderr
 mount --bind "/usr/lib/$multiarch" "lib/$multiarch"
 if [ -e /lib64/ld-linux-x86-64.so.2 ]; then ln -s "/lib/$multiarch/ld-linux-x86-64.so.2" lib64/; fi
 if [ -e /lib/ld-linux-aarch64.so.1 ]; then ln -s "/lib/$multiarch/ld-linux-aarch64.so.1" lib/; fi
+# bionic's linker's name with glibc's loader behind it: an ELF made for the phone (this host's build with
+# /system/bin/linker64 in its header: self-update.test's android build) runs as the Android build runs.
+for loader in /lib64/ld-linux-x86-64.so.2 /lib/ld-linux-aarch64.so.1; do
+  if [ -e "$loader" ]; then ln -s "/lib/$multiarch/\${loader##*/}" system/bin/linker64; fi
+done
 cp "$android" system/bin/android
 ln -s android system/bin/sh
 ln -s android system/bin/getprop
@@ -274,7 +280,7 @@ export class TermuxBox {
   }
 
   /** Write a file at an inside path, owned by the app. */
-  write(inside: string, text: string, mode = 0o644) {
+  write(inside: string, text: string | Uint8Array, mode = 0o644) {
     const path = this.outside(inside);
     mkdirSync(join(path, ".."), { recursive: true });
     writeFileSync(path, text, { mode });

@@ -10,6 +10,9 @@ export interface Host {
   android: boolean;
 }
 
+/** A host in words: Termux is android-ARCH whatever Bun's platform says (its build is not Linux's). */
+export const hostName = (host: Host) => `${host.android ? "android" : host.platform}-${host.arch}`;
+
 /** How many bytes of the file the check reads: the header, the program headers, the interpreter. */
 export const HEAD_BYTES = 64 * 1024;
 
@@ -53,7 +56,7 @@ function looksLike(head: Uint8Array): string {
  * without it), or a 64-bit Mach-O for the Mac's CPU.
  */
 export function executableProblem(head: Uint8Array, host: Host): string | null {
-  const want = `${host.android ? "android" : host.platform}-${host.arch}`;
+  const want = hostName(host);
   const u32 = (at: number, little = true) =>
     new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(at, little);
   if (head.byteLength >= 64 && head[0] === 0x7f && head[1] === 0x45 && head[2] === 0x4c && head[3] === 0x46) {

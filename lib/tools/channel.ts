@@ -11,7 +11,7 @@ import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { inWords } from "../os/files.ts";
 import { networkReason } from "../os/net.ts";
-import type { Host } from "../core/executable.ts";
+import { hostName, type Host } from "../core/executable.ts";
 import { thisHost, updateBinary, type UpdateIo } from "./update.ts";
 
 /** The targets a release carries (SPEC "Releases"): `bun build --target=bun-<target>`. */
@@ -177,7 +177,7 @@ export async function updateFromChannel(update: ChannelUpdate, io: UpdateIo): Pr
   const entry = target ? release.targets[target] : undefined;
   if (!target || !entry)
     throw refused(
-      `the release has no binary for this host (${target ?? `${host.platform}-${host.arch}`}); it has: ` +
+      `the release has no binary for this host (${target ?? hostName(host)}); it has: ` +
         `${Object.keys(release.targets).join(", ") || "none"}`,
     );
   if (compareVersions(release.version, update.current) < 0 && !update.allowDowngrade)
