@@ -1,86 +1,135 @@
-// tend doctor on this host: what is here is ok, what is not is missing or limited, and the exit
-// code follows what the configuration uses.
-import { afterAll, afterEach, expect, test } from "bun:test";
+// tend doctor: what is here is ok, what is not is missing or limited, and the exit code follows what the
+// configuration uses: on this host and inside the phone (test/places.ts), but for cron's rows (Debian's
+// cron, for a second user) and cron's tmux server, this host's (the phone's crond and Termux:Boot rows are
+// termux.test's).
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox, TEND, testUser } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
-afterEach(() => box?.cleanup());
+let place: Place | null = null;
+afterEach(async () => {
+  box?.cleanup();
+  await place?.cleanup();
+  place = null;
+});
+afterAll(() => closePlaces());
 
 const rowsOf = (stdout: string) =>
   Object.fromEntries(JSON.parse(stdout).capabilities.map((row: { name: string }) => [row.name, row]));
 
-test("doctor: one row per capability; --send-test delivers; exit 0 when what the config uses works", async () => {
-  box = new Sandbox();
-  const received: string[] = [];
-  const hook = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    async fetch(request) {
-      received.push(await request.text());
-      return new Response("ok");
-    },
-  });
-  box.configure({
-    notify: { url: `http://127.0.0.1:${hook.port}/topic` },
-    services: [{ name: "blog", check: { tcp: "127.0.0.1:1" }, restart: { tmux: "main:blog", run: "true" } }],
-  });
-  const run = await box.tend(["doctor", "--json"]);
-  expect(run.code).toBe(0);
-  const rows = rowsOf(run.stdout);
-  for (const name of [
-    "flock",
-    "process start times",
-    "RSS (/proc)",
-    "listeners (/proc/net/tcp)",
-    "tmux",
-    "systemctl",
-    "launchctl",
-    "cron",
-    "Termux:Boot",
-    "state dir",
-    "config",
-    "notify target",
-  ]) {
-    expect(["ok", "missing", "limited"]).toContain(rows[name]?.status);
-  }
-  expect(rows.tmux).toMatchObject({ status: "ok", used: true, detail: expect.stringMatching(/^tmux \d/) });
-  expect(rows.flock.status).toBe("ok");
-  // A pass's work, done once (the device check): spawn and reap, the lock, its own start time, a local fetch.
-  for (const name of ["spawn and reap", "own start time", "local fetch"]) expect(rows[name].status).toBe("ok");
-  expect(rows["own start time"].detail).toMatch(/^\/proc\/self\/stat and a boot time from sysinfo: started \d+s ago$/);
-  expect(rows["process visibility"]).toBeUndefined(); // the phone's rows only on Termux
-  expect(rows.launchctl).toMatchObject({ status: "missing", used: false });
-  expect(rows["notify target"]).toMatchObject({
-    status: "ok",
-    detail: `http://127.0.0.1:${hook.port}/… reachable (--send-test sends one)`,
-  });
-  expect(received).toEqual([]); // reachable is a connection, not a message
+for (const where of PLACES)
+  describe(`doctor (${where})`, () => {
+    test("one row per capability; --send-test delivers; exit 0 when what the config uses works", async () => {
+      const at = (place = openPlace(where));
+      const received: string[] = [];
+      const hook = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        async fetch(request) {
+          received.push(await request.text());
+          return new Response("ok");
+        },
+      });
+      at.configure({
+        notify: { url: `http://127.0.0.1:${hook.port}/topic` },
+        services: [{ name: "blog", check: { tcp: "127.0.0.1:1" }, restart: { tmux: "main:blog", run: "true" } }],
+      });
+      try {
+        const run = await at.tend(["doctor", "--json"]);
+        expect(run.stderr).toBe("");
+        expect(run.code).toBe(0);
+        const rows = rowsOf(run.stdout);
+        for (const name of [
+          "flock",
+          "process start times",
+          "RSS (/proc)",
+          "listeners (/proc/net/tcp)",
+          "tmux",
+          "systemctl",
+          "launchctl",
+          "cron",
+          "Termux:Boot",
+          "state dir",
+          "config",
+          "notify target",
+        ]) {
+          expect({ name, status: ["ok", "missing", "limited"].includes(rows[name]?.status) }).toEqual({
+            name,
+            status: true,
+          });
+        }
+        expect(rows.tmux).toMatchObject({ status: "ok", used: true, detail: expect.stringMatching(/^tmux \d/) });
+        expect(rows.flock.status).toBe("ok");
+        // A pass's work, done once (the device check): spawn and reap, the lock, its start time, a local fetch.
+        for (const name of ["spawn and reap", "own start time", "local fetch"]) expect(rows[name].status).toBe("ok");
+        expect(rows["own start time"].detail).toMatch(
+          /^\/proc\/self\/stat and a boot time from sysinfo: started \d+s ago$/,
+        );
+        // The phone's rows only on Termux; there, root's processes are hidden (hidepid=2).
+        if (where === "host") expect(rows["process visibility"]).toBeUndefined();
+        else expect(rows["process visibility"]).toMatchObject({ status: "limited" });
+        expect(rows.launchctl).toMatchObject({ status: "missing", used: false });
+        expect(rows["notify target"]).toMatchObject({
+          status: "ok",
+          detail: `http://127.0.0.1:${hook.port}/… reachable (--send-test sends one)`,
+        });
+        expect(received).toEqual([]); // reachable is a connection, not a message
 
-  const sent = await box.tend(["doctor", "--send-test"]);
-  expect(sent.code).toBe(0);
-  expect(sent.stdout).toMatch(/notify target\s+ok\s+test message to http:\/\/127\.0\.0\.1:\d+\/…: HTTP 200/);
-  expect(received).toEqual([expect.stringMatching(/^tend doctor: a test notification from /)]);
-  hook.stop(true);
-});
+        const sent = await at.tend(["doctor", "--send-test"]);
+        expect(sent.code).toBe(0);
+        expect(sent.stdout).toMatch(/notify target\s+ok\s+test message to http:\/\/127\.0\.0\.1:\d+\/…: HTTP 200/);
+        expect(received).toEqual([expect.stringMatching(/^tend doctor: a test notification from /)]);
+      } finally {
+        hook.stop(true);
+      }
+    });
 
-test("doctor: exit 1 when something the config uses is missing (state dir others may write, launchd)", async () => {
-  box = new Sandbox();
-  mkdirSync(box.state);
-  chmodSync(box.state, 0o777);
-  box.configure({ services: [{ name: "agent", launchd: "org.example.agent", check: { process: true } }] });
-  const run = await box.tend(["doctor"]);
-  expect(run.code).toBe(1);
-  expect(run.stdout).toMatch(/state dir\s+missing\s+.* mode 0777: chmod go-w /);
-  expect(run.stdout).toMatch(/launchctl\s+missing\s+not macOS\n\s+affects: restart\.launchd/);
-  const noConfig = await box.tend(["doctor", "--json"], { env: { TEND_CONFIG: `${box.dir}/none.toml` } });
-  expect(noConfig.code).toBe(1);
-  expect(rowsOf(noConfig.stdout).config).toMatchObject({
-    status: "missing",
-    detail: expect.stringContaining("no such file"),
+    test("exit 1 when something the config uses is missing (state dir others may write, launchd)", async () => {
+      const at = (place = openPlace(where));
+      // Made by the user, as a careless chmod leaves it.
+      expect((await at.shell(`mkdir -p '${at.state}' && chmod 777 '${at.state}'`)).code).toBe(0);
+      at.configure({ services: [{ name: "agent", launchd: "org.example.agent", check: { process: true } }] });
+      const run = await at.tend(["doctor"]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/state dir\s+missing\s+.* mode 0777: chmod go-w /);
+      expect(run.stdout).toMatch(/launchctl\s+missing\s+not macOS\n\s+affects: restart\.launchd/);
+      const noConfig = await at.tend(["doctor", "--json"], { TEND_CONFIG: at.scratch("none.toml").inside });
+      expect(noConfig.code).toBe(1);
+      expect(rowsOf(noConfig.stdout).config).toMatchObject({
+        status: "missing",
+        detail: expect.stringContaining("no such file"),
+      });
+    });
+
+    test("the tmux row for a service with its own socket looks at that server, not tmux's default", async () => {
+      const at = (place = openPlace(where));
+      const socket = at.scratch("panes.sock").inside;
+      at.configure({
+        services: [
+          {
+            name: "api",
+            check: { tcp: "127.0.0.1:1" },
+            restart: { tmux: "main:api", run: "sleep 1000", socket },
+          },
+        ],
+      });
+      expect((await at.tmux(["-S", socket, "new-session", "-d", "-s", "main", "sleep 1000"])).code).toBe(0);
+      try {
+        const rows = rowsOf((await at.tend(["doctor", "--json"])).stdout);
+        expect(rows["tmux server"]).toBeUndefined(); // no service uses the default server
+        expect(rows[`tmux server (socket ${socket})`]).toMatchObject({
+          status: "ok",
+          used: true,
+          detail: `${socket}: sessions main`,
+        });
+      } finally {
+        await at.tmux(["-S", socket, "kill-server"]);
+      }
+    });
   });
-});
 
 const DOCTOR_USER = "tenddoctor";
 let doctorUser: ReturnType<typeof testUser> | null = null;
@@ -189,31 +238,14 @@ test("doctor names the tmux server the panes live on when it is not the one cron
   }
 });
 
-test("doctor's tmux row for a service with its own socket looks at that server, not tmux's default", async () => {
-  box = new Sandbox();
-  const socket = `${box.dir}/panes.sock`;
-  box.configure({
-    services: [
-      {
-        name: "api",
-        check: { tcp: "127.0.0.1:1" },
-        restart: { tmux: "main:api", run: "sleep 1000", socket },
-      },
-    ],
+test("on the phone, panes on Termux's tmux server ($PREFIX/tmp) are the server crond's tend talks to: ok", async () => {
+  // Termux's tmux has its socket dir built in and TMUX_TMPDIR unset, in a shell and under crond alike.
+  const at = (place = openPlace("phone"));
+  at.configure({
+    services: [{ name: "blog", check: { tcp: "127.0.0.1:1" }, restart: { tmux: "main:blog", run: "sleep 1000" } }],
   });
-  const started = Bun.spawnSync(["tmux", "-S", socket, "new-session", "-d", "-s", "main", "sleep 1000"], {
-    env: box.env(),
-  });
-  expect(started.exitCode).toBe(0);
-  try {
-    const rows = rowsOf((await box.tend(["doctor", "--json"])).stdout);
-    expect(rows["tmux server"]).toBeUndefined(); // no service uses the default server
-    expect(rows[`tmux server (socket ${socket})`]).toMatchObject({
-      status: "ok",
-      used: true,
-      detail: `${socket}: sessions main`,
-    });
-  } finally {
-    Bun.spawnSync(["tmux", "-S", socket, "kill-server"]);
-  }
+  expect((await at.tmux(["new-session", "-d", "-s", "main", "sleep 1000"])).code).toBe(0);
+  const rows = rowsOf((await at.tend(["doctor", "--json"])).stdout);
+  expect(rows["tmux server"]).toMatchObject({ status: "ok", used: true });
+  expect(rows["tmux server"].detail).toMatch(/\/usr\/tmp\/tmux-10123\/default: sessions main/);
 });
