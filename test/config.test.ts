@@ -1,76 +1,113 @@
-// Configuration: lookup order, defaults, and a table of malformed configs, each run through the binary.
+// Configuration: lookup order, defaults, and a table of malformed configs, each run through the binary, on
+// this host and inside the phone (test/places.ts).
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig } from "../lib/config/load.ts";
 import { formatDuration, parseDuration } from "../lib/core/duration.ts";
-import { Sandbox } from "./helpers.ts";
 import { MALFORMED, service } from "./malformed.ts";
+import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
-const box = new Sandbox();
-afterAll(() => box.cleanup());
-
-describe("malformed configurations: exit 2, the key path named, nothing done", () => {
-  test.each(MALFORMED)("%s", async (_name, text, message) => {
-    const dir = join(box.dir, `case-${Math.random().toString(36).slice(2)}`);
-    mkdirSync(dir);
-    const path = join(dir, text.startsWith("{") ? "tend.json" : "tend.toml");
-    // The state dir lives inside the case dir: a pass that acted at all would create it.
-    writeFileSync(path, text.startsWith("{") ? text : `${text}`);
-    const env = { TEND_STATE_DIR: join(dir, "state") };
-    const validate = await box.tend(["watchdog", "validate", "--config", path], { env });
-    expect(validate.code).toBe(2);
-    expect(validate.stderr).toContain(message);
-    const pass = await box.tend(["watchdog", "pass", "--config", path], { env });
-    expect(pass.code).toBe(2);
-    expect(pass.stdout).toBe("");
-    expect(existsSync(join(dir, "state"))).toBe(false);
-  });
-  test("there are at least 30 of them", () => expect(MALFORMED.length).toBeGreaterThanOrEqual(30));
-  test("a pass from cron logs the config error in the existing state dir, and does nothing else", async () => {
-    const dir = join(box.dir, "cron-case");
-    const state = join(dir, "state");
-    mkdirSync(state, { recursive: true, mode: 0o700 });
-    const path = join(dir, "tend.toml");
-    writeFileSync(
-      path,
-      `state_dir = "${state}"\n[[service]]\nname = "web"\ncheck = { http = "nope://x\\u001b[31m" }\n`,
-    );
-    const pass = await box.tend(["watchdog", "pass", "--config", path]);
-    expect(pass.code).toBe(2);
-    const log = readFileSync(join(state, "watchdog.log"), "utf8");
-    expect(log).toMatch(/\[ERROR\] configuration: .*service\[0\]\.check\.http/);
-    expect(log).not.toContain("\u001b");
-    expect(readdirSync(state).filter((name) => name !== "services")).toEqual(["watchdog.log"]);
-    expect(existsSync(join(state, "services", "web.json"))).toBe(false);
-  });
+/** One place of each kind for the whole file: each test writes in a directory of its own there. */
+const opened: Partial<Record<PlaceName, Place>> = {};
+const placeOf = (where: PlaceName) => (opened[where] ??= openPlace(where));
+afterAll(async () => {
+  for (const place of Object.values(opened)) await place.cleanup();
+  closePlaces();
 });
+/** A file of the place's HOME: its path as tend sees it (the user's, 0644). */
+const put = (where: PlaceName, name: string, text: string) => {
+  placeOf(where).writeScratch(name, text);
+  return placeOf(where).scratch(name).inside;
+};
 
-describe("configuration lookup and defaults", () => {
-  test("--config > $TEND_CONFIG > $XDG_CONFIG_HOME/tend/tend.toml > /etc/tend/tend.toml", async () => {
-    const xdg = join(box.dir, "xdg");
-    mkdirSync(join(xdg, "tend"), { recursive: true });
-    writeFileSync(join(xdg, "tend", "tend.toml"), service("", 'tcp = "127.0.0.1:1"').replace('"web"', '"from-xdg"'));
-    const viaEnv = join(box.dir, "env.toml");
-    writeFileSync(viaEnv, service("", 'tcp = "127.0.0.1:1"').replace('"web"', '"from-env"'));
-    const viaFlag = join(box.dir, "flag.json");
-    writeFileSync(viaFlag, JSON.stringify({ service: [{ name: "from-flag", check: { tcp: "127.0.0.1:1" } }] }));
-    const plan = async (args: string[], env: Record<string, string>) =>
-      (await box.tend(["watchdog", "plan", ...args], { env })).stdout;
-    expect(await plan(["--config", viaFlag], { TEND_CONFIG: viaEnv, XDG_CONFIG_HOME: xdg })).toContain(
-      '[service "from-flag"]',
-    );
-    expect(await plan([], { TEND_CONFIG: viaEnv, XDG_CONFIG_HOME: xdg })).toContain('[service "from-env"]');
-    expect(await plan([], { TEND_CONFIG: "", XDG_CONFIG_HOME: xdg })).toContain('[service "from-xdg"]');
-    const none = await box.tend(["watchdog", "validate"], {
-      env: { TEND_CONFIG: "", XDG_CONFIG_HOME: join(box.dir, "nothing") },
+test("there are at least 30 malformed configurations", () => expect(MALFORMED.length).toBeGreaterThanOrEqual(30));
+
+for (const where of PLACES)
+  describe(`malformed configurations: exit 2, the key path named, nothing done (${where})`, () => {
+    test.each(MALFORMED)("%s", async (_name, text, message) => {
+      const dir = `case-${Math.random().toString(36).slice(2)}`;
+      const path = put(where, `${dir}/${text.startsWith("{") ? "tend.json" : "tend.toml"}`, text);
+      // The state dir lives inside the case dir: a pass that acted at all would create it.
+      const state = placeOf(where).scratch(`${dir}/state`);
+      const env = { TEND_STATE_DIR: state.inside };
+      const validate = await placeOf(where).tend(["watchdog", "validate", "--config", path], env);
+      expect(validate.code).toBe(2);
+      expect(validate.stderr).toContain(message);
+      const pass = await placeOf(where).tend(["watchdog", "pass", "--config", path], env);
+      expect(pass.code).toBe(2);
+      expect(pass.stdout).toBe("");
+      expect(existsSync(state.outside)).toBe(false);
     });
-    if (!existsSync("/etc/tend/tend.toml")) {
-      expect(none.code).toBe(2);
-      expect(none.stderr).toContain("no configuration found");
-    }
+    test("a pass from cron logs the config error in the existing state dir, and does nothing else", async () => {
+      const at = placeOf(where);
+      const state = at.scratch("cron-case/state");
+      expect((await at.shell(`mkdir -p '${state.inside}' && chmod 700 '${state.inside}'`)).code).toBe(0);
+      const path = put(
+        where,
+        "cron-case/tend.toml",
+        `state_dir = "${state.inside}"\n[[service]]\nname = "web"\ncheck = { http = "nope://x\\u001b[31m" }\n`,
+      );
+      const pass = await at.tend(["watchdog", "pass", "--config", path]);
+      expect(pass.code).toBe(2);
+      const log = readFileSync(join(state.outside, "watchdog.log"), "utf8");
+      expect(log).toMatch(/\[ERROR\] configuration: .*service\[0\]\.check\.http/);
+      expect(log).not.toContain("\u001b");
+      expect(readdirSync(state.outside).filter((name) => name !== "services")).toEqual(["watchdog.log"]);
+      expect(existsSync(join(state.outside, "services", "web.json"))).toBe(false);
+    });
   });
 
+for (const where of PLACES)
+  describe(`configuration lookup and plan (${where})`, () => {
+    test("--config > $TEND_CONFIG > $XDG_CONFIG_HOME/tend/tend.toml > /etc/tend/tend.toml", async () => {
+      const at = placeOf(where);
+      const xdg = at.scratch("xdg").inside;
+      put(where, "xdg/tend/tend.toml", service("", 'tcp = "127.0.0.1:1"').replace('"web"', '"from-xdg"'));
+      const viaEnv = put(where, "env.toml", service("", 'tcp = "127.0.0.1:1"').replace('"web"', '"from-env"'));
+      const viaFlag = put(
+        where,
+        "flag.json",
+        JSON.stringify({ service: [{ name: "from-flag", check: { tcp: "127.0.0.1:1" } }] }),
+      );
+      const plan = async (args: string[], env: Record<string, string>) =>
+        (await at.tend(["watchdog", "plan", ...args], env)).stdout;
+      expect(await plan(["--config", viaFlag], { TEND_CONFIG: viaEnv, XDG_CONFIG_HOME: xdg })).toContain(
+        '[service "from-flag"]',
+      );
+      expect(await plan([], { TEND_CONFIG: viaEnv, XDG_CONFIG_HOME: xdg })).toContain('[service "from-env"]');
+      expect(await plan([], { TEND_CONFIG: "", XDG_CONFIG_HOME: xdg })).toContain('[service "from-xdg"]');
+      const none = await at.tend(["watchdog", "validate"], {
+        TEND_CONFIG: "",
+        XDG_CONFIG_HOME: at.scratch("nothing").inside,
+      });
+      // The phone has no /etc/tend; this host may have one (an installed tend's).
+      if (where === "phone" || !existsSync("/etc/tend/tend.toml")) {
+        expect(none.code).toBe(2);
+        expect(none.stderr).toContain("no configuration found");
+      }
+    });
+
+    test("plan is stable: sorted keys, every default filled in", async () => {
+      const at = placeOf(where);
+      const path = put(
+        where,
+        "plan.toml",
+        `[watchdog]\nstate_dir = "/s"\n` + service('pidfile = "web.pid"\n[service.restart]\nspawn = ["srv"]'),
+      );
+      const first = await at.tend(["watchdog", "plan", "--config", path]);
+      expect(first.code).toBe(0);
+      expect(first.stdout).toBe((await at.tend(["watchdog", "plan", "--config", path])).stdout);
+      const block = first.stdout.split('[service "web"]\n')[1].trim().split("\n");
+      const keys = block.map((line) => line.split(" = ")[0]);
+      expect(keys).toEqual([...keys].sort());
+      expect(block).toContain('verify_timeout = "1m"');
+      expect(block).toContain('restart.output = "/s/services/web.out"');
+      expect(block).toContain('pidfile = "/s/web.pid"');
+    });
+  });
+
+describe("defaults", () => {
   test("[defaults] fill every service; the service and then the check override them", () => {
     const config = parseConfig(
       `[defaults]
@@ -106,23 +143,6 @@ timeout = "250ms"
     expect(parseConfig(text(), "/c/t.toml", { HOME: "/h", TEND_STATE_DIR: "/e" }).watchdog.stateDir).toBe("/e");
     expect(parseConfig(text(), "/c/t.toml", { HOME: "/h", XDG_STATE_HOME: "/x" }).watchdog.stateDir).toBe("/x/tend");
   });
-
-  test("plan is stable: sorted keys, every default filled in", async () => {
-    const path = join(box.dir, "plan.toml");
-    writeFileSync(
-      path,
-      `[watchdog]\nstate_dir = "/s"\n` + service('pidfile = "web.pid"\n[service.restart]\nspawn = ["srv"]'),
-    );
-    const first = await box.tend(["watchdog", "plan", "--config", path]);
-    expect(first.code).toBe(0);
-    expect(first.stdout).toBe((await box.tend(["watchdog", "plan", "--config", path])).stdout);
-    const block = first.stdout.split('[service "web"]\n')[1].trim().split("\n");
-    const keys = block.map((line) => line.split(" = ")[0]);
-    expect(keys).toEqual([...keys].sort());
-    expect(block).toContain('verify_timeout = "1m"');
-    expect(block).toContain('restart.output = "/s/services/web.out"');
-    expect(block).toContain('pidfile = "/s/web.pid"');
-  });
 });
 
 describe("durations", () => {
@@ -145,38 +165,41 @@ describe("durations", () => {
   });
 });
 
-describe("bundled examples", () => {
-  test("examples/tend.toml, the annotated reference, is a valid configuration", async () => {
-    const result = await box.tend([
-      "watchdog",
-      "validate",
-      "--config",
-      join(import.meta.dir, "..", "examples", "tend.toml"),
-    ]);
-    expect(result.stderr).toBe("");
-    expect(result.code).toBe(0);
-    expect(result.stdout).toContain("ok (5 services)");
+for (const where of PLACES)
+  describe(`bundled examples (${where})`, () => {
+    test("examples/tend.toml, the annotated reference, is a valid configuration", async () => {
+      const example = readFileSync(join(import.meta.dir, "..", "examples", "tend.toml"), "utf8");
+      const result = await placeOf(where).tend([
+        "watchdog",
+        "validate",
+        "--config",
+        put(where, "example.toml", example),
+      ]);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain("ok (5 services)");
+    });
   });
-});
 
-test('fail_codes may list no answer as 0 or "000", as blogtunnel --fail-codes does; it still fails', async () => {
-  const dir = join(box.dir, "fail-codes");
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, "tend.toml");
-  const config = (codes: string) =>
-    `[watchdog]\nstate_dir = "${join(dir, "state")}"\n[[service]]\nname = "tunnel"\n` +
-    `[service.check]\nhttp = "http://127.0.0.1:1/"\nfail_codes = ${codes}\n`;
-  for (const codes of ["[502, 503, 504, 530, 0]", '[502, 530, "000"]']) {
-    writeFileSync(path, config(codes));
-    expect((await box.tend(["watchdog", "validate", "--config", path])).code).toBe(0);
-    expect((await box.tend(["watchdog", "plan", "--config", path])).stdout).toContain("check.fail_codes = [");
-  }
-  // Nothing answers on port 1: no answer fails whether or not it is listed.
-  const pass = await box.tend(["watchdog", "pass", "--config", path]);
-  expect(pass.stdout).toContain("tunnel failed health check (no answer: connection refused (HTTP 000), failure 1/3)");
-  writeFileSync(path, config("[502, 1]"));
-  const bad = await box.tend(["watchdog", "validate", "--config", path]);
-  expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain("service[0].check.fail_codes: [502,1] is not a non-empty array of HTTP status codes");
-  expect(bad.stderr).toContain('(100-599, and 0 or "000" for no answer)');
-});
+for (const where of PLACES)
+  test(`fail_codes may list no answer as 0 or "000" (blogtunnel --fail-codes); it still fails (${where})`, async () => {
+    const at = placeOf(where);
+    const state = at.scratch("fail-codes/state").inside;
+    const config = (codes: string) =>
+      `[watchdog]\nstate_dir = "${state}"\n[[service]]\nname = "tunnel"\n` +
+      `[service.check]\nhttp = "http://127.0.0.1:1/"\nfail_codes = ${codes}\n`;
+    const path = at.scratch("fail-codes/tend.toml").inside;
+    for (const codes of ["[502, 503, 504, 530, 0]", '[502, 530, "000"]']) {
+      put(where, "fail-codes/tend.toml", config(codes));
+      expect((await at.tend(["watchdog", "validate", "--config", path])).code).toBe(0);
+      expect((await at.tend(["watchdog", "plan", "--config", path])).stdout).toContain("check.fail_codes = [");
+    }
+    // Nothing answers on port 1: no answer fails whether or not it is listed.
+    const pass = await at.tend(["watchdog", "pass", "--config", path]);
+    expect(pass.stdout).toContain("tunnel failed health check (no answer: connection refused (HTTP 000), failure 1/3)");
+    put(where, "fail-codes/tend.toml", config("[502, 1]"));
+    const bad = await at.tend(["watchdog", "validate", "--config", path]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("service[0].check.fail_codes: [502,1] is not a non-empty array of HTTP status codes");
+    expect(bad.stderr).toContain('(100-599, and 0 or "000" for no answer)');
+  });

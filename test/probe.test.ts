@@ -7,6 +7,7 @@ import type { HttpCheck } from "../lib/checks/http.ts";
 import { probe } from "../lib/checks/index.ts";
 import { readProc } from "../lib/os/proc.ts";
 import { alive, freePort, procState, Sandbox, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES } from "./places.ts";
 
 const box = new Sandbox();
 let url = "";
@@ -43,6 +44,7 @@ beforeAll(() => {
 afterAll(() => {
   server.stop(true);
   box.cleanup();
+  closePlaces();
 });
 
 const http = (path: string, extra: Partial<HttpCheck> = {}): HttpCheck => ({
@@ -254,21 +256,22 @@ describe("log freshness check", () => {
     );
   });
 
-  test("check.log through the binary: fresh is healthy, a log not written within fresh is a strike", async () => {
-    const sandbox = new Sandbox();
-    try {
-      const log = join(sandbox.dir, "recorder.log");
-      writeFileSync(log, "recording\n");
-      sandbox.configure({ services: [{ name: "recorder", check: { log: `${log}`, fresh: "1m" } }] });
-      await sandbox.tend(["watchdog"]);
-      expect(sandbox.stateOf("recorder").verdict.word).toBe("healthy");
-      utimesSync(log, new Date(Date.now() - 5 * 60_000), new Date(Date.now() - 5 * 60_000));
-      await sandbox.tend(["watchdog"]);
-      expect(sandbox.read("watchdog.log")).toMatch(
-        /\[WARN\] recorder failed health check \(log not written for 5m( \d+s)? \(fresh: 60s\), failure 1\/3\)/,
-      );
-    } finally {
-      sandbox.cleanup();
-    }
-  });
+  for (const where of PLACES)
+    test(`check.log through the binary: fresh is healthy, a stale log is a strike (${where})`, async () => {
+      const at = openPlace(where);
+      try {
+        at.writeScratch("recorder.log", "recording\n");
+        const log = at.scratch("recorder.log");
+        at.configure({ services: [{ name: "recorder", check: { log: log.inside, fresh: "1m" } }] });
+        await at.tend(["watchdog"]);
+        expect(at.stateOf("recorder").verdict.word).toBe("healthy");
+        utimesSync(log.outside, new Date(Date.now() - 5 * 60_000), new Date(Date.now() - 5 * 60_000));
+        await at.tend(["watchdog"]);
+        expect(at.read("watchdog.log")).toMatch(
+          /\[WARN\] recorder failed health check \(log not written for 5m( \d+s)? \(fresh: 60s\), failure 1\/3\)/,
+        );
+      } finally {
+        await at.cleanup();
+      }
+    });
 });
