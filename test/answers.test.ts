@@ -167,32 +167,36 @@ for (const where of PLACES)
     }
   });
 
-test("answers: with contains, the body is read within the timeout and a missing string is said so", async () => {
-  const sandbox = new Sandbox();
-  sandbox.writeConfig(
-    `[watchdog]\nstate_dir = "${sandbox.state}"\n` +
-      service("stream-lacks", local("sse-chunked"), 'contains = "absent"', "1s") +
-      service("held-lacks", local("held-open"), 'contains = "absent"', "1s") +
-      service("truncated-lacks", local("truncated"), 'contains = "absent"', "1s") +
-      service("truncated-holds", local("truncated"), 'contains = "only"', "1s") +
-      service("complete-lacks", local("continue-then-200"), 'contains = "absent"', "1s") +
-      service("big-lacks", local("two-mib"), 'contains = "absent"', "5s"),
-  );
-  const run = await sandbox.tend(["watchdog", "status", "--json"]);
-  sandbox.cleanup();
-  const probes = Object.fromEntries(JSON.parse(run.stdout).services.map((row: any) => [row.name, row.probe]));
-  expect(probes["stream-lacks"]).toMatchObject({ ok: false, detail: 'HTTP 200, body without "absent" after 1.0s' });
-  expect(probes["held-lacks"]).toMatchObject({ ok: false, detail: 'HTTP 200, body without "absent" after 1.0s' });
-  expect(probes["truncated-lacks"]).toMatchObject({
-    ok: false,
-    detail: 'HTTP 200, body without "absent" (the body broke off)',
+for (const where of PLACES)
+  test(`answers (${where}): with contains, the body is read within the timeout, a missing string said`, async () => {
+    const sandbox = openPlace(where);
+    sandbox.writeConfig(
+      `[watchdog]\nstate_dir = "${sandbox.state}"\n` +
+        service("stream-lacks", local("sse-chunked"), 'contains = "absent"', "1s") +
+        service("held-lacks", local("held-open"), 'contains = "absent"', "1s") +
+        service("truncated-lacks", local("truncated"), 'contains = "absent"', "1s") +
+        service("truncated-holds", local("truncated"), 'contains = "only"', "1s") +
+        service("complete-lacks", local("continue-then-200"), 'contains = "absent"', "1s") +
+        service("big-lacks", local("two-mib"), 'contains = "absent"', "5s"),
+    );
+    const run = await sandbox.tend(["watchdog", "status", "--json"]);
+    await sandbox.cleanup();
+    const probes = Object.fromEntries(JSON.parse(run.stdout).services.map((row: any) => [row.name, row.probe]));
+    expect(probes["stream-lacks"]).toMatchObject({ ok: false, detail: 'HTTP 200, body without "absent" after 1.0s' });
+    expect(probes["held-lacks"]).toMatchObject({ ok: false, detail: 'HTTP 200, body without "absent" after 1.0s' });
+    expect(probes["truncated-lacks"]).toMatchObject({
+      ok: false,
+      detail: 'HTTP 200, body without "absent" (the body broke off)',
+    });
+    expect(probes["truncated-holds"]).toMatchObject({ ok: true, detail: "HTTP 200" });
+    expect(probes["complete-lacks"]).toMatchObject({ ok: false, detail: 'HTTP 200, body without "absent"' });
+    expect(probes["big-lacks"]).toMatchObject({
+      ok: false,
+      detail: 'HTTP 200, body without "absent" in its first MiB',
+    });
+    // The latency is the time to the headers, not to the end of the body search.
+    expect(probes["stream-lacks"].latency_ms).toBeLessThan(1000);
   });
-  expect(probes["truncated-holds"]).toMatchObject({ ok: true, detail: "HTTP 200" });
-  expect(probes["complete-lacks"]).toMatchObject({ ok: false, detail: 'HTTP 200, body without "absent"' });
-  expect(probes["big-lacks"]).toMatchObject({ ok: false, detail: 'HTTP 200, body without "absent" in its first MiB' });
-  // The latency is the time to the headers, not to the end of the body search.
-  expect(probes["stream-lacks"].latency_ms).toBeLessThan(1000);
-});
 
 test("answers: curl reports the same codes for the corpus (curl's %{http_code} is the reference)", async () => {
   // Not spawnSync: the servers live in this process and must answer while curl runs.
@@ -219,43 +223,50 @@ test("answers: curl reports the same codes for the corpus (curl's %{http_code} i
   expect(seen).toEqual(expected);
 });
 
-test("answers: blogtunnel judges an endless stream as an answer, with and without a configuration", async () => {
-  const counter = join(box.dir, "counter");
-  const bare = new Sandbox();
-  const alone = await bare.tend(
-    ["blogtunnel", "--url", local("sse-chunked"), "--timeout", "5s", "--counter", counter],
-    { env: { TEND_CONFIG: join(bare.dir, "none.toml") } },
-  );
-  const configured = new Sandbox();
-  configured.configure();
-  const watched = await configured.tend([
-    "blogtunnel",
-    "--url",
-    local("sse-chunked"),
-    "--timeout",
-    "5s",
-    "--counter",
-    join(configured.dir, "counter"),
-  ]);
-  bare.cleanup();
-  configured.cleanup();
-  expect(alone).toMatchObject({ code: 0 });
-  expect(watched).toMatchObject({ code: 0 });
-  expect(readFileSync(counter, "utf8")).toBe("0\n");
-});
+for (const where of PLACES)
+  test(`answers (${where}): blogtunnel takes an endless stream as an answer, configured or not`, async () => {
+    const bare = openPlace(where);
+    const counter = bare.scratch("counter");
+    const alone = await bare.tend(
+      ["blogtunnel", "--url", local("sse-chunked"), "--timeout", "5s", "--counter", counter.inside],
+      { TEND_CONFIG: bare.scratch("none.toml").inside },
+    );
+    const alonesCount = readFileSync(counter.outside, "utf8");
+    await bare.cleanup();
+    const configured = openPlace(where);
+    configured.configure({});
+    const watched = await configured.tend([
+      "blogtunnel",
+      "--url",
+      local("sse-chunked"),
+      "--timeout",
+      "5s",
+      "--counter",
+      configured.scratch("counter").inside,
+    ]);
+    const watchedCount = readFileSync(configured.scratch("counter").outside, "utf8");
+    await configured.cleanup();
+    expect(alone).toMatchObject({ code: 0 });
+    expect(watched).toMatchObject({ code: 0 });
+    expect([alonesCount, watchedCount]).toEqual(["0\n", "0\n"]);
+  });
 
-test("answers: ca and insecure are checked as configuration", async () => {
-  const bad = new Sandbox();
-  bad.writeConfig(
-    `[watchdog]\nstate_dir = "${bad.state}"\n` +
-      service("a", "https://localhost/", 'ca = "/nonexistent/ca.pem"') +
-      service("b", "http://localhost/", "insecure = true") +
-      service("c", "https://localhost/", `ca = "${ca}"\ninsecure = true`),
-  );
-  const run = await bad.tend(["watchdog", "validate"]);
-  bad.cleanup();
-  expect(run.code).toBe(2);
-  expect(run.stderr).toContain('service[0].check.ca: "/nonexistent/ca.pem": no such file');
-  expect(run.stderr).toContain('service[1].check.insecure: applies to https:// URLs only; "http://localhost/" is not');
-  expect(run.stderr).toContain("service[2].check.ca: ca and insecure = true exclude each other");
-});
+for (const where of PLACES)
+  test(`answers (${where}): ca and insecure are checked as configuration`, async () => {
+    const bad = openPlace(where);
+    bad.writeScratch("ca.pem", readFileSync(ca, "utf8"));
+    bad.writeConfig(
+      `[watchdog]\nstate_dir = "${bad.state}"\n` +
+        service("a", "https://localhost/", 'ca = "/nonexistent/ca.pem"') +
+        service("b", "http://localhost/", "insecure = true") +
+        service("c", "https://localhost/", `ca = "${bad.scratch("ca.pem").inside}"\ninsecure = true`),
+    );
+    const run = await bad.tend(["watchdog", "validate"]);
+    await bad.cleanup();
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('service[0].check.ca: "/nonexistent/ca.pem": no such file');
+    expect(run.stderr).toContain(
+      'service[1].check.insecure: applies to https:// URLs only; "http://localhost/" is not',
+    );
+    expect(run.stderr).toContain("service[2].check.ca: ca and insecure = true exclude each other");
+  });

@@ -3,7 +3,7 @@
 // reading from the end run on this host and inside the Termux-shaped phone (test/places.ts).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { controlledServer, Sandbox, waitFor } from "./helpers.ts";
+import { controlledServer, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Place | null = null;
@@ -135,12 +135,13 @@ for (const where of PLACES)
     });
   });
 
-test("log_max_size and log_keep are checked as configuration", async () => {
-  const sandbox = new Sandbox();
-  sandbox.configure({ watchdog: { log_max_size: "1KiB", log_keep: -1 } });
-  const run = await sandbox.tend(["watchdog", "validate"]);
-  sandbox.cleanup();
-  expect(run.code).toBe(2);
-  expect(run.stderr).toContain('watchdog.log_max_size: "1KiB" is below the floor of 64KiB');
-  expect(run.stderr).toContain("watchdog.log_keep:");
-});
+for (const where of PLACES)
+  test(`log_max_size and log_keep are checked as configuration (${where})`, async () => {
+    const sandbox = openPlace(where);
+    sandbox.configure({ watchdog: { log_max_size: "1KiB", log_keep: -1 } });
+    const run = await sandbox.tend(["watchdog", "validate"]);
+    await sandbox.cleanup();
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('watchdog.log_max_size: "1KiB" is below the floor of 64KiB');
+    expect(run.stderr).toContain("watchdog.log_keep:");
+  });

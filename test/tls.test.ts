@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeCa, tlsServer } from "./certs.ts";
 import { Sandbox } from "./helpers.ts";
-import { closePlaces, openPlace } from "./places.ts";
+import { closePlaces, openPlace, PLACES } from "./places.ts";
 
 /** Every service's series names its host: the instance both alert paths give. */
 const INSTANCE = `instance="${hostname()}",`;
@@ -161,23 +161,24 @@ test("tls: under warn_days left: WARN and 📅 once a day, without a strike; und
   expect(received.filter((body) => body.startsWith("📅"))).toHaveLength(1);
 });
 
-test("tls: configuration errors name the key", async () => {
-  const bad = new Sandbox();
-  bad.writeConfig(
-    `[watchdog]\nstate_dir = "${bad.state}"\n[[service]]\nname = "a"\n[service.check]\ntls = "localhost"\n` +
-      `[[service]]\nname = "b"\n[service.check]\ntls = "localhost:443"\nwarn_days = 2\nfail_days = 5\n` +
-      `[[service]]\nname = "c"\n[service.check]\ntls = "localhost:443"\nexpect = [200]\n`,
-  );
-  const run = await bad.tend(["watchdog", "validate"]);
-  bad.cleanup();
-  expect(run.code).toBe(2);
-  expect(run.stderr).toContain('service[0].check.tls: "localhost" is not "host:port" (port 1-65535)');
-  expect(run.stderr).toContain("service[1].check.fail_days: 5 is more than warn_days 2: it must not be");
-  expect(run.stderr).toContain(
-    "service[2].check.expect: does not apply to a tls check " +
-      "(it takes: tls, servername, warn_days, fail_days, insecure, timeout)",
-  );
-});
+for (const where of PLACES)
+  test(`tls: configuration errors name the key (${where})`, async () => {
+    const bad = openPlace(where);
+    bad.writeConfig(
+      `[watchdog]\nstate_dir = "${bad.state}"\n[[service]]\nname = "a"\n[service.check]\ntls = "localhost"\n` +
+        `[[service]]\nname = "b"\n[service.check]\ntls = "localhost:443"\nwarn_days = 2\nfail_days = 5\n` +
+        `[[service]]\nname = "c"\n[service.check]\ntls = "localhost:443"\nexpect = [200]\n`,
+    );
+    const run = await bad.tend(["watchdog", "validate"]);
+    await bad.cleanup();
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('service[0].check.tls: "localhost" is not "host:port" (port 1-65535)');
+    expect(run.stderr).toContain("service[1].check.fail_days: 5 is more than warn_days 2: it must not be");
+    expect(run.stderr).toContain(
+      "service[2].check.expect: does not apply to a tls check " +
+        "(it takes: tls, servername, warn_days, fail_days, insecure, timeout)",
+    );
+  });
 
 test("watch only (no [service.restart]): at N strikes FAILED and 🚨 once per outage, never a restart", async () => {
   while (box.stateOf("in2days").strikes < 3) await box.tend(["watchdog"], { env: trusted() });

@@ -2,16 +2,13 @@
 // sandbox) and inside the Termux-shaped phone (test/places.ts: Termux's tmux, its sockets in $PREFIX/tmp,
 // TMUX_TMPDIR unset, run as the app under Android's filter).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { alive, freePort, procState, Sandbox, waitFor } from "./helpers.ts";
+import { alive, freePort, procState, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let at: Place | null = null;
-let box: Sandbox | null = null;
 afterEach(async () => {
   await at?.cleanup();
   at = null;
-  box?.cleanup();
-  box = null;
 });
 afterAll(() => closePlaces());
 
@@ -208,15 +205,16 @@ for (const where of PLACES)
     }, 60_000);
   });
 
-test("tmux: socket names are checked as configuration", async () => {
-  box = new Sandbox();
-  box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "a"\n[service.check]\nprocess = true\n` +
-      `[service.restart]\ntmux = "main:a"\nrun = "sleep 60"\nsocket = "no/slash"\n`,
-  );
-  const run = await box.tend(["watchdog", "validate"]);
-  expect(run.code).toBe(2);
-  expect(run.stderr).toContain(
-    'service[0].restart.socket: "no/slash" is neither a socket name (letters, digits, _ . -) nor an absolute path',
-  );
-});
+for (const where of PLACES)
+  test(`tmux: socket names are checked as configuration (${where})`, async () => {
+    const box = (at = openPlace(where));
+    box.writeConfig(
+      `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "a"\n[service.check]\nprocess = true\n` +
+        `[service.restart]\ntmux = "main:a"\nrun = "sleep 60"\nsocket = "no/slash"\n`,
+    );
+    const run = await box.tend(["watchdog", "validate"]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      'service[0].restart.socket: "no/slash" is neither a socket name (letters, digits, _ . -) nor an absolute path',
+    );
+  });
