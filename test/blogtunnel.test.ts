@@ -1,19 +1,16 @@
 // blogtunnel against a local "public URL" and a real tmux server on a private socket; its strikes, pane
 // respawn and --depends-on on this host and inside the Termux-shaped phone (test/places.ts).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { join } from "node:path";
-import { alive, Sandbox, TEND, waitFor } from "./helpers.ts";
+import { alive, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
-let box: Sandbox;
 let at: Place | null = null;
 let server: ReturnType<typeof Bun.serve> | null = null;
 afterEach(async () => {
   server?.stop(true);
   server = null;
-  box?.cleanup();
   await at?.cleanup();
   at = null;
 });
@@ -153,208 +150,209 @@ for (const where of PLACES)
     });
   });
 
-test("--fail-codes decides what is a strike; usage errors exit 2", async () => {
-  box = new Sandbox();
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("", { status: 503 }) });
-  const counter = join(box.dir, "count");
-  const url = `http://127.0.0.1:${server.port}/`;
-  expect((await box.tend(["blogtunnel", "--url", url, "--counter", counter, "--fail-codes", "502,000"])).code).toBe(0);
-  expect(readFileSync(counter, "utf8")).toBe("0\n");
-  writeFileSync(counter, "garbage");
-  const struck = await box.tend(["blogtunnel", "--url", url, "--counter", counter, "--strikes", "2"]);
-  expect(struck.stdout).toContain(`holds "garbage", not a number: counting from 0`);
-  expect(struck.stdout).toContain("failure 1/2");
-  const noPane = await box.tend(["blogtunnel", "--url", url, "--counter", counter, "--strikes", "2"]);
-  expect(noPane.stdout).toContain("no --pane given, nothing restarted");
-  expect(readFileSync(counter, "utf8")).toBe("0\n");
-  for (const args of [
-    ["--url", "ftp://x"],
-    ["--url", url, "--pane", "main:blog"],
-    ["--url", url, "--fail-codes", "5xx"],
-    ["--url", url, "--strikes", "0"],
-    ["--url", url, "--timeout", "soon"],
-  ]) {
-    expect((await box.tend(["blogtunnel", "--counter", counter, ...args])).code).toBe(2);
-  }
-  expect((await box.tend(["blogtunnel"], { env: { BLOG_URL: "" } })).code).toBe(2);
-});
-
-test("with a configuration it is part of the watch: logged under its name, notified, in status, report", async () => {
-  box = new Sandbox();
-  const received: string[] = [];
-  const hook = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    async fetch(request) {
-      received.push(await request.text());
-      return new Response("ok");
-    },
-  });
-  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
-  tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");
-  const panePid = () =>
-    Number(tmux("display-message", "-p", "-t", "=main:=blog", "#{pane_pid}").stdout.toString().trim());
-  const first = panePid();
-  // The public URL answers 530 until the tunnel's pane has been respawned.
-  server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: () => new Response("blog", { status: panePid() === first ? 530 : 200 }),
-  });
-  box.configure({
-    notify: { url: `http://127.0.0.1:${hook.port}/topic` },
-    defaults: { grace: "0s", cooldown: "0s", verify_timeout: "5s" },
-    services: [{ name: "tunnel", check: { tcp: "127.0.0.1:1" } }],
-  });
-  const counter = join(box.dir, "count");
-  const run = () =>
-    box.tend([
-      "blogtunnel",
-      "--url",
-      `http://127.0.0.1:${server!.port}/secret-path`,
-      "--counter",
-      counter,
-      "--pane",
-      "main:blog",
-      "--command",
-      "sleep 301",
-    ]);
-  expect((await run()).code).toBe(1);
-  expect(readFileSync(counter, "utf8")).toBe("1\n");
-  expect((await run()).code).toBe(1);
-  expect(readFileSync(counter, "utf8")).toBe("2\n");
-  const third = await run();
-  expect(readFileSync(counter, "utf8")).toBe("0\n"); // restarted: N fresh checks, as watchdog.sh did
-  expect(panePid()).not.toBe(first);
-  const log = box.read("watchdog.log");
-  expect(log).toContain("[WARN] blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
-  expect(log).toContain("[HUNG] blogtunnel failed 3 checks in a row (last: HTTP 530 (a fail code)): restarting");
-  expect(log.match(/\[RESTART\]/g)).toHaveLength(1);
-  expect(log).toContain("[RESTART] blogtunnel: tmux respawn-pane -k -t main:blog");
-  expect(log).toContain("[RECOVERED] blogtunnel recovered");
-  expect(third.stdout).toContain("[RECOVERED] blogtunnel recovered");
-  await waitFor(() => received.some((body) => body.startsWith("✅ blogtunnel")), 5000, "✅");
-  expect(received.some((body) => body.startsWith("⚠️ blogtunnel failed 3 checks"))).toBe(true);
-  // The user's own "tunnel" service is another thing entirely.
-  expect(log).not.toContain("[WARN] tunnel http");
-  const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
-  const row = status.services.find((service: { name: string }) => service.name === "blogtunnel");
-  expect(row).toMatchObject({ state: "healthy", restarts: 1, recoveries_ok: 1 });
-  const report = JSON.parse((await box.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
-  expect(report.services.map((service: { name: string }) => service.name)).toEqual(["tunnel", "blogtunnel"]);
-  // And the status page shows it.
-  const serve = Bun.spawn([TEND, "watchdog", "serve", "--listen", "127.0.0.1:0"], {
-    env: box.env(),
-    stdout: "pipe",
-    detached: true,
-  });
-  box.track(serve.pid);
-  const said = new TextDecoder().decode((await serve.stdout.getReader().read()).value);
-  const page = await (await fetch(/serving (\S+)/.exec(said)![1])).text();
-  expect(page).toMatch(/<h2>blogtunnel <span class="state s-calm">healthy<\/span><\/h2>/);
-  hook.stop(true);
-}, 60_000);
-
-test("with a configuration, a pane within grace is skipped, not failing: exit 0, counter kept", async () => {
-  box = new Sandbox();
-  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", ...args], { env: box.env() });
-  tmux("new-session", "-d", "-s", "main", "-n", "blog", "sleep 300");
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
-  box.configure({ defaults: { grace: "10m" } });
-  const counter = join(box.dir, "count");
-  writeFileSync(counter, "1\n");
-  const pane = ["--pane", "main:blog", "--command", "sleep 300", "--counter", counter];
-  const result = await box.tend(["blogtunnel", "--url", `http://127.0.0.1:${server.port}/`, ...pane]);
-  expect(result.stdout).toBe(""); // nothing probed: the pane's process started moments ago
-  expect(result.code).toBe(0);
-  expect(readFileSync(counter, "utf8")).toBe("1\n");
-});
-
-test("one verdict for one answer and --fail-codes, with or without a configuration, 000 listed or not", async () => {
-  box = new Sandbox();
-  const configured = new Sandbox();
-  configured.configure({ defaults: { grace: "0s" } });
-  // A raw server for what Bun.serve cannot say: a status line of 000.
-  const raw = createServer((socket) => {
-    socket.on("error", () => {});
-    socket.once("data", () => socket.end("HTTP/1.1 000 Odd\r\nContent-Length: 0\r\n\r\n"));
-  });
-  const rawPort = await new Promise<number>((resolve) =>
-    raw.listen(0, "127.0.0.1", () => resolve((raw.address() as any).port)),
-  );
-  server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: (request) => new Response("", { status: Number(new URL(request.url).pathname.slice(1)) }),
-  });
-  const answers: Record<string, [string, boolean]> = {
-    refused: ["http://127.0.0.1:1/", true],
-    "status 000": [`http://127.0.0.1:${rawPort}/`, true],
-    "503": [`http://127.0.0.1:${server.port}/503`, true],
-    "404": [`http://127.0.0.1:${server.port}/404`, false],
-    "200": [`http://127.0.0.1:${server.port}/200`, false],
-  };
-  try {
-    const verdicts: string[] = [];
-    for (const [answer, [url, strike]] of Object.entries(answers)) {
-      for (const failCodes of ["502,503", "502,503,000"]) {
-        for (const [how, sandbox] of [
-          ["without", box],
-          ["with", configured],
-        ] as const) {
-          const counter = join(sandbox.dir, "count");
-          writeFileSync(counter, "0\n");
-          const args = ["blogtunnel", "--url", url, "--counter", counter, "--strikes", "5", "--fail-codes", failCodes];
-          const result = await sandbox.tend(args);
-          const struck = readFileSync(counter, "utf8") === "1\n";
-          verdicts.push(`${answer} --fail-codes ${failCodes} ${how} a configuration: ${struck ? "strike" : "healthy"}`);
-          expect({ answer, failCodes, how, struck, code: result.code }).toEqual({
-            answer,
-            failCodes,
-            how,
-            struck: strike,
-            code: strike ? 1 : 0,
-          });
-        }
+for (const where of PLACES)
+  describe(`blogtunnel's rules and its place in the watch (${where})`, () => {
+    test("--fail-codes decides what is a strike; usage errors exit 2", async () => {
+      const place = (at = openPlace(where));
+      server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("", { status: 503 }) });
+      const counter = place.scratch("count");
+      const url = `http://127.0.0.1:${server.port}/`;
+      const tunnel = (...args: string[]) =>
+        place.tend(["blogtunnel", "--url", url, "--counter", counter.inside, ...args]);
+      expect((await tunnel("--fail-codes", "502,000")).code).toBe(0);
+      expect(readFileSync(counter.outside, "utf8")).toBe("0\n");
+      place.writeScratch("count", "garbage");
+      const struck = await tunnel("--strikes", "2");
+      expect(struck.stdout).toContain(`holds "garbage", not a number: counting from 0`);
+      expect(struck.stdout).toContain("failure 1/2");
+      const noPane = await tunnel("--strikes", "2");
+      expect(noPane.stdout).toContain("no --pane given, nothing restarted");
+      expect(readFileSync(counter.outside, "utf8")).toBe("0\n");
+      for (const args of [
+        ["--url", "ftp://x"],
+        ["--url", url, "--pane", "main:blog"],
+        ["--url", url, "--fail-codes", "5xx"],
+        ["--url", url, "--strikes", "0"],
+        ["--url", url, "--timeout", "soon"],
+      ]) {
+        expect((await place.tend(["blogtunnel", "--counter", counter.inside, ...args])).code).toBe(2);
       }
-    }
-    console.log(verdicts.join("\n"));
-  } finally {
-    raw.close();
-    configured.cleanup();
-  }
-}, 60_000);
+      expect((await place.tend(["blogtunnel"], { BLOG_URL: "" })).code).toBe(2);
+    });
 
-test("a blogtunnel run by hand leaves no row behind: shown while it is run, then said as not watched", async () => {
-  box = new Sandbox();
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog") });
-  box.configure({ watchdog: { interval: "1m" } });
-  const counter = join(box.dir, "count");
-  const run = () => box.tend(["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter]);
-  const status = async () => JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
-  const names = (report: { services: { name: string }[] }) => report.services.map((row) => row.name);
-  /** The tunnel's last judgement moved `ms` into the past: as if that long had gone by since it ran. */
-  const age = (ms: number) => {
-    const state = box.stateOf("blogtunnel");
-    for (const record of [state.verdict, state.lastProbe]) record.at -= ms;
-    box.write("services/blogtunnel.json", JSON.stringify(state));
-  };
-  expect((await run()).code).toBe(0);
-  expect(names(await status())).toEqual(["blogtunnel"]);
-  // Nothing ran it again for 10 minutes: at the watchdog's 1m interval that is not watched (2 x 1m + 30s).
-  age(10 * 60_000);
-  const later = await status();
-  expect(names(later)).toEqual([]);
-  expect(later.unwatched).toEqual([{ name: "blogtunnel", last_judged: expect.any(String) }]);
-  const text = (await box.tend(["watchdog", "status"])).stdout;
-  expect(text).not.toMatch(/^blogtunnel\s/m);
-  expect(text).toContain("blogtunnel: last judged");
-  expect(text).toContain("not since: not watched (blogtunnel run by hand, or its crontab line is gone)");
-  // Run again (from cron every 10 minutes, say): shown again, and kept for its own period, not the watchdog's.
-  expect((await run()).code).toBe(0);
-  expect(box.stateOf("blogtunnel").tunnel.everyMs).toBeGreaterThanOrEqual(10 * 60_000);
-  age(15 * 60_000);
-  expect(names(await status())).toEqual(["blogtunnel"]);
-  age(10 * 60_000); // 25 minutes: more than 2 x its 10 minutes + 30 s
-  expect(names(await status())).toEqual([]);
-});
+    test("configured, it is part of the watch: logged under its name, notified, in status, report", async () => {
+      const place = (at = openPlace(where));
+      const received: string[] = [];
+      const hook = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        async fetch(request) {
+          received.push(await request.text());
+          return new Response("ok");
+        },
+      });
+      await place.tmux(["new-session", "-d", "-s", "main", "-n", "blog", "sleep 300"]);
+      const panePid = async () =>
+        Number((await place.tmux(["display-message", "-p", "-t", "=main:=blog", "#{pane_pid}"])).stdout.trim());
+      const first = await panePid();
+      // The public URL answers 530 until the tunnel's pane has been respawned.
+      server = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: async () => new Response("blog", { status: (await panePid()) === first ? 530 : 200 }),
+      });
+      place.configure({
+        notify: { url: `http://127.0.0.1:${hook.port}/topic` },
+        defaults: { grace: "0s", cooldown: "0s", verify_timeout: "5s" },
+        services: [{ name: "tunnel", check: { tcp: "127.0.0.1:1" } }],
+      });
+      const counter = place.scratch("count");
+      const run = () =>
+        place.tend([
+          "blogtunnel",
+          "--url",
+          `http://127.0.0.1:${server!.port}/secret-path`,
+          "--counter",
+          counter.inside,
+          "--pane",
+          "main:blog",
+          "--command",
+          "sleep 301",
+        ]);
+      try {
+        expect((await run()).code).toBe(1);
+        expect(readFileSync(counter.outside, "utf8")).toBe("1\n");
+        expect((await run()).code).toBe(1);
+        expect(readFileSync(counter.outside, "utf8")).toBe("2\n");
+        const third = await run();
+        expect(readFileSync(counter.outside, "utf8")).toBe("0\n"); // restarted: N fresh checks, as watchdog.sh did
+        expect(await panePid()).not.toBe(first);
+        const log = place.read("watchdog.log");
+        expect(log).toContain("[WARN] blogtunnel failed health check (HTTP 530 (a fail code), failure 1/3)");
+        expect(log).toContain("[HUNG] blogtunnel failed 3 checks in a row (last: HTTP 530 (a fail code)): restarting");
+        expect(log.match(/\[RESTART\]/g)).toHaveLength(1);
+        expect(log).toContain("[RESTART] blogtunnel: tmux respawn-pane -k -t main:blog");
+        expect(log).toContain("[RECOVERED] blogtunnel recovered");
+        expect(third.stdout).toContain("[RECOVERED] blogtunnel recovered");
+        await waitFor(() => received.some((body) => body.startsWith("✅ blogtunnel")), 5000, "✅");
+        expect(received.some((body) => body.startsWith("⚠️ blogtunnel failed 3 checks"))).toBe(true);
+        // The user's own "tunnel" service is another thing entirely.
+        expect(log).not.toContain("[WARN] tunnel http");
+        const status = JSON.parse((await place.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+        const row = status.services.find((service: { name: string }) => service.name === "blogtunnel");
+        expect(row).toMatchObject({ state: "healthy", restarts: 1, recoveries_ok: 1 });
+        const report = JSON.parse((await place.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
+        expect(report.services.map((service: { name: string }) => service.name)).toEqual(["tunnel", "blogtunnel"]);
+        // And the status page shows it.
+        const page = await (await fetch(await place.serve())).text();
+        expect(page).toMatch(/<h2>blogtunnel <span class="state s-calm">healthy<\/span><\/h2>/);
+      } finally {
+        hook.stop(true);
+      }
+    }, 60_000);
+
+    test("with a configuration, a pane within grace is skipped, not failing: exit 0, counter kept", async () => {
+      const place = (at = openPlace(where));
+      await place.tmux(["new-session", "-d", "-s", "main", "-n", "blog", "sleep 300"]);
+      server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("down", { status: 530 }) });
+      place.configure({ defaults: { grace: "10m" } });
+      place.writeScratch("count", "1\n");
+      const counter = place.scratch("count");
+      const pane = ["--pane", "main:blog", "--command", "sleep 300", "--counter", counter.inside];
+      const result = await place.tend(["blogtunnel", "--url", `http://127.0.0.1:${server.port}/`, ...pane]);
+      expect(result.stdout).toBe(""); // nothing probed: the pane's process started moments ago
+      expect(result.code).toBe(0);
+      expect(readFileSync(counter.outside, "utf8")).toBe("1\n");
+    });
+
+    test("one verdict for one answer and --fail-codes, configured or not, 000 listed or not", async () => {
+      const place = (at = openPlace(where));
+      place.configure({ defaults: { grace: "0s" } });
+      // A raw server for what Bun.serve cannot say: a status line of 000.
+      const raw = createServer((socket) => {
+        socket.on("error", () => {});
+        socket.once("data", () => socket.end("HTTP/1.1 000 Odd\r\nContent-Length: 0\r\n\r\n"));
+      });
+      const rawPort = await new Promise<number>((resolve) =>
+        raw.listen(0, "127.0.0.1", () => resolve((raw.address() as any).port)),
+      );
+      server = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: (request) => new Response("", { status: Number(new URL(request.url).pathname.slice(1)) }),
+      });
+      const answers: Record<string, [string, boolean]> = {
+        refused: ["http://127.0.0.1:1/", true],
+        "status 000": [`http://127.0.0.1:${rawPort}/`, true],
+        "503": [`http://127.0.0.1:${server.port}/503`, true],
+        "404": [`http://127.0.0.1:${server.port}/404`, false],
+        "200": [`http://127.0.0.1:${server.port}/200`, false],
+      };
+      // Without one: a configuration file that is not there (as a crontab line with no tend.toml).
+      const configs: [string, Record<string, string>][] = [
+        ["without", { TEND_CONFIG: place.scratch("none.toml").inside }],
+        ["with", {}],
+      ];
+      try {
+        const verdicts: string[] = [];
+        for (const [answer, [url, strike]] of Object.entries(answers)) {
+          for (const failCodes of ["502,503", "502,503,000"]) {
+            for (const [how, env] of configs) {
+              place.writeScratch("count", "0\n");
+              const counter = place.scratch("count");
+              const args = ["--url", url, "--counter", counter.inside, "--strikes", "5", "--fail-codes", failCodes];
+              const result = await place.tend(["blogtunnel", ...args], env);
+              const struck = readFileSync(counter.outside, "utf8") === "1\n";
+              verdicts.push(
+                `${answer} --fail-codes ${failCodes} ${how} a configuration: ${struck ? "strike" : "healthy"}`,
+              );
+              expect({ answer, failCodes, how, struck, code: result.code }).toEqual({
+                answer,
+                failCodes,
+                how,
+                struck: strike,
+                code: strike ? 1 : 0,
+              });
+            }
+          }
+        }
+        console.log(verdicts.join("\n"));
+      } finally {
+        raw.close();
+      }
+    }, 60_000);
+
+    test("a blogtunnel run by hand leaves no row behind: shown while it is run, then said as not watched", async () => {
+      const place = (at = openPlace(where));
+      server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("blog") });
+      place.configure({ watchdog: { interval: "1m" } });
+      const counter = place.scratch("count").inside;
+      const run = () => place.tend(["blogtunnel", "--url", `http://127.0.0.1:${server!.port}/`, "--counter", counter]);
+      const status = async () => JSON.parse((await place.tend(["watchdog", "status", "--json"])).stdout);
+      const names = (report: { services: { name: string }[] }) => report.services.map((row) => row.name);
+      /** The tunnel's last judgement moved `ms` into the past: as if that long had gone by since it ran. */
+      const age = (ms: number) => {
+        const state = place.stateOf("blogtunnel");
+        for (const record of [state.verdict, state.lastProbe]) record.at -= ms;
+        place.writeState("services/blogtunnel.json", JSON.stringify(state), 0o600);
+      };
+      expect((await run()).code).toBe(0);
+      expect(names(await status())).toEqual(["blogtunnel"]);
+      // Nothing ran it again for 10 minutes: at the watchdog's 1m interval that is not watched (2 x 1m + 30s).
+      age(10 * 60_000);
+      const later = await status();
+      expect(names(later)).toEqual([]);
+      expect(later.unwatched).toEqual([{ name: "blogtunnel", last_judged: expect.any(String) }]);
+      const text = (await place.tend(["watchdog", "status"])).stdout;
+      expect(text).not.toMatch(/^blogtunnel\s/m);
+      expect(text).toContain("blogtunnel: last judged");
+      expect(text).toContain("not since: not watched (blogtunnel run by hand, or its crontab line is gone)");
+      // Run again (from cron every 10 minutes, say): shown again, and kept for its own period, not the watchdog's.
+      expect((await run()).code).toBe(0);
+      expect(place.stateOf("blogtunnel").tunnel.everyMs).toBeGreaterThanOrEqual(10 * 60_000);
+      age(15 * 60_000);
+      expect(names(await status())).toEqual(["blogtunnel"]);
+      age(10 * 60_000); // 25 minutes: more than 2 x its 10 minutes + 30 s
+      expect(names(await status())).toEqual([]);
+    });
+  });
