@@ -75,6 +75,8 @@ export interface Place {
    * `wrapper` (strace): on this host only (the phone has no strace).
    */
   spawnTend(args: string[], wrapper?: string[]): Promise<Background>;
+  /** A shell command line there in the background, in a process group of its own (Background.killGroup). */
+  spawnShell(command: string): Promise<Background>;
   /** `watchdog serve` on a port the kernel picks (killed by cleanup); its URL once it says where it listens. */
   serve(): Promise<string>;
   writeConfig(text: string): void;
@@ -108,6 +110,8 @@ export interface Background {
   running: () => boolean;
   /** This host's PID of the tend process itself (on the phone: the child of the helper that entered it). */
   tendPid: () => number;
+  /** SIGKILL to its whole process group (on the phone: the helper that entered it, and the app's processes). */
+  killGroup: () => void;
 }
 
 /** On the phone, `termuxServices`: what `pkg install cronie termux-services` gives (runit's programs, crond). */
@@ -166,6 +170,11 @@ function onHost(): Place {
     spawnTend: async (args, wrapper = []) => {
       // Its own process group: cleanup kills it whole (under strace, tend is strace's child).
       const child = Bun.spawn([...wrapper, TEND, ...args], { env: box.env(), stdout: "pipe", detached: true });
+      box.track(child.pid);
+      return background(child);
+    },
+    spawnShell: async (command) => {
+      const child = Bun.spawn(["sh", "-c", command], { env: box.env(), stdout: "pipe", detached: true });
       box.track(child.pid);
       return background(child);
     },
@@ -229,6 +238,7 @@ function onPhone(termuxServices: boolean): Place {
       const child = await box.spawn(["tend", ...args]);
       return background(child, { entered: true });
     },
+    spawnShell: async (command) => background(await box.spawn(["sh", "-c", command]), { entered: true }),
     serve: async () => servedAt((await box.spawn(["tend", "watchdog", "serve", "--listen", "127.0.0.1:0"])).stdout),
     writeConfig: (text) => box.writeConfig(text),
     configFile: { inside: box.config, outside: box.outside(box.config) },
@@ -284,5 +294,10 @@ function background(
     exited,
     running: () => child.exitCode === null && child.signalCode === null,
     tendPid,
+    killGroup: () => {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {} // gone already
+    },
   };
 }

@@ -1,26 +1,14 @@
 // End-to-end: the compiled binary against real HTTP servers and real (frozen) processes, on this host and
-// (the pass's behaviours) inside the Termux-shaped phone.
+// inside the Termux-shaped phone (test/places.ts); one test (strace's view of fsync) on this host only.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { alive, BUN, controlledServer, freePort, killAll, procState, run, Sandbox, SERVER, TEND } from "./helpers.ts";
+import { chmodSync, existsSync, readdirSync, readFileSync, statSync, utimesSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { alive, controlledServer, freePort, killAll, procState, run, Sandbox, TEND } from "./helpers.ts";
 import { fixtureServer, tomlConfig, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
-let pidfiles: string[] = [];
-afterEach(() => {
-  box?.cleanup(
-    pidfiles.filter((file) => {
-      try {
-        return statSync(file).isFile();
-      } catch {
-        return false;
-      }
-    }),
-  );
-  pidfiles = [];
-});
+afterEach(() => box?.cleanup());
 
 /** A spawn-managed fixture service on `port`, as tend sees it where it runs. */
 function spawnService(place: { state: string; bun: string; server: string }, port: number, extra = "") {
@@ -62,8 +50,7 @@ const hostServer = (port: number) => fixtureServer(port, [], (pid) => hostServer
 
 // The pass's end-to-end behaviours, each run twice: on this host, and inside the Termux-shaped phone
 // (test/places.ts, test/termux.ts: its own namespaces, pivot_root, the app's uid under Android's seccomp
-// filter, hidepid=2, dash as sh). The host-only ones below need what the phone has not: strace, the
-// host's /proc of the runner, an earlier version's files on the host's layout.
+// filter, hidepid=2, dash as sh). The one host-only test below needs what the phone has not: strace.
 let at: Place;
 afterAll(() => closePlaces());
 for (const where of PLACES)
@@ -378,26 +365,152 @@ for (const where of PLACES)
     }, 30_000);
   });
 
-describe("watchdog pass against real processes", () => {
-  test("a quiet pass writes nothing to stdout or the log but refreshes the heartbeat", async () => {
-    box = new Sandbox();
-    const { server, url } = controlledServer();
-    box.writeConfig(checkOnly(box, url));
-    await box.tend(["watchdog"]);
-    const log = box.read("watchdog.log");
-    const heartbeat = join(box.state, "heartbeat");
-    utimesSync(heartbeat, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
-    const quiet = await box.tend(["watchdog"]);
-    server.stop(true);
-    expect(quiet.stdout).toBe("");
-    expect(box.read("watchdog.log")).toBe(log);
-    expect(Date.now() - statSync(heartbeat).mtimeMs).toBeLessThan(30_000);
-    const [at, interval] = box.read("heartbeat").split("\n");
-    expect(Date.parse(at)).toBeGreaterThan(Date.now() - 30_000);
-    expect(interval).toBe("interval 5m"); // the interval the pass ran for
-    expect(statSync(box.state).mode & 0o777).toBe(0o700);
-  }, 30_000);
+for (const where of PLACES)
+  describe(`the pass and the loop, against real processes (${where})`, () => {
+    let place: Place | null = null;
+    afterEach(async () => {
+      await place?.cleanup();
+      place = null;
+    });
 
+    test("a quiet pass writes nothing to stdout or the log but refreshes the heartbeat", async () => {
+      const at = (place = openPlace(where));
+      const { server, url } = controlledServer();
+      at.writeConfig(checkOnly(at, url));
+      await at.tend(["watchdog"]);
+      const log = at.read("watchdog.log");
+      const heartbeat = at.stateFile("heartbeat");
+      utimesSync(heartbeat, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+      const quiet = await at.tend(["watchdog"]);
+      server.stop(true);
+      expect(quiet.stdout).toBe("");
+      expect(at.read("watchdog.log")).toBe(log);
+      expect(Date.now() - statSync(heartbeat).mtimeMs).toBeLessThan(30_000);
+      const [time, interval] = at.read("heartbeat").split("\n");
+      expect(Date.parse(time)).toBeGreaterThan(Date.now() - 30_000);
+      expect(interval).toBe("interval 5m"); // the interval the pass ran for
+      expect(statSync(at.stateFile("")).mode & 0o777).toBe(0o700);
+    }, 30_000);
+
+    test("files of an earlier version (NAME.json, NAME.out beside tend's own) move into services/, kept", async () => {
+      const at = (place = openPlace(where));
+      const { server, url } = controlledServer();
+      at.writeConfig(checkOnly(at, url));
+      at.writeState("api.json", JSON.stringify({ version: 1, restartsTotal: 7, firstSeenAt: 1 }), 0o600);
+      at.writeState("api.out", "old output\n", 0o600);
+      at.writeState("gone.json", "{}", 0o600); // no such service: left alone
+      chmodSync(at.stateFile(""), 0o700);
+      const pass = await at.tend(["watchdog"]);
+      server.stop(true);
+      expect(pass.code).toBe(0);
+      expect(pass.stdout).not.toContain("[START]"); // its history came along: not a new service
+      expect(at.stateOf("api").restartsTotal).toBe(7);
+      expect(at.read("services/api.out")).toBe("old output\n");
+      expect(readdirSync(at.stateFile(""))).toContain("gone.json");
+      expect(readdirSync(at.stateFile("")).filter((name) => name.startsWith("api."))).toEqual([]);
+    }, 30_000);
+
+    test("a corrupt state file is logged and reset, never a crash", async () => {
+      const at = (place = openPlace(where));
+      const { server, url } = controlledServer();
+      at.writeConfig(checkOnly(at, url));
+      await at.tend(["watchdog"]);
+      at.writeState("services/api.json", "{ half a file", 0o600);
+      const pass = await at.tend(["watchdog"]);
+      server.stop(true);
+      expect(pass.code).toBe(0);
+      expect(pass.stdout).toMatch(/\[ERROR\] api: corrupt state file reset \(not JSON/);
+      expect(pass.stderr).toBe("");
+      expect(at.stateOf("api").version).toBe(1);
+    }, 30_000);
+
+    test("a state dir that is a symlink is refused: exit 1, nothing written through it", async () => {
+      const at = (place = openPlace(where));
+      const { server, url } = controlledServer();
+      const elsewhere = at.scratch("elsewhere").inside;
+      const made = await at.shell(
+        `mkdir -p '${elsewhere}' '${dirname(at.state)}' && ln -s '${elsewhere}' '${at.state}'`,
+      );
+      expect(made).toMatchObject({ code: 0, stderr: "" });
+      at.writeConfig(checkOnly(at, url));
+      const pass = await at.tend(["watchdog"]);
+      server.stop(true);
+      expect(pass.code).toBe(1);
+      expect(pass.stderr).toContain("is a symlink");
+      expect(readdirSync(at.scratch("elsewhere").outside)).toEqual([]);
+    });
+
+    test("run --interval loops until SIGTERM and exits 0, lean (baseline JIT only) in the same process", async () => {
+      const at = (place = openPlace(where));
+      const { control, server, url } = controlledServer();
+      at.writeConfig(checkOnly(at, url));
+      const loop = await at.spawnTend(["watchdog", "run", "--interval", "1s"]);
+      try {
+        await waitFor(() => control.hits >= 3, 20_000, "three passes");
+        // Same PID, re-executed without the optimizing JITs (RSS stays flat over long runs: bench P5).
+        const environ = readFileSync(`/proc/${loop.tendPid()}/environ`, "utf8").split("\0");
+        expect(environ).toContain("BUN_JSC_useDFGJIT=0");
+        expect(environ).toContain("BUN_JSC_useFTLJIT=0");
+        loop.kill("SIGTERM");
+        expect(await loop.exited).toBe(0);
+      } finally {
+        server.stop(true);
+      }
+    }, 30_000);
+
+    test("run: a pass that fails is logged and the loop goes on", async () => {
+      const at = (place = openPlace(where));
+      const { control, server, url } = controlledServer();
+      at.writeConfig(checkOnly(at, url));
+      const loop = await at.spawnTend(["watchdog", "run", "--interval", "1s"]);
+      try {
+        await waitFor(() => control.hits >= 1, 10_000, "first pass");
+        // Make the state dir writable by others, atomically (a pass may be running): passes now fail
+        // (refused), and the loop must survive them.
+        chmodSync(at.stateFile(""), 0o777);
+        const reader = loop.stdout.getReader();
+        let seen = "";
+        while (!seen.includes("[ERROR] pass failed")) {
+          const { done, value } = await reader.read();
+          if (done) throw new Error(`the loop ended: ${seen}`);
+          seen += new TextDecoder().decode(value);
+        }
+        expect(seen).toContain("is writable by group or others (mode 0777): refusing to write there");
+        chmodSync(at.stateFile(""), 0o700);
+        const hits = control.hits;
+        await waitFor(() => control.hits > hits, 10_000, "a pass after the failed ones");
+        loop.kill("SIGTERM");
+        expect(await loop.exited).toBe(0);
+      } finally {
+        server.stop(true);
+      }
+    }, 30_000);
+
+    test("the spawned service is in its own session and outlives the watchdog's killed process group", async () => {
+      const at = (place = openPlace(where));
+      const port = await freePort();
+      at.writeConfig(spawnService(at, port));
+      // The pass runs in a process group of its own, as launchd or cron would run it; the group is then killed.
+      const job = await at.spawnShell(`'${at.tendPath}' watchdog pass; echo done; sleep 60`);
+      const reader = job.stdout.getReader();
+      let seen = "";
+      while (!seen.includes("done")) seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+      job.killGroup();
+      await job.exited;
+      const service = await at.hostPid(Number(at.read("web.pid")));
+      try {
+        const stat = readFileSync(`/proc/${service}/stat`, "utf8").split(") ")[1].split(" ");
+        expect(Number(stat[3])).toBe(service); // session leader: pgid = sid = pid
+        expect(Number(stat[2])).toBe(service);
+        expect(alive(service)).toBe(true);
+        expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+      } finally {
+        killAll([service]);
+      }
+    }, 30_000);
+  });
+
+describe("watchdog pass against real processes (this host: strace)", () => {
   test("fsync only for decisions: a repeat healthy pass syncs no state file, a strike syncs it (strace)", async () => {
     box = new Sandbox();
     const { control, server, url } = controlledServer();
@@ -420,126 +533,5 @@ describe("watchdog pass against real processes", () => {
     expect((await synced()).filter((line) => stateTemp.test(line))).toHaveLength(1); // a strike
     server.stop(true);
     expect(box.stateOf("api").strikes).toBe(1);
-  }, 30_000);
-
-  test("files of an earlier version (NAME.json, NAME.out beside tend's own) move into services/, kept", async () => {
-    box = new Sandbox();
-    const { server, url } = controlledServer();
-    box.writeConfig(checkOnly(box, url));
-    Bun.spawnSync(["mkdir", "-m", "700", box.state]);
-    writeFileSync(join(box.state, "api.json"), JSON.stringify({ version: 1, restartsTotal: 7, firstSeenAt: 1 }));
-    writeFileSync(join(box.state, "api.out"), "old output\n");
-    writeFileSync(join(box.state, "gone.json"), "{}"); // no such service: left alone
-    const pass = await box.tend(["watchdog"]);
-    server.stop(true);
-    expect(pass.code).toBe(0);
-    expect(pass.stdout).not.toContain("[START]"); // its history came along: not a new service
-    expect(box.stateOf("api").restartsTotal).toBe(7);
-    expect(box.read("services/api.out")).toBe("old output\n");
-    expect(Bun.spawnSync(["ls", box.state]).stdout.toString().split("\n")).toContain("gone.json");
-    expect(Bun.spawnSync(["ls", box.state]).stdout.toString()).not.toMatch(/^api\./m);
-  }, 30_000);
-
-  test("a corrupt state file is logged and reset, never a crash", async () => {
-    box = new Sandbox();
-    const { server, url } = controlledServer();
-    box.writeConfig(checkOnly(box, url));
-    await box.tend(["watchdog"]);
-    writeFileSync(join(box.state, "services", "api.json"), "{ half a file");
-    const pass = await box.tend(["watchdog"]);
-    server.stop(true);
-    expect(pass.code).toBe(0);
-    expect(pass.stdout).toMatch(/\[ERROR\] api: corrupt state file reset \(not JSON/);
-    expect(pass.stderr).toBe("");
-    expect(box.stateOf("api").version).toBe(1);
-  }, 30_000);
-
-  test("a state dir that is a symlink is refused: exit 1, nothing written through it", async () => {
-    box = new Sandbox();
-    const { server, url } = controlledServer();
-    const elsewhere = join(box.dir, "elsewhere");
-    Bun.spawnSync(["mkdir", elsewhere]);
-    symlinkSync(elsewhere, box.state);
-    box.writeConfig(checkOnly(box, url));
-    const pass = await box.tend(["watchdog"]);
-    server.stop(true);
-    expect(pass.code).toBe(1);
-    expect(pass.stderr).toContain("is a symlink");
-    expect(Bun.spawnSync(["ls", "-A", elsewhere]).stdout.toString()).toBe("");
-  });
-
-  test("run --interval loops until SIGTERM and exits 0, lean (baseline JIT only) in the same process", async () => {
-    box = new Sandbox();
-    const { control, server, url } = controlledServer();
-    box.writeConfig(checkOnly(box, url));
-    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], {
-      env: box.env(),
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    box.track(loop.pid);
-    await waitFor(() => control.hits >= 3, 20_000, "three passes");
-    // Same PID, re-executed without the optimizing JITs (RSS stays flat over long runs: bench P5).
-    const environ = readFileSync(`/proc/${loop.pid}/environ`, "utf8").split("\0");
-    expect(environ).toContain("BUN_JSC_useDFGJIT=0");
-    expect(environ).toContain("BUN_JSC_useFTLJIT=0");
-    loop.kill("SIGTERM");
-    expect(await loop.exited).toBe(0);
-    server.stop(true);
-  }, 30_000);
-
-  test("run: a pass that fails is logged and the loop goes on", async () => {
-    box = new Sandbox();
-    const { control, server, url } = controlledServer();
-    box.writeConfig(checkOnly(box, url));
-    const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], {
-      env: box.env(),
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    box.track(loop.pid);
-    await waitFor(() => control.hits >= 1, 10_000, "first pass");
-    // Make the state dir writable by others, atomically (a pass may be running): passes now fail
-    // (refused), and the loop must survive them.
-    chmodSync(box.state, 0o777);
-    const reader = loop.stdout.getReader();
-    let seen = "";
-    while (!seen.includes("[ERROR] pass failed")) {
-      const { done, value } = await reader.read();
-      if (done) throw new Error(`the loop ended: ${seen}`);
-      seen += new TextDecoder().decode(value);
-    }
-    expect(seen).toContain("is writable by group or others (mode 0777): refusing to write there");
-    chmodSync(box.state, 0o700);
-    const hits = control.hits;
-    await waitFor(() => control.hits > hits, 10_000, "a pass after the failed ones");
-    loop.kill("SIGTERM");
-    expect(await loop.exited).toBe(0);
-    server.stop(true);
-  }, 30_000);
-
-  test("the spawned service is in its own session and outlives the watchdog's killed process group", async () => {
-    box = new Sandbox();
-    const port = await freePort();
-    box.writeConfig(spawnService({ state: box.state, bun: BUN, server: SERVER }, port));
-    pidfiles.push(join(box.state, "web.pid"));
-    // The pass runs in a process group of its own, as launchd or cron would run it; the group is then killed.
-    const job = Bun.spawn(["sh", "-c", `"${TEND}" watchdog pass; echo done; sleep 60`], {
-      env: box.env(),
-      stdout: "pipe",
-      detached: true,
-    });
-    box.track(job.pid);
-    const reader = job.stdout.getReader();
-    let seen = "";
-    while (!seen.includes("done")) seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
-    const service = Number(box.read("web.pid"));
-    const stat = readFileSync(`/proc/${service}/stat`, "utf8").split(") ")[1].split(" ");
-    expect(Number(stat[3])).toBe(service); // session leader: pgid = sid = pid
-    expect(Number(stat[2])).toBe(service);
-    process.kill(-job.pid, "SIGKILL");
-    await job.exited;
-    expect(alive(service)).toBe(true);
-    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
   }, 30_000);
 });
