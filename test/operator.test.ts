@@ -1,15 +1,12 @@
 // What an operator reaches for first (monit restart, supervisorctl stop/start/tail), against a real
 // spawned service and a real tmux pane; restart, stop, start and logs on this host and inside the phone.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { alive, BUN, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+
+import { alive, freePort, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
-let box: Sandbox;
 let at: Place | null = null;
 afterEach(async () => {
-  box?.cleanup(["web.pid"].map((name) => join(box.state, name)).filter((path) => Bun.file(path).size));
   await at?.cleanup();
   at = null;
 });
@@ -164,130 +161,138 @@ for (const where of PLACES)
     }, 60_000);
   });
 
-test("restart waits for a running pass (the lock), then goes ahead; a watch-only one cannot be restarted", async () => {
-  box = new Sandbox();
-  const slow = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: async () => (await Bun.sleep(1500), new Response("ok")),
-  });
-  box.configure({
-    services: [
-      { name: "api", check: { http: `http://127.0.0.1:${slow.port}/` }, restart: { command: ["true"] } },
-      { name: "watched", check: { tcp: "127.0.0.1:1" } },
-    ],
-  });
-  const pass = box.tend(["watchdog"]);
-  await waitFor(
-    () => Bun.file(join(box.state, "watchdog.lock")).size >= 0 && box.read("watchdog.log") !== "",
-    5000,
-    "pass",
-  );
-  const restart = await box.tend(["watchdog", "restart", "api"]);
-  await pass;
-  slow.stop(true);
-  expect(restart.code).toBe(0);
-  const log = box.read("watchdog.log");
-  expect(log.indexOf("manual restart")).toBeGreaterThan(log.indexOf("[START] watching api"));
-  const watched = await box.tend(["watchdog", "restart", "watched"]);
-  expect(watched.code).toBe(2);
-  expect(watched.stderr).toContain("watched is watch only (no [service.restart]): tend cannot restart it");
-}, 30_000);
+for (const where of PLACES)
+  describe(`the lock and the loop, for an operator (${where})`, () => {
+    test("restart waits for a running pass (the lock), then acts; a watch-only one cannot be restarted", async () => {
+      const place = (at = openPlace(where));
+      const slow = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: async () => (await Bun.sleep(1500), new Response("ok")),
+      });
+      place.configure({
+        services: [
+          { name: "api", check: { http: `http://127.0.0.1:${slow.port}/` }, restart: { command: ["true"] } },
+          { name: "watched", check: { tcp: "127.0.0.1:1" } },
+        ],
+      });
+      const pass = place.tend(["watchdog"]);
+      await waitFor(
+        () => Bun.file(place.stateFile("watchdog.lock")).size >= 0 && place.read("watchdog.log") !== "",
+        5000,
+        "pass",
+      );
+      const restart = await place.tend(["watchdog", "restart", "api"]);
+      await pass;
+      slow.stop(true);
+      expect(restart.code).toBe(0);
+      const log = place.read("watchdog.log");
+      expect(log.indexOf("manual restart")).toBeGreaterThan(log.indexOf("[START] watching api"));
+      const watched = await place.tend(["watchdog", "restart", "watched"]);
+      expect(watched.code).toBe(2);
+      expect(watched.stderr).toContain("watched is watch only (no [service.restart]): tend cannot restart it");
+    }, 30_000);
 
-test("loop: a crashed process is started again within seconds, not at the next pass", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  box.configure({
-    services: [
-      {
-        name: "web",
-        pidfile: "web.pid",
-        check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, SERVER, `${port}`] },
-      },
-    ],
-  });
-  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
-  box.track(loop.pid);
-  await waitFor(() => box.read("watchdog.log").includes("[START] web: started pid"), 15_000, "the first start");
-  const first = Number(box.read("web.pid"));
-  box.track(first);
-  await waitFor(() => box.stateOf("web").watch?.pid === first, 5000, "the loop to watch it");
-  const killedAt = Date.now();
-  process.kill(first, "SIGKILL");
-  await waitFor(() => Number(box.read("web.pid")) !== first, 10_000, "started again");
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null))?.status === 200, 10_000, "up");
-  expect(Date.now() - killedAt).toBeLessThan(10_000); // an interval of 1 h: only the crash watch can have done it
-  box.track(Number(box.read("web.pid")));
-  expect(box.read("watchdog.log")).toMatch(
-    /\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it \(crash\)/,
-  );
-  loop.kill("SIGTERM");
-  expect(await loop.exited).toBe(0);
-}, 30_000);
+    test("loop: a crashed process is started again within seconds, not at the next pass", async () => {
+      const place = (at = openPlace(where));
+      const port = await freePort();
+      place.configure({
+        services: [
+          {
+            name: "web",
+            pidfile: "web.pid",
+            check: { http: `http://127.0.0.1:${port}/` },
+            restart: { spawn: [place.bun, place.server, `${port}`] },
+          },
+        ],
+      });
+      const loop = await place.spawnTend(["watchdog", "run", "--interval", "1h"]);
+      const log = () => place.read("watchdog.log");
+      await waitFor(() => log().includes("[START] web: started pid"), 15_000, "the first start");
+      const first = Number(place.read("web.pid"));
+      await waitFor(() => place.stateOf("web").watch?.pid === first, 5000, "the loop to watch it");
+      const killedAt = Date.now();
+      process.kill(await place.hostPid(first), "SIGKILL");
+      await waitFor(() => Number(place.read("web.pid")) !== first, 10_000, "started again");
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => null))?.status === 200,
+        10_000,
+        "up",
+      );
+      expect(Date.now() - killedAt).toBeLessThan(10_000); // an interval of 1 h: only the crash watch can have done it
+      expect(log()).toMatch(/\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it \(crash\)/);
+      loop.kill("SIGTERM");
+      expect(await loop.exited).toBe(0);
+    }, 30_000);
 
-test("loop: the crash watch is never blocked by another service's restart still being verified", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  box.configure({
-    defaults: { grace: "0s", cooldown: "0s" },
-    services: [
-      {
-        name: "web",
-        pidfile: "web.pid",
-        check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, SERVER, `${port}`] },
-      },
-      {
-        name: "stuck",
-        failures: 1,
-        verify_timeout: "15s",
-        check: { tcp: "127.0.0.1:1", timeout: "300ms" },
-        restart: { command: ["sleep", "15"] },
-      },
-    ],
-  });
-  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
-  box.track(loop.pid);
-  // The first pass: web started; stuck's restart command does not return (its verification takes 15 s).
-  // (Its RESTART line comes when the command returns.)
-  await waitFor(() => box.read("watchdog.log").includes("[HUNG] stuck"), 15_000, "stuck's restart");
-  await waitFor(() => box.read("watchdog.log").includes("[START] web: started pid"), 15_000, "web's first start");
-  const first = Number(box.read("web.pid"));
-  box.track(first);
-  await waitFor(() => box.stateOf("web").watch?.pid === first, 10_000, "web watched");
-  process.kill(first, "SIGKILL");
-  await waitFor(() => Number(box.read("web.pid")) !== first, 15_000, "web started again");
-  box.track(Number(box.read("web.pid")));
-  // ... while stuck's restart is still being verified: not after it.
-  const log = box.read("watchdog.log");
-  expect(log).toMatch(/\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it \(crash\)/);
-  expect(log).not.toMatch(/\[(FAILED|RECOVERED)\] stuck/);
-  loop.kill("SIGTERM");
-  expect(await loop.exited).toBe(0);
-}, 90_000);
+    test("loop: the crash watch is never blocked by another service's restart still being verified", async () => {
+      const place = (at = openPlace(where));
+      const port = await freePort();
+      place.configure({
+        defaults: { grace: "0s", cooldown: "0s" },
+        services: [
+          {
+            name: "web",
+            pidfile: "web.pid",
+            check: { http: `http://127.0.0.1:${port}/` },
+            restart: { spawn: [place.bun, place.server, `${port}`] },
+          },
+          {
+            name: "stuck",
+            failures: 1,
+            verify_timeout: "15s",
+            check: { tcp: "127.0.0.1:1", timeout: "300ms" },
+            restart: { command: ["sleep", "15"] },
+          },
+        ],
+      });
+      const loop = await place.spawnTend(["watchdog", "run", "--interval", "1h"]);
+      const log = () => place.read("watchdog.log");
+      // The first pass: web started; stuck's restart command does not return (its verification takes 15 s).
+      // (Its RESTART line comes when the command returns.)
+      await waitFor(() => log().includes("[HUNG] stuck"), 15_000, "stuck's restart");
+      await waitFor(() => log().includes("[START] web: started pid"), 15_000, "web's first start");
+      const first = Number(place.read("web.pid"));
+      await waitFor(() => place.stateOf("web").watch?.pid === first, 10_000, "web watched");
+      process.kill(await place.hostPid(first), "SIGKILL");
+      await waitFor(() => Number(place.read("web.pid")) !== first, 15_000, "web started again");
+      // ... while stuck's restart is still being verified: not after it.
+      expect(log()).toMatch(/\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it \(crash\)/);
+      expect(log()).not.toMatch(/\[(FAILED|RECOVERED)\] stuck/);
+      loop.kill("SIGTERM");
+      expect(await loop.exited).toBe(0);
+    }, 90_000);
 
-test("loop: retry_interval probes a failing service again before the next pass; strikes still need N", async () => {
-  box = new Sandbox();
-  let hits = 0;
-  let status = 200;
-  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => (hits++, new Response("x", { status })) });
-  box.configure({
-    services: [{ name: "api", failures: 3, retry_interval: "1s", check: { http: `http://127.0.0.1:${server.port}/` } }],
+    test("loop: retry_interval probes a failing service again before the next pass; strikes still need N", async () => {
+      const place = (at = openPlace(where));
+      let hits = 0;
+      let status = 200;
+      const server = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: () => (hits++, new Response("x", { status })),
+      });
+      place.configure({
+        services: [
+          { name: "api", failures: 3, retry_interval: "1s", check: { http: `http://127.0.0.1:${server.port}/` } },
+        ],
+      });
+      status = 503;
+      const loop = await place.spawnTend(["watchdog", "run", "--interval", "1h"]);
+      const log = () => place.read("watchdog.log");
+      try {
+        await waitFor(() => log().includes("failure 3/3"), 15_000, "three strikes, a second apart");
+        expect(log()).toContain("failure 1/3");
+        expect(log()).toContain("failure 2/3");
+        status = 200;
+        await waitFor(() => log().includes("[RECOVERED] api is healthy again"), 10_000, "recovery seen");
+        const probesAfter = hits;
+        await Bun.sleep(2500); // healthy again: no more retries until the next pass (1 h)
+        expect(hits).toBe(probesAfter);
+        loop.kill("SIGTERM");
+        await loop.exited;
+      } finally {
+        server.stop(true);
+      }
+    }, 30_000);
   });
-  status = 503;
-  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
-  box.track(loop.pid);
-  await waitFor(() => box.read("watchdog.log").includes("failure 3/3"), 15_000, "three strikes, a second apart");
-  const log = box.read("watchdog.log");
-  expect(log).toContain("failure 1/3");
-  expect(log).toContain("failure 2/3");
-  status = 200;
-  await waitFor(() => box.read("watchdog.log").includes("[RECOVERED] api is healthy again"), 10_000, "recovery seen");
-  const probesAfter = hits;
-  await Bun.sleep(2500); // healthy again: no more retries until the next pass (1 h)
-  expect(hits).toBe(probesAfter);
-  loop.kill("SIGTERM");
-  await loop.exited;
-  server.stop(true);
-}, 30_000);
