@@ -1,10 +1,9 @@
 // safe-kill against real processes: identity, refusals, signals, escalation, tmux panes; the shell that
 // names its target, the refusals, a rehearsal, --escalate and tmux: on this host and inside the phone.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, utimesSync, writeFileSync } from "node:fs";
-import { uptime } from "node:os";
+import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, freePort, procState, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, freePort, procState, Sandbox, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
@@ -23,19 +22,6 @@ function startTarget(argv: string[], pidfileName = "tour.pid") {
   const pidfile = join(box.dir, pidfileName);
   writeFileSync(pidfile, `${child.pid}\n`);
   return { pid: child.pid, pidfile };
-}
-
-function configWith(pidfile: string) {
-  box.writeConfig(
-    `[watchdog]
-state_dir = "${box.state}"
-[[service]]
-name = "tour"
-pidfile = "${pidfile}"
-[service.check]
-process = true
-`,
-  );
 }
 
 for (const where of PLACES)
@@ -142,29 +128,34 @@ for (const where of PLACES)
     });
   });
 
-test("PID reuse: a pidfile naming a process newer than the file does not name it; nothing is signalled", async () => {
-  box = new Sandbox();
-  const { pid, pidfile } = startTarget(["sleep", "300"]);
-  // Older than the process, but of this boot (a pidfile from before the boot is refused for that).
-  const age = Math.min(3_600_000, (uptime() - 5) * 1000);
-  expect(age).toBeGreaterThan(2000);
-  const older = new Date(Date.now() - age);
-  utimesSync(pidfile, older, older);
-  const result = await box.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile}`]);
-  expect(result.code).toBe(1);
-  expect(result.stderr).toContain(
-    `pid ${pid} started after ${pidfile} was written: not the process it names (PID reused)`,
-  );
-  expect(alive(pid)).toBe(true);
-});
+for (const where of PLACES)
+  describe(`safe-kill's identity checks (${where})`, () => {
+    test("PID reuse: a pidfile naming a process newer than the file does not name it; nothing signalled", async () => {
+      const place = (at = openPlace(where));
+      // The file is made older than its process, but of this boot (a pidfile from before the boot is refused
+      // for that): a phone booted for this test is given four seconds first.
+      const booted = Date.now();
+      await place.shell("true");
+      await waitFor(() => Date.now() - booted >= 4000, 6000, "the place up for 4 s");
+      const { pid, here, pidfile } = await place.startTarget(["sleep", "300"], "tour.pid");
+      const file = place.scratch("tour.pid").outside;
+      // Beyond the second a slow start is allowed (a process started up to 1 s after its pidfile was written).
+      const older = new Date(statSync(file).mtimeMs - 3000);
+      utimesSync(file, older, older);
+      const result = await place.tend(["safe-kill", "-s", "KILL", `pidfile:${pidfile}`]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `pid ${pid} started after ${pidfile} was written: not the process it names (PID reused)`,
+      );
+      expect(alive(here)).toBe(true);
+    });
 
-test("PID reuse against the start time tend recorded when it started the process", async () => {
-  box = new Sandbox();
-  const port = await freePort();
-  const pidfile = join(box.state, "tour.pid");
-  box.writeConfig(
-    `[watchdog]
-state_dir = "${box.state}"
+    test("PID reuse against the start time tend recorded when it started the process", async () => {
+      const place = (at = openPlace(where));
+      const port = await freePort();
+      place.writeConfig(
+        `[watchdog]
+state_dir = "${place.state}"
 [[service]]
 name = "tour"
 pidfile = "tour.pid"
@@ -172,51 +163,44 @@ grace = "0s"
 [service.check]
 http = "http://127.0.0.1:${port}/"
 [service.restart]
-spawn = ["${BUN}", "${SERVER}", "${port}"]
+spawn = ["${place.bun}", "${place.server}", "${port}"]
 `,
-  );
-  await box.tend(["watchdog"]);
-  const started = Number(box.read("tour.pid"));
-  box.track(started);
-  process.kill(started, "SIGKILL");
-  await waitFor(() => !alive(started), 5000, "first gone");
-  // Another process now sits in the pidfile, written just now: only tend's record can tell it apart.
-  const stranger = Bun.spawn(["sleep", "300"], { detached: true });
-  box.track(stranger.pid);
-  const recorded = box.stateOf("tour");
-  recorded.pid = stranger.pid; // as if the kernel had handed the same PID to the stranger
-  writeFileSync(join(box.state, "services", "tour.json"), JSON.stringify(recorded));
-  writeFileSync(pidfile, `${stranger.pid}\n`);
-  for (const target of ["tour", `pidfile:${pidfile}`]) {
-    const result = await box.tend(["safe-kill", "-s", "KILL", target]);
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain(
-      `pid ${stranger.pid} now belongs to another process (start time differs: PID reused)`,
-    );
-  }
-  expect(alive(stranger.pid)).toBe(true);
-});
+      );
+      await place.tend(["watchdog"]);
+      const started = await place.hostPid(Number(place.read("tour.pid")));
+      process.kill(started, "SIGKILL");
+      await waitFor(() => !alive(started), 5000, "first gone");
+      // Another process now sits in the pidfile, written just now: only tend's record can tell it apart.
+      const stranger = await place.startTarget(["sleep", "300"], "stranger.pid");
+      const recorded = place.stateOf("tour");
+      recorded.pid = stranger.pid; // as if the kernel had handed the same PID to the stranger
+      place.writeState("services/tour.json", JSON.stringify(recorded), 0o600);
+      place.writeState("tour.pid", `${stranger.pid}\n`);
+      for (const target of ["tour", `pidfile:${place.state}/tour.pid`]) {
+        const result = await place.tend(["safe-kill", "-s", "KILL", target]);
+        expect(result.code).toBe(1);
+        expect(result.stderr).toContain(
+          `pid ${stranger.pid} now belongs to another process (start time differs: PID reused)`,
+        );
+      }
+      expect(alive(stranger.here)).toBe(true);
+    });
 
-test("tmux:TARGET of a configured service reaches the pane on that service's own socket (-L NAME)", async () => {
-  box = new Sandbox();
-  const socket = `sk${process.pid}`;
-  const tmux = (...args: string[]) => Bun.spawnSync(["tmux", "-L", socket, ...args], { env: box.env() });
-  tmux("new-session", "-d", "-s", "main", "-n", "api", "sleep 301");
-  try {
-    await killPaneOnItsSocket(tmux);
-  } finally {
-    tmux("kill-server");
-  }
-});
-
-async function killPaneOnItsSocket(tmux: (...args: string[]) => ReturnType<typeof Bun.spawnSync>) {
-  const socket = `sk${process.pid}`;
-  const pid = Number(String(tmux("display-message", "-p", "-t", "main:api", "#{pane_pid}").stdout).trim());
-  expect(pid).toBeGreaterThan(1);
-  // Without a configuration: tmux's default server has no such pane.
-  expect((await box.tend(["safe-kill", "--dry-run", "tmux:main:api"])).code).toBe(1);
-  box.writeConfig(`[watchdog]
-state_dir = "${box.state}"
+    test("tmux:TARGET of a configured service reaches the pane on that service's own socket (-L NAME)", async () => {
+      const place = (at = openPlace(where));
+      const socket = `sk${process.pid}`;
+      await place.tmux(["-L", socket, "new-session", "-d", "-s", "main", "-n", "api", "sleep 301"]);
+      try {
+        const shown = await place.tmux(["-L", socket, "display-message", "-p", "-t", "main:api", "#{pane_pid}"]);
+        const pid = Number(shown.stdout.trim());
+        expect(pid).toBeGreaterThan(1);
+        const here = await place.hostPid(pid);
+        // As the kernel shows it (the phone's SHELL is dash, which keeps `sh -c CMD` as the pane's process).
+        const cmdline = readFileSync(`/proc/${here}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+        // Without a configuration: tmux's default server has no such pane.
+        expect((await place.tend(["safe-kill", "--dry-run", "tmux:main:api"])).code).toBe(1);
+        place.writeConfig(`[watchdog]
+state_dir = "${place.state}"
 [[service]]
 name = "api"
 [service.check]
@@ -226,11 +210,16 @@ tmux = "main:api"
 run = "sleep 301"
 socket = "${socket}"
 `);
-  const result = await box.tend(["safe-kill", "-s", "KILL", "tmux:main:api"]);
-  expect(result.stderr).toBe("");
-  expect(result.stdout).toContain(`sent SIGKILL to main:api (pid ${pid}: sleep 301)`);
-  await waitFor(() => !alive(pid), 5000, "pane process gone");
-}
+        const result = await place.tend(["safe-kill", "-s", "KILL", "tmux:main:api"]);
+        expect(result.stderr).toBe("");
+        expect(result.stdout).toContain(`sent SIGKILL to main:api (pid ${pid}: ${cmdline})`);
+        if (where === "host") expect(cmdline).toBe("sleep 301");
+        await waitFor(() => !alive(here), 5000, "pane process gone");
+      } finally {
+        await place.tmux(["-L", socket, "kill-server"]);
+      }
+    });
+  });
 
 test("launchd label via the config (STAND-IN launchctl: launchd cannot run on Linux)", async () => {
   box = new Sandbox();
