@@ -104,6 +104,7 @@ export interface Place {
 
 export interface Background {
   stdout: ReadableStream<Uint8Array>;
+  stderr: ReadableStream<Uint8Array>;
   kill: (signal?: NodeJS.Signals) => void;
   /** tend's exit code (128 + the signal's number when a signal ended it). */
   exited: Promise<number>;
@@ -169,12 +170,22 @@ function onHost(): Place {
     },
     spawnTend: async (args, wrapper = []) => {
       // Its own process group: cleanup kills it whole (under strace, tend is strace's child).
-      const child = Bun.spawn([...wrapper, TEND, ...args], { env: box.env(), stdout: "pipe", detached: true });
+      const child = Bun.spawn([...wrapper, TEND, ...args], {
+        env: box.env(),
+        stdout: "pipe",
+        stderr: "pipe",
+        detached: true,
+      });
       box.track(child.pid);
       return background(child);
     },
     spawnShell: async (command) => {
-      const child = Bun.spawn(["sh", "-c", command], { env: box.env(), stdout: "pipe", detached: true });
+      const child = Bun.spawn(["sh", "-c", command], {
+        env: box.env(),
+        stdout: "pipe",
+        stderr: "pipe",
+        detached: true,
+      });
       box.track(child.pid);
       return background(child);
     },
@@ -263,6 +274,7 @@ function onPhone(termuxServices: boolean): Place {
 function background(
   child: {
     stdout: ReadableStream<Uint8Array>;
+    stderr: ReadableStream<Uint8Array>;
     exited: Promise<number>;
     exitCode: number | null;
     signalCode: number | NodeJS.Signals | null;
@@ -285,6 +297,7 @@ function background(
   });
   return {
     stdout: child.stdout,
+    stderr: child.stderr,
     // On the phone, to tend itself: the helper forwards a signal it can catch, never SIGKILL.
     kill: (signal = "SIGTERM") => {
       if (child.exitCode !== null || child.signalCode !== null) return; // gone already: nothing to signal

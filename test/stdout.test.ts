@@ -1,17 +1,13 @@
 // tend's own stdout is the least reliable thing it writes to (#39): a full disk, a broken pipe, a closed
 // descriptor there is one line in the log, never a failed pass, never the end of `watchdog run`. A pass's
-// stdout (full, a broken pipe, closed) is tried on this host and inside the phone.
+// stdout (full, a broken pipe, closed), the loop's, notify's and serve's: on this host and inside the phone.
 import { afterAll, afterEach, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { alive, BUN, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, freePort, recordingReceiver, waitFor } from "./helpers.ts";
 import type { ConfigSpec } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
-let box: Sandbox;
 let at: Place | null = null;
 afterEach(async () => {
-  box?.cleanup([join(box.state, "web.pid")].filter((path) => existsSync(path)));
   await at?.cleanup();
   at = null;
 });
@@ -29,17 +25,6 @@ const webSpec = (port: number, bun: string, server: string): ConfigSpec => ({
     },
   ],
 });
-
-async function crashedWorld() {
-  box = new Sandbox();
-  const port = await freePort();
-  box.configure(webSpec(port, BUN, SERVER));
-  return port;
-}
-const pid = () => Number(box.read("web.pid"));
-/** A shell runs tend with its stdout as given ("> /dev/full", "| true", ">&-"). */
-const tendWith = (args: string, redirect: string) =>
-  Bun.spawnSync(["sh", "-c", `'${TEND}' ${args} ${redirect}; echo "exit $?" >&2`], { env: box.env() });
 
 for (const where of PLACES)
   for (const [what, redirect, words] of [
@@ -71,65 +56,73 @@ for (const where of PLACES)
     }, 30_000);
   }
 
-test("watchdog run | head -1: the loop outlives its reader and still starts a crashed service", async () => {
-  await crashedWorld();
-  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1s"], {
-    env: box.env(),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  box.track(loop.pid);
-  // As `| head -1`: one line read, then the reader is gone (the pipe's read end closed).
-  const reader = loop.stdout.getReader();
-  await reader.read();
-  await reader.cancel();
-  await waitFor(() => box.read("web.pid") !== "" && alive(pid()), 15_000, "the first start");
-  const first = pid();
-  process.kill(first, "SIGKILL");
-  await waitFor(() => pid() !== first && alive(pid()), 15_000, "started again by the loop, its reader gone");
-  expect(box.read("watchdog.log")).toContain("[WARN] stdout: broken pipe (what tend prints is in this log)");
-  expect(loop.exitCode).toBeNull(); // still watching
-  loop.kill("SIGTERM");
-  expect(await loop.exited).toBe(0);
-  expect(await new Response(loop.stderr).text()).not.toContain("internal error");
-}, 60_000);
+for (const where of PLACES)
+  test(`${where}: watchdog run | head -1: the loop outlives its reader, still starts a crashed service`, async () => {
+    const place = (at = openPlace(where));
+    const port = await freePort();
+    place.configure(webSpec(port, place.bun, place.server));
+    const pidThere = () => Number(place.read("web.pid"));
+    /** The service tend started runs (as this host finds it). */
+    const running = async (pid: number) => {
+      try {
+        return pid > 0 && alive(await place.hostPid(pid));
+      } catch {
+        return false; // not a process of the phone
+      }
+    };
+    const loop = await place.spawnTend(["watchdog", "run", "--interval", "1s"]);
+    // As `| head -1`: one line read, then the reader is gone (the pipe's read end closed).
+    const reader = loop.stdout.getReader();
+    await reader.read();
+    await reader.cancel();
+    await waitFor(() => running(pidThere()), 15_000, "the first start");
+    const first = pidThere();
+    process.kill(await place.hostPid(first), "SIGKILL");
+    await waitFor(
+      async () => pidThere() !== first && (await running(pidThere())),
+      15_000,
+      "started again by the loop, its reader gone",
+    );
+    expect(place.read("watchdog.log")).toContain("[WARN] stdout: broken pipe (what tend prints is in this log)");
+    expect(loop.running()).toBe(true); // still watching
+    loop.kill("SIGTERM");
+    expect(await loop.exited).toBe(0);
+    expect(await new Response(loop.stderr).text()).not.toContain("internal error");
+  }, 60_000);
 
-test("notify and serve whose stdout is full or closed: the message delivered, the server serving", async () => {
-  box = new Sandbox();
-  box.configure({ services: [{ name: "web", check: { command: ["true"] } }] });
-  const receiver = recordingReceiver();
-  try {
-    for (const redirect of ["> /dev/full", ">&-", "| (exec true)"]) {
-      const before = receiver.received.length;
-      // Not spawnSync: the receiver answers from this process.
-      const command = `'${TEND}' notify --url '${receiver.url}/t' --format json 'disk at 91%' ${redirect}`;
-      const done = await run(["sh", "-c", `${command}; echo "exit $?" >&2`], { env: box.env() });
-      expect(done.stderr).not.toContain("internal error");
-      if (!redirect.startsWith("|")) expect(done.stderr).toContain("exit 0");
-      expect(receiver.received.slice(before).map((body) => JSON.parse(body).message)).toEqual(["disk at 91%"]);
+for (const where of PLACES)
+  test(`${where}: notify and serve, stdout full or closed: the message delivered, the server serving`, async () => {
+    const place = (at = openPlace(where));
+    place.configure({ services: [{ name: "web", check: { command: ["true"] } }] });
+    const tend = `'${place.tendPath}'`;
+    const receiver = recordingReceiver();
+    try {
+      for (const redirect of ["> /dev/full", ">&-", "| (exec true)"]) {
+        const before = receiver.received.length;
+        const command = `${tend} notify --url '${receiver.url}/t' --format json 'disk at 91%' ${redirect}`;
+        const done = await place.shell(`${command}; echo "exit $?" >&2`);
+        expect(done.stderr).not.toContain("internal error");
+        if (!redirect.startsWith("|")) expect(done.stderr).toContain("exit 0");
+        expect(receiver.received.slice(before).map((body) => JSON.parse(body).message)).toEqual(["disk at 91%"]);
+      }
+    } finally {
+      receiver.stop();
     }
-  } finally {
-    receiver.stop();
-  }
-  const port = await freePort();
-  const serve = Bun.spawn(["sh", "-c", `exec '${TEND}' watchdog serve --listen 127.0.0.1:${port} > /dev/full`], {
-    env: box.env(),
-    stderr: "pipe",
-  });
-  box.track(serve.pid);
-  await waitFor(
-    async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.status !== undefined,
-    10_000,
-    "serve answering, its stdout full",
-  );
-  expect(serve.exitCode).toBeNull();
-  serve.kill("SIGTERM");
-  await serve.exited;
-  const said = await new Response(serve.stderr).text();
-  expect(said).not.toContain("internal error");
-  expect(said).toContain("watchdog: cannot write to stdout: no space left on the device (serving all the same)");
-  // A command whose answer is its stdout fails (exit 1), saying why: not an internal error.
-  const status = tendWith("watchdog status", "> /dev/full").stderr.toString();
-  expect(status).toContain("watchdog: cannot write to stdout: no space left on the device");
-  expect(status).toContain("exit 1");
-}, 30_000);
+    const port = await freePort();
+    const serve = await place.spawnShell(`exec ${tend} watchdog serve --listen 127.0.0.1:${port} > /dev/full`);
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.status !== undefined,
+      10_000,
+      "serve answering, its stdout full",
+    );
+    expect(serve.running()).toBe(true);
+    serve.kill("SIGTERM");
+    await serve.exited;
+    const said = await new Response(serve.stderr).text();
+    expect(said).not.toContain("internal error");
+    expect(said).toContain("watchdog: cannot write to stdout: no space left on the device (serving all the same)");
+    // A command whose answer is its stdout fails (exit 1), saying why: not an internal error.
+    const status = (await place.shell(`${tend} watchdog status > /dev/full; echo "exit $?" >&2`)).stderr;
+    expect(status).toContain("watchdog: cannot write to stdout: no space left on the device");
+    expect(status).toContain("exit 1");
+  }, 30_000);
