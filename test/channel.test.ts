@@ -10,9 +10,10 @@ import { appendFileSync, chmodSync, copyFileSync, existsSync, linkSync, mkdirSyn
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, ROOT, Sandbox, TEND } from "./helpers.ts";
-import { closePlaces, openPlace, type Place } from "./places.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
+/** The place a test opened (the phone, or this host as a place). */
 let phone: Place | null = null;
 let server: ReturnType<typeof Bun.serve> | null = null;
 afterEach(async () => {
@@ -230,19 +231,20 @@ test("a channel over HTTP: the signed hash pins the download; a channel that can
   expect(backups()).toHaveLength(1);
 }, 60_000);
 
-test("[self_update] keys: each must be ed25519:BASE64 of 32 bytes (validate names the key, exit 2)", async () => {
-  box = new Sandbox();
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\n[self_update]\nkeys = ["ed25519:AAAA", 7]\n`);
-  const done = await box.tend(["watchdog", "validate"]);
-  expect(done.code).toBe(2);
-  expect(done.stderr).toContain(
-    'self_update.keys[0]: "ed25519:AAAA" is not ed25519:BASE64 (the base64 of a raw 32-byte Ed25519 public key)',
-  );
-  expect(done.stderr).toContain("self_update.keys[1]: 7 is not a string");
-  const misuse = await box.tend(["self-update", "--allow-downgrade", "x"]);
-  expect(misuse.code).toBe(2);
-  expect(misuse.stderr).toContain("--allow-downgrade goes with --channel");
-});
+for (const where of PLACES)
+  test(`[self_update] keys: each ed25519:BASE64 of 32 bytes (validate names it, exit 2) (${where})`, async () => {
+    const at = (phone = openPlace(where));
+    at.writeConfig(`[watchdog]\nstate_dir = "${at.state}"\n[self_update]\nkeys = ["ed25519:AAAA", 7]\n`);
+    const done = await at.tend(["watchdog", "validate"]);
+    expect(done.code).toBe(2);
+    expect(done.stderr).toContain(
+      'self_update.keys[0]: "ed25519:AAAA" is not ed25519:BASE64 (the base64 of a raw 32-byte Ed25519 public key)',
+    );
+    expect(done.stderr).toContain("self_update.keys[1]: 7 is not a string");
+    const misuse = await at.tend(["self-update", "--allow-downgrade", "x"]);
+    expect(misuse.code).toBe(2);
+    expect(misuse.stderr).toContain("--allow-downgrade goes with --channel");
+  });
 
 test("which binary a host takes: Termux only the Android build (arm64), a Mac arm64, Linux by machine", async () => {
   const { targetOf } = await import("../lib/tools/channel.ts");
@@ -265,7 +267,7 @@ test("which binary a host takes: Termux only the Android build (arm64), a Mac ar
     });
 });
 
-test("inside the phone: the signed channel over HTTP is verified there; its x64 build is no phone's: exit 3", async () => {
+test("inside the phone: a signed channel over HTTP verified there; its x64 build is no phone's: exit 3", async () => {
   // This host's phone runs on x64 (android-x64), which no release has a build for (a phone is arm64): the
   // install a channel leads to is self-update's, tested inside the phone there; here, what the phone checks
   // before it: the fetch, openssl's signature, the target it asks for, and nothing changed when refused.

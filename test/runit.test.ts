@@ -3,15 +3,13 @@
 // On the phone (termux-services installed): runsvdir, runsv and sv run as the app, as Termux runs them.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { freePort, procState, Sandbox, waitFor } from "./helpers.ts";
+import { freePort, procState, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Place | null = null;
-let sandbox: Sandbox | null = null;
 afterEach(async () => {
   await box?.cleanup();
-  sandbox?.cleanup();
-  box = sandbox = null;
+  box = null;
 });
 afterAll(() => closePlaces());
 
@@ -107,8 +105,12 @@ test("restart.runit: sv_dir defaults to $SVDIR, then $PREFIX/var/service on Term
     "/data/data/com.termux/files/usr/var/service",
   );
   expect(defaultSvDir({ PREFIX: "/usr" })).toBe("/etc/service");
-  sandbox = new Sandbox();
-  sandbox.writeConfig(`
+});
+
+for (const where of PLACES)
+  test(`restart.runit names a service in sv_dir, never a path (${where})`, async () => {
+    const sandbox = (box = openPlace(where));
+    sandbox.writeConfig(`
 [[service]]
 name = "sshd"
 [service.check]
@@ -116,7 +118,7 @@ tcp = "127.0.0.1:8022"
 [service.restart]
 runit = "../sshd"
 `);
-  const bad = await sandbox.tend(["watchdog", "validate"]);
-  expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain('service[0].restart.runit: "../sshd" is a service name in sv_dir');
-});
+    const bad = await sandbox.tend(["watchdog", "validate"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('service[0].restart.runit: "../sshd" is a service name in sv_dir');
+  });
