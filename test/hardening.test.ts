@@ -1,8 +1,9 @@
 // The state dir is tend's own, inputs are strict and bounded, secrets stay in, and what tend
 // starts goes with it: each against the real thing (a second user, FIFOs, devices, endless
 // bodies, a full tmpfs, real processes). Planted links and FIFOs, PIDs and pidfiles, bounded bodies, a
-// pass's SIGTERM, a low ulimit and a power cut's leftovers run on this host and inside the Termux-shaped
-// phone (test/places.ts); a second user, mounts and strace stay here (the app has none of them).
+// pass's SIGTERM, a low ulimit, a power cut's leftovers, strict inputs, secrets and tend's own files run on
+// this host and inside the Termux-shaped phone (test/places.ts); a second user and strace stay here (the app
+// has neither).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import {
   chmodSync,
@@ -16,7 +17,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { alive, BUN, freePort, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
-import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
+import { closePlaces, openPlace, PLACES, smallStateDisk, type Place } from "./places.ts";
 
 let box: Sandbox;
 let place: Place | null = null;
@@ -77,42 +78,50 @@ test("a state dir of another user or writable by group/others is refused, with t
   expect(readFileSync(join(own, "heartbeat"), "utf8")).toMatch(/^\d{4}-/);
 });
 
-test("durations up to 365d work as written; longer ones and out-of-range flags are exit 2", async () => {
-  box = new Sandbox();
-  box.configure({
-    watchdog: { interval: "30d" },
-    services: [{ name: "slowcheck", check: { command: ["sleep", "1"], timeout: "25d" } }],
-  });
-  // A 25-day timeout does not fire after a few ms (32-bit timer overflow): the 1 s check passes.
-  const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
-  expect(status.services[0].probe).toMatchObject({ ok: true, detail: "exit 0" });
-  // A 30-day interval: the loop runs one pass, then waits (no busy loop).
-  const loop = Bun.spawn([TEND, "watchdog", "run"], { env: box.env(), stdout: "pipe", stderr: "pipe" });
-  box.track(loop.pid);
-  await waitFor(() => existsSync(join(box.state, "heartbeat")), 10_000, "the first pass");
-  const first = readFileSync(join(box.state, "heartbeat"), "utf8");
-  await Bun.sleep(1500);
-  expect(readFileSync(join(box.state, "heartbeat"), "utf8")).toBe(first);
-  loop.kill("SIGTERM");
-  expect(await loop.exited).toBe(0);
-  expect(await new Response(loop.stderr).text()).not.toContain("TimeoutOverflowWarning");
+for (const where of PLACES)
+  describe(`inputs, secrets and tend's own files (${where})`, () => {
+    /** The test's tmpfs, unmounted before its place is cleaned up. */
+    let unmount: (() => void) | null = null;
+    afterEach(() => {
+      unmount?.();
+      unmount = null;
+    });
 
-  box.configure({ watchdog: { interval: "400d" } });
-  const long = await box.tend(["watchdog", "validate"]);
-  expect(long.code).toBe(2);
-  expect(long.stderr).toContain('watchdog.interval: "400d" is longer than 365d, the longest duration allowed');
-  box.configure();
-  const since = await box.tend(["watchdog", "report", "--since", "100000d"]);
-  expect(since.code).toBe(2);
-  expect(since.stderr).toContain('--since: "100000d" is longer than 365d');
-  expect(since.stderr).not.toContain("internal error");
-});
+    test("durations up to 365d work as written; longer ones and out-of-range flags are exit 2", async () => {
+      const at = (place = openPlace(where));
+      at.configure({
+        watchdog: { interval: "30d" },
+        services: [{ name: "slowcheck", check: { command: ["sleep", "1"], timeout: "25d" } }],
+      });
+      // A 25-day timeout does not fire after a few ms (32-bit timer overflow): the 1 s check passes.
+      const status = JSON.parse((await at.tend(["watchdog", "status", "--json"])).stdout);
+      expect(status.services[0].probe).toMatchObject({ ok: true, detail: "exit 0" });
+      // A 30-day interval: the loop runs one pass, then waits (no busy loop).
+      const loop = await at.spawnTend(["watchdog", "run"]);
+      await waitFor(() => existsSync(at.stateFile("heartbeat")), 10_000, "the first pass");
+      const first = at.read("heartbeat");
+      await Bun.sleep(1500);
+      expect(at.read("heartbeat")).toBe(first);
+      loop.kill("SIGTERM");
+      expect(await loop.exited).toBe(0);
+      expect(await new Response(loop.stderr).text()).not.toContain("TimeoutOverflowWarning");
 
-test("URLs, header names and values, service names are checked at validate as HTTP and tend use them", async () => {
-  box = new Sandbox();
-  box.writeConfig(`
+      at.configure({ watchdog: { interval: "400d" } });
+      const long = await at.tend(["watchdog", "validate"]);
+      expect(long.code).toBe(2);
+      expect(long.stderr).toContain('watchdog.interval: "400d" is longer than 365d, the longest duration allowed');
+      at.configure({});
+      const since = await at.tend(["watchdog", "report", "--since", "100000d"]);
+      expect(since.code).toBe(2);
+      expect(since.stderr).toContain('--since: "100000d" is longer than 365d');
+      expect(since.stderr).not.toContain("internal error");
+    });
+
+    test("URLs, header names and values, service names are checked at validate as HTTP and tend use them", async () => {
+      const at = (place = openPlace(where));
+      at.writeConfig(`
 [watchdog]
-state_dir = "${box.state}"
+state_dir = "${at.state}"
 heartbeat_url = "https://hc.example:0/ping/SECRET-UUID"
 [notify]
 url = "https://ntfy.example:70000/secret-topic"
@@ -138,32 +147,36 @@ name = "web"
 [service.check]
 tcp = "h:1"
 `);
-  const run = await box.tend(["watchdog", "validate"]);
-  expect(run.code).toBe(2);
-  expect(run.stderr).toContain(
-    'watchdog.heartbeat_url: "https://hc.example:0/…" has port 0 (ports go from 1 to 65535)',
-  );
-  expect(run.stderr).toContain("notify.url: ");
-  expect(run.stderr).toContain("is not a URL");
-  expect(run.stderr).toContain('service[0].check.http: "http://exa mple.org…" holds a space or a control character');
-  expect(run.stderr).toContain("service[0].check.headers.X-Token: the value holds CR, LF or another control character");
-  expect(run.stderr).toContain('service[0].check.headers."Bad Name": is not a header name');
-  expect(run.stderr).toContain("service[1].name:");
-  expect(run.stderr).toContain("1 to 64 letters");
-  expect(run.stderr).toContain('service[2].name: "-x" may only hold');
-  expect(run.stderr).toContain(
-    'service[4].name: "web" is already used by service[3] (as "Web": names are compared ignoring case)',
-  );
-  // A configuration error never quotes a secret.
-  for (const secret of ["SECRET-UUID", "secret-topic", "s3cret"]) expect(run.stderr).not.toContain(secret);
-});
+      const run = await at.tend(["watchdog", "validate"]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(
+        'watchdog.heartbeat_url: "https://hc.example:0/…" has port 0 (ports go from 1 to 65535)',
+      );
+      expect(run.stderr).toContain("notify.url: ");
+      expect(run.stderr).toContain("is not a URL");
+      expect(run.stderr).toContain(
+        'service[0].check.http: "http://exa mple.org…" holds a space or a control character',
+      );
+      expect(run.stderr).toContain(
+        "service[0].check.headers.X-Token: the value holds CR, LF or another control character",
+      );
+      expect(run.stderr).toContain('service[0].check.headers."Bad Name": is not a header name');
+      expect(run.stderr).toContain("service[1].name:");
+      expect(run.stderr).toContain("1 to 64 letters");
+      expect(run.stderr).toContain('service[2].name: "-x" may only hold');
+      expect(run.stderr).toContain(
+        'service[4].name: "web" is already used by service[3] (as "Web": names are compared ignoring case)',
+      );
+      // A configuration error never quotes a secret.
+      for (const secret of ["SECRET-UUID", "secret-topic", "s3cret"]) expect(run.stderr).not.toContain(secret);
+    });
 
-test("plan hides URLs, header and env values but with --show-secrets; a restart argv stays in the log", async () => {
-  box = new Sandbox();
-  const hook = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
-  box.writeConfig(`
+    test("plan hides URLs, header and env values but with --show-secrets; a restart argv is in the log", async () => {
+      const at = (place = openPlace(where));
+      const hook = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("ok") });
+      at.writeConfig(`
 [watchdog]
-state_dir = "${box.state}"
+state_dir = "${at.state}"
 [notify]
 url = "http://127.0.0.1:${hook.port}/topic-abc"
 [[service]]
@@ -176,143 +189,146 @@ headers = { Authorization = "Bearer abc.def" }
 [service.restart]
 command = ["sh", "-c", "exit 7", "--password=hunter2", "https://user:pw@example.org/hook/KEY"]
 `);
-  const plan = (await box.tend(["watchdog", "plan"])).stdout;
-  expect(plan).toContain('"check.http" = "http://127.0.0.1:1/…"'.replace('"check.http" = ', "check.http = "));
-  expect(plan).toContain('check.headers = {"Authorization":"…"}');
-  expect(plan).toContain('"--password=…"');
-  for (const secret of ["tok123", "abc.def", "hunter2", "pw@", "KEY", "topic-abc"]) expect(plan).not.toContain(secret);
-  const shown = (await box.tend(["watchdog", "plan", "--show-secrets"])).stdout;
-  expect(shown).toContain("tok123");
-  expect(shown).toContain("Bearer abc.def");
+      try {
+        const plan = (await at.tend(["watchdog", "plan"])).stdout;
+        expect(plan).toContain('check.http = "http://127.0.0.1:1/…"');
+        expect(plan).toContain('check.headers = {"Authorization":"…"}');
+        expect(plan).toContain('"--password=…"');
+        for (const secret of ["tok123", "abc.def", "hunter2", "pw@", "KEY", "topic-abc"])
+          expect(plan).not.toContain(secret);
+        const shown = (await at.tend(["watchdog", "plan", "--show-secrets"])).stdout;
+        expect(shown).toContain("tok123");
+        expect(shown).toContain("Bearer abc.def");
 
-  const pass = await box.tend(["watchdog"]);
-  expect(pass.stdout).toContain("[FAILED] db could not be restarted (command sh … (4 args): exit 7)");
-  const log = box.read("watchdog.log");
-  expect(log).toContain("could not be restarted (command sh -c exit 7 --password=… https://example.org/…: exit 7)");
-  for (const secret of ["hunter2", "pw@", "KEY"]) expect(log + pass.stdout).not.toContain(secret);
-  hook.stop(true);
-});
+        const pass = await at.tend(["watchdog"]);
+        expect(pass.stdout).toContain("[FAILED] db could not be restarted (command sh … (4 args): exit 7)");
+        const log = at.read("watchdog.log");
+        expect(log).toContain(
+          "could not be restarted (command sh -c exit 7 --password=… https://example.org/…: exit 7)",
+        );
+        for (const secret of ["hunter2", "pw@", "KEY"]) expect(log + pass.stdout).not.toContain(secret);
+      } finally {
+        hook.stop(true);
+      }
+    });
 
-test("notify: an accepted message is not failed by a full disk; an unusable state dir does not stop it", async () => {
-  box = new Sandbox();
-  const received: string[] = [];
-  const hook = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    async fetch(request) {
-      received.push(await request.text());
-      return new Response("ok");
-    },
-  });
-  const small = join(box.dir, "small");
-  mkdirSync(small, { mode: 0o700 });
-  const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", small]);
-  expect(mounted.exitCode).toBe(0);
-  try {
-    box.configure({ watchdog: { state_dir: `${small}` } });
-    expect((await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "first"])).code).toBe(0);
-    Bun.spawnSync(["sh", "-c", `cat /dev/zero > ${small}/filler 2>/dev/null; true`]);
-    const full = await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "second"]);
-    expect(full.code).toBe(0);
-    // Nothing to say: the notify state is rewritten in the blocks its file has (a spool would go
-    // to /dev/shm), so a full disk fails nothing here.
-    expect(full.stderr).not.toContain("cannot save");
-    expect(received).toEqual(["first", "second"]);
-  } finally {
-    Bun.spawnSync(["umount", small]);
-  }
-  box.writeConfig(`[watchdog]\nstate_dir = "${join(box.config, "state")}"\n`); // under a file: never a directory
-  const unusable = await box.tend(["notify", "--url", `http://127.0.0.1:${hook.port}/t`, "third"]);
-  hook.stop(true);
-  expect(unusable.code).toBe(0);
-  expect(unusable.stderr).toContain("the spool in");
-  expect(received).toEqual(["first", "second", "third"]);
-});
+    test("notify: a message accepted is not failed by a full disk; an unusable state dir stops nothing", async () => {
+      const at = (place = openPlace(where));
+      const received: string[] = [];
+      const hook = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        async fetch(request) {
+          received.push(await request.text());
+          return new Response("ok");
+        },
+      });
+      try {
+        const small = await smallStateDisk(at, "64k");
+        unmount = small.unmount;
+        at.configure({});
+        const url = `http://127.0.0.1:${hook.port}/t`;
+        expect((await at.tend(["notify", "--url", url, "first"])).code).toBe(0);
+        Bun.spawnSync(["sh", "-c", `cat /dev/zero > ${small.dir}/filler 2>/dev/null; true`]);
+        const full = await at.tend(["notify", "--url", url, "second"]);
+        expect(full.code).toBe(0);
+        // Nothing to say: the notify state is rewritten in the blocks its file has (a spool would go
+        // to /dev/shm, or the process's memory on a phone), so a full disk fails nothing here.
+        expect(full.stderr).not.toContain("cannot save");
+        expect(received).toEqual(["first", "second"]);
+        // A state dir under a file: never a directory.
+        at.writeConfig(`[watchdog]\nstate_dir = "${at.configFile.inside}/state"\n`);
+        const unusable = await at.tend(["notify", "--url", url, "third"]);
+        expect(unusable.code).toBe(0);
+        expect(unusable.stderr).toContain("the spool in");
+        expect(received).toEqual(["first", "second", "third"]);
+      } finally {
+        hook.stop(true);
+      }
+    });
 
-test("a service named notify-state (or heartbeat) keeps its state in services/, apart from tend's files", async () => {
-  box = new Sandbox();
-  box.configure({
-    services: [
-      { name: "notify-state", check: { tcp: "127.0.0.1:1" } },
-      { name: "heartbeat", check: { tcp: "127.0.0.1:1" } },
-    ],
-  });
-  await box.tend(["watchdog"]);
-  expect(box.stateOf("notify-state").strikes).toBe(1);
-  expect(box.stateOf("heartbeat").strikes).toBe(1);
-  expect(box.read("heartbeat")).toMatch(/^\d{4}-\d\d-\d\dT/); // still tend's heartbeat
-  expect(existsSync(join(box.state, "notify-state.json"))).toBe(false);
-});
+    test("a service named notify-state (or heartbeat) keeps its state in services/, not tend's files", async () => {
+      const at = (place = openPlace(where));
+      at.configure({
+        services: [
+          { name: "notify-state", check: { tcp: "127.0.0.1:1" } },
+          { name: "heartbeat", check: { tcp: "127.0.0.1:1" } },
+        ],
+      });
+      await at.tend(["watchdog"]);
+      expect(at.stateOf("notify-state").strikes).toBe(1);
+      expect(at.stateOf("heartbeat").strikes).toBe(1);
+      expect(at.read("heartbeat")).toMatch(/^\d{4}-\d\d-\d\dT/); // still tend's heartbeat
+      expect(existsSync(at.stateFile("notify-state.json"))).toBe(false);
+    });
 
-test("an answer that echoes a short token or the Basic-auth value of the URL is scrubbed", async () => {
-  box = new Sandbox();
-  box.configure();
-  const hook = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: (request) =>
-      new Response(`denied for ${request.headers.get("authorization")} on topic x7q, key=k9z`, { status: 403 }),
-  });
-  const url = `http://alice:pw1@127.0.0.1:${hook.port}/t/x7q?key=k9z`;
-  const run = await box.tend(["notify", "--url", url, "--no-spool", "hello"]);
-  hook.stop(true);
-  expect(run.code).toBe(1);
-  expect(run.stderr).toContain("HTTP 403: denied for Basic … on topic …, key=…");
-  for (const secret of ["YWxpY2U6cHcx", "alice", "pw1", "x7q", "k9z"]) expect(run.stderr).not.toContain(secret);
-});
+    test("an answer that echoes a short token or the Basic-auth value of the URL is scrubbed", async () => {
+      const at = (place = openPlace(where));
+      at.configure({});
+      const hook = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: (request) =>
+          new Response(`denied for ${request.headers.get("authorization")} on topic x7q, key=k9z`, { status: 403 }),
+      });
+      const url = `http://alice:pw1@127.0.0.1:${hook.port}/t/x7q?key=k9z`;
+      const run = await at.tend(["notify", "--url", url, "--no-spool", "hello"]);
+      hook.stop(true);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("HTTP 403: denied for Basic … on topic …, key=…");
+      for (const secret of ["YWxpY2U6cHcx", "alice", "pw1", "x7q", "k9z"]) expect(run.stderr).not.toContain(secret);
+    });
 
-test("status probes within concurrency, as a pass does", async () => {
-  box = new Sandbox();
-  const trace = join(box.dir, "trace");
-  const services = Array.from(
-    { length: 8 },
-    (_, index) => `
+    test("status probes within concurrency, as a pass does", async () => {
+      const at = (place = openPlace(where));
+      const trace = at.scratch("trace");
+      const services = Array.from(
+        { length: 8 },
+        (_, index) => `
 [[service]]
 name = "s${index}"
 [service.check]
-command = ["sh", "-c", "echo + >> ${trace}; sleep 0.3; echo - >> ${trace}"]
+command = ["sh", "-c", "echo + >> ${trace.inside}; sleep 0.3; echo - >> ${trace.inside}"]
 `,
-  ).join("");
-  box.writeConfig(`[watchdog]\nstate_dir = "${box.state}"\nconcurrency = 2\n${services}`);
-  await box.tend(["watchdog", "status"]);
-  let running = 0;
-  let most = 0;
-  for (const step of readFileSync(trace, "utf8").trim().split("\n")) {
-    running += step === "+" ? 1 : -1;
-    most = Math.max(most, running);
-  }
-  expect(most).toBe(2);
-});
+      ).join("");
+      at.writeConfig(`[watchdog]\nstate_dir = "${at.state}"\nconcurrency = 2\n${services}`);
+      await at.tend(["watchdog", "status"]);
+      let running = 0;
+      let most = 0;
+      for (const step of readFileSync(trace.outside, "utf8").trim().split("\n")) {
+        running += step === "+" ? 1 : -1;
+        most = Math.max(most, running);
+      }
+      expect(most).toBe(2);
+    });
 
-test("bidirectional controls are escaped like any control (U+202E turns a name around)", async () => {
-  const { escapeControls } = await import("../lib/core/sanitize.ts");
-  expect(escapeControls("report\u202Etxt.exe")).toBe("report\\u202etxt.exe");
-  expect(escapeControls("a\u2066b\u200fc")).toBe("a\\u2066b\\u200fc");
-});
+    test("a spawned service inherits no TEND_NOTIFY_URL; a configuration over 4 MiB is refused, not cut", async () => {
+      const at = (place = openPlace(where));
+      const seen = at.scratch("env.txt");
+      at.writeConfig(
+        `[watchdog]\nstate_dir = "${at.state}"\n[[service]]\nname = "svc"\npidfile = "svc.pid"\n` +
+          `[service.check]\nprocess = true\n[service.restart]\n` +
+          `spawn = ["sh", "-c", "env > '${seen.inside}'; exec sleep 60"]\n`,
+      );
+      await at.tend(["watchdog"], { TEND_NOTIFY_URL: "https://ntfy.example/secret-topic-abc" });
+      await waitFor(
+        () => existsSync(seen.outside) && readFileSync(seen.outside, "utf8").includes("PATH="),
+        5000,
+        "the service's environment",
+      );
+      expect(readFileSync(seen.outside, "utf8")).not.toContain("secret-topic-abc");
+      at.editConfig((text) => "# padding\n".repeat(420_000) + text);
+      const run = await at.tend(["watchdog", "validate"]);
+      await at.cleanup([at.stateFile("svc.pid")]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("is larger than 4 MiB: refused");
+    });
 
-test("a spawned service does not inherit TEND_NOTIFY_URL; a configuration over 4 MiB is refused, not cut", async () => {
-  const box = new Sandbox();
-  const seen = join(box.dir, "env.txt");
-  box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "svc"\npidfile = "${join(box.dir, "svc.pid")}"\n` +
-      `[service.check]\nprocess = true\n[service.restart]\nspawn = ["sh", "-c", "env > '${seen}'; exec sleep 60"]\n`,
-  );
-  await box.tend(["watchdog"], { env: { TEND_NOTIFY_URL: "https://ntfy.example/secret-topic-abc" } });
-  await waitFor(() => readFileSync(seen, "utf8").includes("PATH="), 5000, "the service's environment");
-  expect(readFileSync(seen, "utf8")).not.toContain("secret-topic-abc");
-  const big = "# padding\n".repeat(420_000) + readFileSync(box.config, "utf8");
-  writeFileSync(box.config, big);
-  const run = await box.tend(["watchdog", "validate"]);
-  box.cleanup([join(box.dir, "svc.pid")]);
-  expect(run.code).toBe(2);
-  expect(run.stderr).toContain("is larger than 4 MiB: refused");
-});
-
-test("a type slip in a secret-holding key never quotes its value (headers, env, URLs, token, peers)", async () => {
-  const box = new Sandbox();
-  const secret = "S3CRET-value-9f8e7d";
-  box.writeConfig(`[watchdog]
-state_dir = "${box.state}"
+    test("a type slip in a secret-holding key never quotes its value (headers, env, URLs, token, peers)", async () => {
+      const at = (place = openPlace(where));
+      const secret = "S3CRET-value-9f8e7d";
+      at.writeConfig(`[watchdog]
+state_dir = "${at.state}"
 heartbeat_url = ["https://hc.example/ping/${secret}"]
 [notify]
 url = { u = "https://ntfy.example/${secret}" }
@@ -332,67 +348,73 @@ headers = { Authorization = "Bearer ${secret}", X-Retry = 3 }
 spawn = ["sleep", "60"]
 env = { PASSWORD = "${secret}", RETRIES = 3 }
 `);
-  const run = await box.tend(["watchdog", "validate"]);
-  const pass = await box.tend(["watchdog", "pass"]);
-  const log = box.read("watchdog.log");
-  box.cleanup();
-  expect(run.code).toBe(2);
-  for (const key of [
-    "heartbeat_url",
-    "notify.url",
-    "serve.token",
-    "service[0].check.http",
-    "check.headers",
-    "restart.env",
-  ])
-    expect(run.stderr).toContain(key);
-  for (const said of [run.stderr, pass.stderr, pass.stdout, log]) expect(said).not.toContain(secret);
-  expect(run.stderr).toContain("not shown: it may hold a secret");
-});
+      const run = await at.tend(["watchdog", "validate"]);
+      const pass = await at.tend(["watchdog", "pass"]);
+      const log = at.read("watchdog.log");
+      expect(run.code).toBe(2);
+      for (const key of [
+        "heartbeat_url",
+        "notify.url",
+        "serve.token",
+        "service[0].check.http",
+        "check.headers",
+        "restart.env",
+      ])
+        expect(run.stderr).toContain(key);
+      for (const said of [run.stderr, pass.stderr, pass.stdout, log]) expect(said).not.toContain(secret);
+      expect(run.stderr).toContain("not shown: it may hold a secret");
+    });
 
-test("notify --dry-run and --spool print outside text escaped (an ESC in a message recolours nothing)", async () => {
-  const box = new Sandbox();
-  box.configure();
-  const hostile = "disk \u001b[31mfull\u001b[0m \u202Eevil";
-  const dry = await box.tend(["notify", "--url", "http://127.0.0.1:1/t", "--dry-run", hostile]);
-  expect(dry.stdout).not.toContain("\u001b");
-  expect(dry.stdout).toContain("\\x1b[31mfull");
-  await box.tend(["notify", "--url", "http://127.0.0.1:1/t", hostile]); // refused: spooled
-  const spool = await box.tend(["notify", "--spool"]);
-  box.cleanup();
-  expect(spool.stdout).toContain("1 spooled");
-  expect(spool.stdout).not.toContain("\u001b");
-  expect(spool.stdout).not.toContain("\u202E");
-});
+    test("notify --dry-run and --spool print outside text escaped (an ESC in a message colours nothing)", async () => {
+      const at = (place = openPlace(where));
+      at.configure({});
+      const hostile = "disk \u001b[31mfull\u001b[0m \u202Eevil";
+      const dry = await at.tend(["notify", "--url", "http://127.0.0.1:1/t", "--dry-run", hostile]);
+      expect(dry.stdout).not.toContain("\u001b");
+      expect(dry.stdout).toContain("\\x1b[31mfull");
+      await at.tend(["notify", "--url", "http://127.0.0.1:1/t", hostile]); // refused: spooled
+      const spool = await at.tend(["notify", "--spool"]);
+      expect(spool.stdout).toContain("1 spooled");
+      expect(spool.stdout).not.toContain("\u001b");
+      expect(spool.stdout).not.toContain("\u202E");
+    });
 
-test("a state file of valid JSON with wrong inner types is corrupt: said and reset, never 'Invalid Date'", async () => {
-  const box = new Sandbox();
-  box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
-  );
-  await box.tend(["watchdog"]);
-  const path = join(box.state, "services", "web.json");
-  const state = JSON.parse(readFileSync(path, "utf8"));
-  writeFileSync(path, JSON.stringify({ ...state, lastProbe: { at: "yesterday", ok: "no", detail: 3 }, startedAt: {} }));
-  const status = await box.tend(["watchdog", "status"]);
-  expect(status.stdout + status.stderr).not.toContain("Invalid Date");
-  expect(status.stderr).not.toContain("internal error");
-  const pass = await box.tend(["watchdog"]);
-  box.cleanup();
-  expect(pass.stdout).toMatch(/\[ERROR\] web: corrupt state file reset \((startedAt|lastProbe) is /);
-});
+    test("a state file of valid JSON, wrong inner types, is corrupt: said and reset, no 'Invalid Date'", async () => {
+      const at = (place = openPlace(where));
+      at.writeConfig(
+        `[watchdog]\nstate_dir = "${at.state}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
+      );
+      await at.tend(["watchdog"]);
+      const state = at.stateOf("web");
+      at.writeState(
+        "services/web.json",
+        JSON.stringify({ ...state, lastProbe: { at: "yesterday", ok: "no", detail: 3 }, startedAt: {} }),
+        0o600,
+      );
+      const status = await at.tend(["watchdog", "status"]);
+      expect(status.stdout + status.stderr).not.toContain("Invalid Date");
+      expect(status.stderr).not.toContain("internal error");
+      const pass = await at.tend(["watchdog"]);
+      expect(pass.stdout).toMatch(/\[ERROR\] web: corrupt state file reset \((startedAt|lastProbe) is /);
+    });
 
-test("status counts the spool without parsing it: a 60 MB spool is 200,000 waiting, read in blocks", async () => {
-  const box = new Sandbox();
-  box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
-  );
-  await box.tend(["watchdog"]);
-  const line = JSON.stringify({ id: "x", message: "m".repeat(280), url: "http://127.0.0.1:1/", format: "text" });
-  writeFileSync(join(box.state, "notify-spool.jsonl"), `${line}\n`.repeat(200_000));
-  const status = JSON.parse((await box.tend(["watchdog", "status", "--json", "--cached"])).stdout);
-  box.cleanup();
-  expect(status.notify.spooled).toBe(200_000);
+    test("status counts the spool without parsing it: a 60 MB spool is 200,000 waiting, read in blocks", async () => {
+      const at = (place = openPlace(where));
+      at.writeConfig(
+        `[watchdog]\nstate_dir = "${at.state}"\n[[service]]\nname = "web"\n[service.check]\ntcp = "127.0.0.1:1"\n`,
+      );
+      await at.tend(["watchdog"]);
+      const line = JSON.stringify({ id: "x", message: "m".repeat(280), url: "http://127.0.0.1:1/", format: "text" });
+      at.writeState("notify-spool.jsonl", `${line}\n`.repeat(200_000), 0o600);
+      const status = JSON.parse((await at.tend(["watchdog", "status", "--json", "--cached"])).stdout);
+      expect(status.notify.spooled).toBe(200_000);
+    });
+  });
+
+test("bidirectional controls are escaped like any control (U+202E turns a name around)", async () => {
+  const { escapeControls } = await import("../lib/core/sanitize.ts");
+  expect(escapeControls("report\u202Etxt.exe")).toBe("report\\u202etxt.exe");
+  expect(escapeControls("a\u2066b\u200fc")).toBe("a\\u2066b\\u200fc");
 });
 
 test("a spool over its read bound keeps the newest messages: the oldest are what is dropped, and counted", async () => {
