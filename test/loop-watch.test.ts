@@ -2,21 +2,32 @@
 // system call the loop makes while it waits). Issue #42: nothing watched, nothing done — no timer, no
 // read; a process the loop started wakes it by its end; one started by someone else costs one /proc
 // look a second, never a look at every state file. What it costs in CPU and wake-ups is `make battery`.
-import { afterEach, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+// On this host and inside the phone (test/places.ts: strace here attaches to the phone's loop, whose
+// statx and pidfd_open are ENOSYS as on an old phone; the paths it prints are the phone's own).
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, controlledServer, freePort, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { controlledServer, freePort, waitFor } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Background, type Place } from "./places.ts";
 
-let box: Sandbox;
+let box: Place | null = null;
 const stops: (() => void)[] = [];
-afterEach(() => {
+/** Where strace writes (this host's). */
+const traces = mkdtempSync(join(tmpdir(), "tend-loop-watch-"));
+afterEach(async () => {
   for (const stop of stops.splice(0)) stop();
-  box?.cleanup([join(box.state, "web.pid")].filter((path) => Bun.file(path).size));
+  await box?.cleanup();
+  box = null;
+});
+afterAll(() => {
+  rmSync(traces, { recursive: true, force: true });
+  closePlaces();
 });
 
 /** Every system call of every thread of PID for `ms` (strace -f attaches to all its threads), one per line. */
 async function trace(pid: number, ms: number): Promise<string[]> {
-  const out = join(box.dir, `strace.${Date.now()}`);
+  const out = join(traces, `strace.${Date.now()}`);
   const strace = Bun.spawn(["strace", "-f", "-qq", "-o", out, "-p", String(pid)], { stderr: "pipe" });
   // Attached once its first line is written (the call each thread is blocked in).
   await waitFor(() => Bun.file(out).size > 0, 10_000, "strace attached");
@@ -54,7 +65,7 @@ const completed = (lines: string[]) =>
   lines.filter((line) => /\) += -?\d/.test(line) && !line.includes("resumed>") && !/restart_syscall/.test(line));
 
 /** One service, web: the example service on a free port, spawned by tend (pidfile web.pid); its port. */
-async function webService(box: Sandbox): Promise<number> {
+async function webService(box: Place): Promise<number> {
   const port = await freePort();
   box.configure({
     defaults: { grace: "0s", cooldown: "0s" },
@@ -63,100 +74,106 @@ async function webService(box: Sandbox): Promise<number> {
         name: "web",
         pidfile: "web.pid",
         check: { http: `http://127.0.0.1:${port}/` },
-        restart: { spawn: [BUN, SERVER, `${port}`] },
+        restart: { spawn: [box.bun, box.server, `${port}`] },
       },
     ],
   });
   return port;
 }
 
-async function loopOn(box: Sandbox) {
-  const loop = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h"], { env: box.env(), stdout: "ignore" });
-  box.track(loop.pid);
+/** The loop, after its first pass; `pid`: this host's PID of tend. */
+async function loopOn(box: Place): Promise<Background & { pid: number }> {
+  const loop = await box.spawnTend(["watchdog", "run", "--interval", "1h"]);
   stops.push(() => loop.kill("SIGTERM"));
-  await waitFor(() => Bun.file(join(box.state, "heartbeat")).size > 0, 15_000, "the first pass");
-  return loop;
+  await waitFor(() => Bun.file(box.stateFile("heartbeat")).size > 0, 15_000, "the first pass");
+  return { ...loop, pid: loop.tendPid() };
 }
 
-test("between passes with no pid source the loop makes no system call at all: no timer, no read (strace)", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  const api = controlledServer();
-  stops.push(
-    () => web.server.stop(true),
-    () => api.server.stop(true),
-  );
-  box.configure({
-    services: [
-      { name: "web", check: { http: web.url } },
-      { name: "api", retry_interval: "2s", check: { http: api.url } },
-    ],
+for (const where of PLACES)
+  describe(`the loop between passes (${where})`, () => {
+    test(`with no pid source the loop makes no system call between passes: no timer, no read (strace)`, async () => {
+      const place = (box = openPlace(where));
+      const web = controlledServer();
+      const api = controlledServer();
+      stops.push(
+        () => web.server.stop(true),
+        () => api.server.stop(true),
+      );
+      place.configure({
+        services: [
+          { name: "web", check: { http: web.url } },
+          { name: "api", retry_interval: "2s", check: { http: api.url } },
+        ],
+      });
+      const loop = await loopOn(place);
+      await waitFor(() => web.control.hits > 0 && api.control.hits > 0, 10_000, "both probed");
+      await settled(loop.pid);
+      const lines = await trace(loop.pid, 3000);
+      // What the loop's own thread did in 3 s: nothing (strace shows the one wait it is blocked in).
+      const own = lines.filter((line) => line.startsWith(`${loop.pid} `));
+      expect(own.length).toBeGreaterThan(0); // the trace did reach the loop's thread
+      expect(completed(own)).toEqual([]);
+      expect(lines.filter((line) => line.includes(place.state))).toEqual([]);
+      expect(web.control.hits + api.control.hits).toBe(2); // and no probe: a pass an hour
+      loop.kill("SIGTERM");
+      expect(await loop.exited).toBe(0);
+    }, 60_000);
+
+    test(`a process started by another: a /proc look a second, no state read; its crash is answered`, async () => {
+      const place = (box = openPlace(where));
+      const port = await webService(place);
+      // Started by hand (not by the loop): the loop cannot be told of its end, so it looks.
+      const byHand = await place.startTarget([place.bun, place.server, `${port}`], "by-hand.pid");
+      place.writeState("web.pid", `${byHand.pid}\n`);
+      await waitFor(
+        () =>
+          fetch(`http://127.0.0.1:${port}/`).then(
+            (answer) => answer.ok,
+            () => false,
+          ),
+        10_000,
+        "web up",
+      );
+      const loop = await loopOn(place);
+      await waitFor(() => place.stateOf("web").watch?.pid === byHand.pid, 10_000, "web watched");
+      const lines = await trace(loop.pid, 3500);
+      const looks = lines.filter((line) => line.includes(`/proc/${byHand.pid}/stat"`));
+      expect(looks.length).toBeGreaterThanOrEqual(2);
+      expect(looks.length).toBeLessThanOrEqual(5);
+      expect(lines.filter((line) => line.includes(place.state))).toEqual([]);
+      process.kill(byHand.here, "SIGKILL");
+      await waitFor(() => Number(place.read("web.pid")) !== byHand.pid, 10_000, "web started again");
+      expect(place.read("watchdog.log")).toMatch(
+        /\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it/,
+      );
+    }, 60_000);
+
+    test(`a process the loop started wakes it by its end: no look between passes; kill -9 is answered`, async () => {
+      const place = (box = openPlace(where));
+      const port = await webService(place);
+      const loop = await loopOn(place); // its first pass starts web
+      await waitFor(() => place.read("watchdog.log").includes("[START] web: started pid"), 15_000, "web's first start");
+      const first = Number(place.read("web.pid"));
+      await waitFor(() => place.stateOf("web").watch?.pid === first, 10_000, "web watched");
+      // The loop runs without JSC's top JITs and Bun's idle GC timer (os/lean.ts); what it starts does not.
+      const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      expect(environ(loop.pid)).toContain("BUN_GC_TIMER_DISABLE=1");
+      expect(
+        environ(await place.hostPid(first)).filter((entry) =>
+          /^(BUN_JSC_|BUN_GC_TIMER|MIMALLOC_|TEND_LEAN)/.test(entry),
+        ),
+      ).toEqual([]);
+      await settled(loop.pid);
+      const lines = await trace(loop.pid, 3000);
+      expect(lines.filter((line) => line.includes(`/proc/${first}/`))).toEqual([]);
+      expect(lines.filter((line) => line.includes(place.state))).toEqual([]);
+      expect(completed(lines.filter((line) => line.startsWith(`${loop.pid} `)))).toEqual([]);
+      const killedAt = Date.now();
+      process.kill(await place.hostPid(first), "SIGKILL");
+      await waitFor(() => Number(place.read("web.pid")) !== first, 10_000, "web started again");
+      expect(Date.now() - killedAt).toBeLessThan(5_000); // an interval of 1 h: only its end can have woken the loop
+      expect(place.read("watchdog.log")).toMatch(
+        /\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it/,
+      );
+    }, 60_000);
   });
-  const loop = await loopOn(box);
-  await waitFor(() => web.control.hits > 0 && api.control.hits > 0, 10_000, "both probed");
-  await settled(loop.pid);
-  const lines = await trace(loop.pid, 3000);
-  // What the loop's own thread did in 3 s: nothing (strace shows the one wait it is blocked in).
-  const own = lines.filter((line) => line.startsWith(`${loop.pid} `));
-  expect(own.length).toBeGreaterThan(0); // the trace did reach the loop's thread
-  expect(completed(own)).toEqual([]);
-  expect(lines.filter((line) => line.includes(box.state))).toEqual([]);
-  expect(web.control.hits + api.control.hits).toBe(2); // and no probe: a pass an hour
-  loop.kill("SIGTERM");
-  expect(await loop.exited).toBe(0);
-}, 60_000);
-
-test("a process started by another: a /proc look at it a second, no state read; its crash is answered", async () => {
-  box = new Sandbox();
-  const port = await webService(box);
-  // Started by hand (not by the loop): the loop cannot be told of its end, so it looks.
-  const byHand = Bun.spawn([BUN, SERVER, `${port}`], { stdout: "ignore", stderr: "ignore", detached: true });
-  box.track(byHand.pid);
-  mkdirSync(box.state, { recursive: true });
-  writeFileSync(join(box.state, "web.pid"), `${byHand.pid}\n`);
-  await waitFor(
-    () =>
-      fetch(`http://127.0.0.1:${port}/`).then(
-        (answer) => answer.ok,
-        () => false,
-      ),
-    10_000,
-    "web up",
-  );
-  const loop = await loopOn(box);
-  await waitFor(() => box.stateOf("web").watch?.pid === byHand.pid, 10_000, "web watched");
-  const lines = await trace(loop.pid, 3500);
-  const looks = lines.filter((line) => line.includes(`/proc/${byHand.pid}/stat"`));
-  expect(looks.length).toBeGreaterThanOrEqual(2);
-  expect(looks.length).toBeLessThanOrEqual(5);
-  expect(lines.filter((line) => line.includes(box.state))).toEqual([]);
-  byHand.kill("SIGKILL");
-  await waitFor(() => Number(box.read("web.pid")) !== byHand.pid, 10_000, "web started again");
-  box.track(Number(box.read("web.pid")));
-  expect(box.read("watchdog.log")).toMatch(/\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it/);
-}, 60_000);
-
-test("a process the loop started wakes it by its end: no look at it between passes; kill -9 is answered", async () => {
-  box = new Sandbox();
-  const port = await webService(box);
-  const loop = await loopOn(box); // its first pass starts web
-  await waitFor(() => box.read("watchdog.log").includes("[START] web: started pid"), 15_000, "web's first start");
-  const first = Number(box.read("web.pid"));
-  box.track(first);
-  await waitFor(() => box.stateOf("web").watch?.pid === first, 10_000, "web watched");
-  // The loop runs without JSC's top JITs and Bun's idle GC timer (os/lean.ts); what it starts does not.
-  const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
-  expect(environ(loop.pid)).toContain("BUN_GC_TIMER_DISABLE=1");
-  expect(environ(first).filter((entry) => /^(BUN_JSC_|BUN_GC_TIMER|MIMALLOC_|TEND_LEAN)/.test(entry))).toEqual([]);
-  await settled(loop.pid);
-  const lines = await trace(loop.pid, 3000);
-  expect(lines.filter((line) => line.includes(`/proc/${first}/`))).toEqual([]);
-  expect(lines.filter((line) => line.includes(box.state))).toEqual([]);
-  expect(completed(lines.filter((line) => line.startsWith(`${loop.pid} `)))).toEqual([]);
-  const killedAt = Date.now();
-  process.kill(first, "SIGKILL");
-  await waitFor(() => Number(box.read("web.pid")) !== first, 10_000, "web started again");
-  box.track(Number(box.read("web.pid")));
-  expect(Date.now() - killedAt).toBeLessThan(5_000); // an interval of 1 h: only its end can have woken the loop
-  expect(box.read("watchdog.log")).toMatch(/\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it/);
-}, 60_000);
