@@ -1,18 +1,24 @@
 // check.nagios with the real monitoring-plugins (Debian's monitoring-plugins-basic): check_tcp and
 // check_http against local servers, check_disk on a tmpfs the test mounts and fills; and
-// `watchdog status --nagios` run as Nagios/Icinga run a check (exit code, one line, perfdata).
-import { afterEach, expect, test } from "bun:test";
+// `watchdog status --nagios` run as Nagios/Icinga run a check (exit code, one line, perfdata). The plugins are
+// Debian's (monitoring-plugins-basic), on this host; a plugin killed by a signal is judged inside the phone too.
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, Sandbox } from "./helpers.ts";
+import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 const PLUGINS = "/usr/lib/nagios/plugins";
 let box: Sandbox;
+let place: Place | null = null;
 const cleanups: (() => void)[] = [];
-afterEach(() => {
+afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) cleanup();
   box?.cleanup();
+  await place?.cleanup();
+  place = null;
 });
+afterAll(() => closePlaces());
 
 function service(name: string, argv: string[]) {
   return `
@@ -128,19 +134,20 @@ test("watchdog status --nagios, run as Nagios runs a check: exit 0/1/2, one line
   expect(critical.text).toContain("web");
 }, 60_000);
 
-test("a plugin killed by a signal is said as that (UNKNOWN, a failure), never 'exit null'", async () => {
-  box = new Sandbox();
-  box.writeConfig(
-    `[watchdog]\nstate_dir = "${box.state}"\n` +
-      service("killed", ["bash", "-c", 'echo "OK - half a line"; kill -KILL $$']) +
-      service("termed", ["bash", "-c", "kill -TERM $$"]),
-  );
-  const pass = await box.tend(["watchdog"]);
-  expect(pass.code).toBe(0);
-  expect(box.stateOf("killed").lastProbe).toMatchObject({
-    ok: false,
-    detail: "plugin killed by SIGKILL: OK - half a line",
+for (const where of PLACES)
+  test(`a plugin killed by a signal is said as that (UNKNOWN, a failure), never 'exit null' (${where})`, async () => {
+    const box = (place = openPlace(where));
+    box.writeConfig(
+      `[watchdog]\nstate_dir = "${box.state}"\n` +
+        service("killed", ["bash", "-c", 'echo "OK - half a line"; kill -KILL $$']) +
+        service("termed", ["bash", "-c", "kill -TERM $$"]),
+    );
+    const pass = await box.tend(["watchdog"]);
+    expect(pass.code).toBe(0);
+    expect(box.stateOf("killed").lastProbe).toMatchObject({
+      ok: false,
+      detail: "plugin killed by SIGKILL: OK - half a line",
+    });
+    expect(box.stateOf("termed").lastProbe).toMatchObject({ ok: false, detail: "plugin killed by SIGTERM" });
+    expect(pass.stdout).not.toContain("exit null");
   });
-  expect(box.stateOf("termed").lastProbe).toMatchObject({ ok: false, detail: "plugin killed by SIGTERM" });
-  expect(pass.stdout).not.toContain("exit null");
-});

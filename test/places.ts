@@ -3,28 +3,39 @@
 // seccomp filter, hidepid=2, dash as sh). A test written against a Place runs in both; what tend is
 // given (paths, the example service, PIDs it wrote) is said as tend sees it, and mapped back here.
 //
-// Written against a place (both): the pass (watchdog), restart.tmux and restart.runit, blogtunnel, the
-// operator's commands, notify's failures, alert path and heartbeats, spool lines, safe-kill, flapping,
-// the answers corpus, TLS judgements, tcp send/expect, localhost, a broken stdout, a live configuration,
-// the per-service locks, power cuts (idempotency, restart-record), a last boot's pidfile, log rotation,
-// service truth (dependencies, DNS, memory, gaps, a stale status), stats/report/metrics/status on a
-// terminal, incident, hostile text, one truth in every view, serve, hardening (links, FIFOs, PIDs,
-// bounds, SIGTERM, ulimit, a power cut's leftovers), email, strict modes, chaos (its full disk mounted
-// before the phone boots); full-disk, localhost and cli have a phone test of their own beside this
-// host's; termux.test.ts is the phone's alone.
+// Written against a place (both): the pass (watchdog) and the loop against real processes, restart.tmux and
+// restart.runit, blogtunnel (its rules, its place in the watch, a run by hand), the operator's commands and
+// the lock they wait behind, the loop's crash watch and retry_interval, the loop between passes (strace here
+// attached to the phone's loop), notify (formats, failures, spool and dedup, receivers' rules, gotify and
+// pushover, the alert path, heartbeats, spool lines), safe-kill (and its PID-reuse checks), flapping, the
+// answers corpus, TLS judgements, tcp send/expect, localhost, check.disk and check.log, a plugin killed by a
+// signal, stdout full, closed or broken (a pass, the loop, notify, serve), a live configuration, the
+// configuration (the malformed corpus, lookup, plan, its edges), the per-service locks, power cuts
+// (idempotency, restart-record), a last boot's pidfile, log rotation, service truth (dependencies, DNS,
+// memory, gaps, a stale status), stats/report/metrics/status on a terminal, incident, hostile text, one truth
+// in every view, serve, hardening (links, FIFOs, PIDs, bounds, SIGTERM, ulimit, a power cut's leftovers,
+// strict inputs, secrets, tend's own files), email, strict modes, chaos, doctor (and --audit with cronie's
+// crontab), watchdog import, self-update (the phone takes a build naming bionic's linker; its linker64 is
+// glibc's loader here) and a release channel's verification. A disk a test fills is mounted before the phone
+// boots (as /data is). full-disk, localhost and cli have a phone test of their own beside this host's;
+// termux.test.ts is the phone's alone.
 // Here only, and why:
 // - a phone has none of it: systemd as PID 1 (systemd.test), cron and systemd installs and Debian's cron
-//   for a second user (install, migrating, import-cron; Termux:Boot and cronie are termux.test's),
-//   launchd's and systemctl's stand-ins (truth, hostile), packaging (release), a second user (hardening);
-// - the instrument needs what the app cannot have: unshare -T per pass (clock-steps), mounts made for
-//   the test after boot (durability's ext4, disk, nagios's check_disk; full-disk's phone tests mount
-//   theirs first), strace (loop-watch, serve's page opens, hardening's fsync), /proc/net (truth's
-//   busy.port: refused on a phone, its degrade is termux.test's);
+//   for a second user (install, migrating, import-cron, doctor's cron rows and cron's tmux server, audit's
+//   and import's `crontab -u`: Termux:Boot and cronie are termux.test's, and audit's and import's own phone
+//   tests), launchd's and systemctl's stand-ins (truth, hostile, safe-kill), packaging (release), a second
+//   user (hardening, self-update's root over a user's link), /dev/shm (full-disk's spill: the phone's own
+//   tests are its absence), Debian's monitoring-plugins (nagios's check_tcp, check_http, check_disk);
+// - a release's binary for a phone is linux-arm64-android, and this host's phone is x64: no release has its
+//   build, so a channel's install is this host's (the phone's refusal and the install mechanics, self-update's,
+//   run in the phone);
+// - the instrument needs what the app cannot have: unshare -T per pass (clock-steps), ext4 images made and
+//   mounted per test (durability), strace of a pass's fsyncs (watchdog, hardening) and of the page's opens
+//   (serve), /proc/net (truth's busy.port: refused on a phone, its degrade is termux.test's);
 // - receivers and oracles elsewhere: Prometheus and Alertmanager (fleet, alertmanager), the real curl's
 //   verdicts (differential) and servers' own logs (no-trace), whose tend side is the answers corpus's;
-// - not yet: notify's formats, spool and dedup, receivers' rules and gotify/pushover describes,
-//   self-update and the release channel (a phone takes the arm64 android build, which no place here
-//   runs), doctor's host rows (the phone's doctor is termux.test's), audit and import.
+// - not through the binary at all: the library's own tests (lock's flock errors and lost waits, the spool's
+//   read bound, the page built in slices, clock-steps' injected clocks, decide, stats, ...).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
