@@ -8,9 +8,10 @@
 //   are not there. glibc's loader and libraries are, at /lib64 and /lib/<arch>-linux-gnu: the phone's are
 //   bionic's in /system/lib64, and these programs (tend's linux build, Debian's tmux, dash, runit) need
 //   glibc's; /system/bin/linker64 is glibc's loader under bionic's linker's name (an ELF that names it, as
-//   the Android build does, runs: self-update.test's android-shaped build). $PREFIX/bin holds copies of Debian's programs as Termux's packages give them: dash as sh
-//   (Termux's sh is dash), coreutils, grep, sed, tmux (behind a wrapper that gives it Termux's built-in
-//   socket dir, $PREFIX/tmp: TMUX_TMPDIR itself stays unset, as on Termux);
+//   the Android build does, runs: self-update.test's android-shaped build). $PREFIX/bin holds copies of
+//   Debian's programs as Termux's packages give them: dash as sh (Termux's sh is dash), coreutils, grep,
+//   sed, tmux (behind a wrapper that gives it Termux's built-in socket dir, $PREFIX/tmp: TMUX_TMPDIR itself
+//   stays unset, as on Termux);
 // - /proc mounted hidepid=2 (root's processes invisible to the app); /dev as Android's: its devices and
 //   ptys, no /dev/shm (Android has none: Termux's programs that want it fail, termux-packages#8938);
 // - every app process runs as uid 10123 (u0_a123) with no_new_privs under a seccomp filter
