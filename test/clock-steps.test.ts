@@ -475,6 +475,31 @@ test("the loop across a step back (injected clock): a full pass every interval s
   expect(lines.join("\n")).not.toContain("DOWNTIME");
 }, 60_000);
 
+test("the loop's wait, from one reading of its clock: never for nothing once the next pass is due", async () => {
+  // Found by the test above on a loaded machine: the loop read its clock just before the next pass was
+  // due to decide to wait, and again just after it to say how long: a wait for nothing, with no timer.
+  const { sleepFor } = await import("../lib/pass/loop.ts");
+  const rows: [string, Parameters<typeof sleepFor>[0], number][] = [
+    ["before the next pass", { at: 400, next: 1000, passDone: true, untilRetry: Infinity, looking: false }, 600],
+    ["due, the pass done: at once", { at: 1000, next: 1000, passDone: true, untilRetry: Infinity, looking: false }, 0],
+    ["past due, the pass done", { at: 1000.4, next: 1000, passDone: true, untilRetry: Infinity, looking: false }, 0],
+    // Its end wakes the loop: no timer needed.
+    [
+      "due, the pass still judging",
+      { at: 1200, next: 1000, passDone: false, untilRetry: Infinity, looking: false },
+      Infinity,
+    ],
+    [
+      "due, still judging, a process looked at",
+      { at: 1200, next: 1000, passDone: false, untilRetry: Infinity, looking: true },
+      1000,
+    ],
+    ["a retry sooner", { at: 400, next: 1000, passDone: true, untilRetry: 250, looking: true }, 250],
+    ["a retry overdue", { at: 400, next: 1000, passDone: true, untilRetry: -30, looking: false }, 0],
+  ];
+  for (const [name, input, expected] of rows) expect({ name, wait: sleepFor(input) }).toEqual({ name, wait: expected });
+});
+
 test("a step moves every time notify keeps, once (injected clock): dedup, alerts, spool, dead letters", async () => {
   const { receiver, config, clock, source } = healthyWorld();
   await runPass({ config, echo: () => {}, clock: source });

@@ -80,6 +80,30 @@ export function dueNow(
 
 const TICK_MS = 1000;
 
+/**
+ * How long the loop sleeps before it looks again, from ONE reading of the monotonic clock (`at`): until
+ * the next pass is due at `next` (at once once it is due and the last pass is done; while that pass still
+ * judges, until its end wakes the loop), a retry is due, or the next look at a process it is not woken
+ * by. One reading: read twice, a condition read just before `next` and a wait read just after it made a
+ * wait for nothing (no timer at all), and the loop stopped passing (seen on a loaded machine).
+ */
+export function sleepFor({
+  at,
+  next,
+  passDone,
+  untilRetry,
+  looking,
+}: {
+  at: number;
+  next: number;
+  passDone: boolean;
+  untilRetry: number;
+  looking: boolean;
+}): number {
+  const untilPass = at < next ? next - at : passDone ? 0 : Infinity;
+  return Math.max(0, Math.min(untilPass, untilRetry, looking ? TICK_MS : Infinity));
+}
+
 /** `watchdog run`: a pass every interval until SIGTERM/SIGINT; a crash in one pass is logged, not fatal. */
 export async function runLoop({
   config: initial,
@@ -227,15 +251,15 @@ export async function runLoop({
       });
       while (!stopping && passes + 1 < maxPasses && (monotonic() < next || !passDone)) {
         if (stale === "all" || stale.size) replan();
-        const untilPass = monotonic() < next ? next - monotonic() : Infinity;
+        const at = monotonic();
         // A retry found due and not yet done (its lock held) is looked at again a second later, not at
         // once; none waits longer than its interval (a wall clock stepped back would make it the step).
         const untilRetry = Math.max(
-          Math.min(...plan.retries.map(({ at, everyMs }) => Math.min(at - now(), everyMs))),
-          lastDue + TICK_MS - monotonic(),
+          Math.min(...plan.retries.map((retry) => Math.min(retry.at - now(), retry.everyMs))),
+          lastDue + TICK_MS - at,
         );
         // Past the interval (the pass still judging), the watch goes on as between passes.
-        await sleep(Math.min(untilPass, untilRetry, looked().length ? TICK_MS : Infinity));
+        await sleep(sleepFor({ at, next, passDone, untilRetry, looking: looked().length > 0 }));
         if (stopping || (passDone && monotonic() >= next)) break;
         const due = dueNow({ watched: looked(), retries: plan.retries }, now());
         if (!due.length) continue;
