@@ -462,7 +462,7 @@ for (const place of PLACES)
     });
   });
 
-test("the page reads each service's state file once, though it shows it three ways (strace)", async () => {
+test("the page reads a state file once for three views, and again only once a pass wrote it (strace)", async () => {
   box = openPlace("host");
   const web = controlledServer();
   stops.push(() => web.server.stop(true));
@@ -484,6 +484,15 @@ test("the page reads each service's state file once, though it shows it three wa
   expect(opens() - before).toBe(1);
   await (await get(`${url}api/status`)).text();
   expect(opens() - before).toBe(2); // a new request reads it anew
+  // The page again, nothing written since: the state it kept (the file looked at, not read).
+  expect(await (await get(url)).text()).toContain("web");
+  expect(opens() - before).toBe(2);
+  // A pass writes the state (a strike): the page reads it again and shows it.
+  web.control.status = 500;
+  expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
+  const struck = await (await get(url)).text();
+  expect(opens() - before).toBe(3);
+  expect(struck).toContain("strikes 1/3");
 });
 
 test("a big host's page is built in slices: timers due meanwhile (run --serve's crash watch) fire in it", async () => {

@@ -1,4 +1,4 @@
-import { readdirSync, renameSync } from "node:fs";
+import { lstatSync, readdirSync, renameSync } from "node:fs";
 import { overwriteInPlace, writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
@@ -62,19 +62,60 @@ export function latestRecordedIn(stateDir: string): number {
 /** A service's state as what only reads it sees it (status, stats, report, serve, the loop): never repaired. */
 export type StateReader = (name: string) => ServiceState;
 
-/** Reads states from `stateDir`; with `once`, each at most once (a page shows every state three ways). */
-export function stateReader(stateDir: string, { once = false } = {}): StateReader {
+/**
+ * What a long-running reader (serve) keeps of the states it read: each file's state while the file is the
+ * same one (its inode, mtime and size, and the clock steps taken since), so a page asked 20 times a second
+ * reads and parses a state only after a pass wrote it. Kept states are frozen: no view changes one.
+ */
+export type StateCache = Map<string, { key: string; state: ServiceState }>;
+
+/** An object and everything in it made read-only (a state shared by every request of a server). */
+function frozen<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) frozen(inner);
+  }
+  return value;
+}
+
+/**
+ * Reads states from `stateDir`; with `once`, each at most once (a page shows every state three ways);
+ * with `cache`, a state whose file has not changed since it was kept is not read again (see StateCache).
+ */
+export function stateReader(
+  stateDir: string,
+  { once = false, cache }: { once?: boolean; cache?: StateCache } = {},
+): StateReader {
   const read: StateReader = (name) => {
     const { state, problem } = readState(stateDir, name, { repair: false });
     if (problem === null || problem === "missing") return state;
     // A file the next pass will reset (or refuses, a symlink): shown as not judged, saying why.
     return { ...state, verdict: notJudged(null, `state file ${problem}`, Date.now()) };
   };
-  if (!once) return read;
+  const steps = cache ? clockSteps(stateDir) : [];
+  const stepsTaken = `${steps.length}:${steps.at(-1)?.seq ?? 0}`;
+  const cached: StateReader = !cache
+    ? read
+    : (name) => {
+        const path = stateFile(stateDir, name);
+        let key: string | null = null;
+        try {
+          const info = lstatSync(path);
+          if (info.isFile()) key = `${info.ino}:${info.mtimeMs}:${info.size}:${stepsTaken}`;
+        } catch {}
+        const kept = cache.get(name);
+        // A copy kept while the disk was full is newer than the file: never the cache's.
+        if (key !== null && kept?.key === key && spilled(stateDir, name, path) === null) return kept.state;
+        const state = read(name);
+        if (key === null) cache.delete(name);
+        else cache.set(name, { key, state: frozen(state) });
+        return state;
+      };
+  if (!once) return cached;
   const seen = new Map<string, ServiceState>();
-  return (name) => {
+  return (name: string) => {
     let state = seen.get(name);
-    if (!state) seen.set(name, (state = read(name)));
+    if (!state) seen.set(name, (state = cached(name)));
     return state;
   };
 }

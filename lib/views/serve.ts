@@ -13,7 +13,8 @@ import { viewOf } from "../core/verdict.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { parseSamples } from "../core/latency.ts";
-import { stateReader, type StateReader } from "../state/service-state.ts";
+import { stateReader, type StateCache, type StateReader } from "../state/service-state.ts";
+import type { ServiceState } from "../core/state.ts";
 import { watchedServices } from "./watched.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
 import { renderMetrics } from "../core/metrics.ts";
@@ -154,7 +155,7 @@ async function slicedReport(
 async function serviceViews(config: Config, now: number, read: StateReader) {
   const rows = await mapInSlices(watchedServices(config, read, now), (service) => {
     const state = read(service.name);
-    const samples = parseSamples(state.latencyLog);
+    const samples = samplesOf(state);
     const events = state.events ?? (state.lastEvent ? [state.lastEvent] : []);
     const view: ServiceView = { events, latency: samples.filter(([at]) => at >= now - DAY_MS) };
     return { name: service.name, stats: statsOf(service, state, samples), view };
@@ -165,6 +166,23 @@ async function serviceViews(config: Config, now: number, read: StateReader) {
   };
 }
 const DAY_MS = 86_400_000;
+
+/**
+ * This server's states, kept while their files are unchanged (a page asked again and again reads and
+ * parses only what a pass wrote since), and each kept state's latency history, parsed once.
+ */
+const stateCaches = new Map<string, StateCache>();
+const cachedReader = (config: Config, once = false) => {
+  const dir = config.watchdog.stateDir;
+  if (!stateCaches.has(dir)) stateCaches.set(dir, new Map());
+  return stateReader(dir, { once, cache: stateCaches.get(dir) });
+};
+const parsedSamples = new WeakMap<ServiceState, ReturnType<typeof parseSamples>>();
+function samplesOf(state: ServiceState) {
+  let samples = parsedSamples.get(state);
+  if (!samples) parsedSamples.set(state, (samples = parseSamples(state.latencyLog)));
+  return samples;
+}
 const slicedStats = (config: Config, read = stateReader(config.watchdog.stateDir)) =>
   mapInSlices(watchedServices(config, read), (service) => statsOf(service, read(service.name)));
 
@@ -172,7 +190,7 @@ type Route = (config: Config, url: URL, now: number) => Promise<Response> | Resp
 
 const ROUTES: Record<string, Route> = {
   async "/"(config, _url, now) {
-    const read = stateReader(config.watchdog.stateDir, { once: true }); // one read per file, three views
+    const read = cachedReader(config, true); // one read per file, three views
     await mapInSlices(watchedServices(config, read, now), (service) => read(service.name));
     const status = await collectStatus(config, { cached: true, now: () => now, read });
     const { stats, views } = await serviceViews(config, now, read);
