@@ -29,6 +29,7 @@ export interface PageData {
 
 export interface ServiceView {
   events: EventRecord[];
+  /** Its latency history (the chart draws the last 24 hours of it). */
   latency: LatencySample[];
 }
 
@@ -157,24 +158,27 @@ export function dotsPath(points: [number, number][]): string {
 function latencyOverTime(samples: LatencySample[], timeoutMs: number, data: PageData): string {
   const since = Date.parse(data.report.since);
   const spanMs = Math.max(1, data.now - since);
-  let top = timeoutMs * 1.15;
-  let any = false;
-  for (const [at, latency] of samples) if (at >= since && at <= data.now) [any, top] = [true, Math.max(top, latency)];
-  if (!any) return "";
   const [left, right, bottom] = [34, 296, 56];
   const x = (at: number) => left + ((at - since) / spanMs) * (right - left);
-  const y = (latency: number) => bottom - (latency / top) * (bottom - 4);
   // One point per two columns and outcome (the slowest): a day of 10 s probes stays ~130 dots of each.
-  const columns = [new Map<number, LatencySample>(), new Map<number, LatencySample>()];
+  // The columns in order of x (an array indexed by column, not a map to sort); one look at each sample.
+  const columns: (LatencySample | undefined)[][] = [[], []];
+  let top = timeoutMs * 1.15;
+  let any = false;
   for (const sample of samples) {
-    if (sample[0] < since || sample[0] > data.now) continue;
-    const column = Math.round(x(sample[0]) / 2);
+    const [at, latency] = sample;
+    if (at < since || at > data.now) continue;
+    any = true;
+    if (latency > top) top = latency;
+    const column = Math.round(x(at) / 2);
     const outcome = columns[sample[2] ? 1 : 0];
-    const seen = outcome.get(column);
-    if (!seen || seen[1] < sample[1]) outcome.set(column, sample);
+    const seen = outcome[column];
+    if (!seen || seen[1] < latency) outcome[column] = sample;
   }
+  if (!any) return "";
+  const y = (latency: number) => bottom - (latency / top) * (bottom - 4);
   const dots = (ok: boolean) => {
-    const shown = [...columns[ok ? 1 : 0].values()].sort(([a], [b]) => a - b);
+    const shown = columns[ok ? 1 : 0].filter((sample) => sample !== undefined);
     const drawn = dotsPath(shown.map(([at, latency]): [number, number] => [Math.round(x(at)), Math.round(y(latency))]));
     return drawn ? `<path class="${ok ? "p-ok" : "p-bad"}" d="${drawn}"/>` : "";
   };

@@ -6,7 +6,7 @@ import { renderPage, type PageData, type PeerView, type ServiceView } from "./pa
 import { readBounded } from "../os/net.ts";
 import { shownUrl } from "../core/redact.ts";
 import type { StatusReport } from "./status.ts";
-import type { Config } from "../config/types.ts";
+import type { Config, ServiceConfig } from "../config/types.ts";
 import { parseDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { viewOf } from "../core/verdict.ts";
@@ -20,7 +20,7 @@ import { readHeartbeat } from "../state/heartbeat.ts";
 import { renderMetrics } from "../core/metrics.ts";
 import { reportOf, serviceReport } from "./report.ts";
 import { mapInSlices } from "../os/timer.ts";
-import { statsOf } from "./stats.ts";
+import { statsOf, type ServiceStats } from "./stats.ts";
 import { collectStatus, watchdogFreshness } from "./status.ts";
 import { tendNow } from "../state/clock.ts";
 
@@ -150,15 +150,16 @@ async function slicedReport(
 
 /**
  * Per service, the page's stats and what it draws besides the reports: its own events, its
- * latencies of the last day (the latency history parsed once, for both).
+ * latencies (the latency history parsed once, for both).
  */
 async function serviceViews(config: Config, now: number, read: StateReader) {
   const rows = await mapInSlices(watchedServices(config, read, now), (service) => {
     const state = read(service.name);
     const samples = samplesOf(state);
     const events = state.events ?? (state.lastEvent ? [state.lastEvent] : []);
-    const view: ServiceView = { events, latency: samples.filter(([at]) => at >= now - DAY_MS) };
-    return { name: service.name, stats: statsOf(service, state, samples), view };
+    // The whole history: the chart takes the last day of it in its one look at each sample.
+    const view: ServiceView = { events, latency: samples };
+    return { name: service.name, stats: statsFor(service, state, samples), view };
   });
   return {
     stats: rows.map((row) => row.stats),
@@ -178,6 +179,15 @@ const cachedReader = (config: Config, once = false) => {
   return stateReader(dir, { once, cache: stateCaches.get(dir) });
 };
 const parsedSamples = new WeakMap<ServiceState, ReturnType<typeof parseSamples>>();
+/** A kept state's stats: they depend on its samples and outages and on the timeout, never on the time. */
+const keptStats = new WeakMap<ServiceState, { timeoutMs: number; stats: ServiceStats }>();
+function statsFor(service: ServiceConfig, state: ServiceState, samples: ReturnType<typeof parseSamples>) {
+  const kept = keptStats.get(state);
+  if (kept?.timeoutMs === service.check.timeoutMs) return kept.stats;
+  const stats = statsOf(service, state, samples);
+  if (Object.isFrozen(state)) keptStats.set(state, { timeoutMs: service.check.timeoutMs, stats });
+  return stats;
+}
 function samplesOf(state: ServiceState) {
   let samples = parsedSamples.get(state);
   if (!samples) parsedSamples.set(state, (samples = parseSamples(state.latencyLog)));
