@@ -3,7 +3,7 @@
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { alive, waitFor } from "./helpers.ts";
+import { alive, recordingReceiver, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let at: Place | null = null;
@@ -182,15 +182,8 @@ for (const where of PLACES)
 
     test("configured, it is part of the watch: logged under its name, notified, in status, report", async () => {
       const place = (at = openPlace(where));
-      const received: string[] = [];
-      const hook = Bun.serve({
-        port: 0,
-        hostname: "127.0.0.1",
-        async fetch(request) {
-          received.push(await request.text());
-          return new Response("ok");
-        },
-      });
+      const hook = recordingReceiver();
+      const received = hook.received;
       await place.tmux(["new-session", "-d", "-s", "main", "-n", "blog", "sleep 300"]);
       const panePid = async () =>
         Number((await place.tmux(["display-message", "-p", "-t", "=main:=blog", "#{pane_pid}"])).stdout.trim());
@@ -247,7 +240,7 @@ for (const where of PLACES)
         const page = await (await fetch(await place.serve())).text();
         expect(page).toMatch(/<h2>blogtunnel <span class="state s-calm">healthy<\/span><\/h2>/);
       } finally {
-        hook.stop(true);
+        hook.stop();
       }
     }, 60_000);
 

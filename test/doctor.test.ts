@@ -5,7 +5,7 @@
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Sandbox, TEND, testUser } from "./helpers.ts";
+import { recordingReceiver, Sandbox, TEND, testUser } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let box: Sandbox;
@@ -24,15 +24,8 @@ for (const where of PLACES)
   describe(`doctor (${where})`, () => {
     test("one row per capability; --send-test delivers; exit 0 when what the config uses works", async () => {
       const at = (place = openPlace(where));
-      const received: string[] = [];
-      const hook = Bun.serve({
-        port: 0,
-        hostname: "127.0.0.1",
-        async fetch(request) {
-          received.push(await request.text());
-          return new Response("ok");
-        },
-      });
+      const hook = recordingReceiver();
+      const received = hook.received;
       at.configure({
         notify: { url: `http://127.0.0.1:${hook.port}/topic` },
         services: [{ name: "blog", check: { tcp: "127.0.0.1:1" }, restart: { tmux: "main:blog", run: "true" } }],
@@ -83,7 +76,7 @@ for (const where of PLACES)
         expect(sent.stdout).toMatch(/notify target\s+ok\s+test message to http:\/\/127\.0\.0\.1:\d+\/…: HTTP 200/);
         expect(received).toEqual([expect.stringMatching(/^tend doctor: a test notification from /)]);
       } finally {
-        hook.stop(true);
+        hook.stop();
       }
     });
 

@@ -16,7 +16,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { alive, BUN, freePort, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import { alive, BUN, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, smallStateDisk, type Place } from "./places.ts";
 
 let box: Sandbox;
@@ -214,15 +214,8 @@ command = ["sh", "-c", "exit 7", "--password=hunter2", "https://user:pw@example.
 
     test("notify: a message accepted is not failed by a full disk; an unusable state dir stops nothing", async () => {
       const at = (place = openPlace(where));
-      const received: string[] = [];
-      const hook = Bun.serve({
-        port: 0,
-        hostname: "127.0.0.1",
-        async fetch(request) {
-          received.push(await request.text());
-          return new Response("ok");
-        },
-      });
+      const hook = recordingReceiver();
+      const received = hook.received;
       try {
         const small = await smallStateDisk(at, "64k");
         unmount = small.unmount;
@@ -243,7 +236,7 @@ command = ["sh", "-c", "exit 7", "--password=hunter2", "https://user:pw@example.
         expect(unusable.stderr).toContain("the spool in");
         expect(received).toEqual(["first", "second", "third"]);
       } finally {
-        hook.stop(true);
+        hook.stop();
       }
     });
 
