@@ -150,6 +150,12 @@ export const closePlaces = () => removePublicCopy();
 
 function onHost(): Place {
   const box = new Sandbox();
+  /** In the background, in a process group of its own, its output piped. */
+  const spawnHere = (argv: string[]) => {
+    const child = Bun.spawn(argv, { env: box.env(), stdout: "pipe", stderr: "pipe", detached: true });
+    box.track(child.pid);
+    return background(child);
+  };
   return {
     name: "host",
     state: box.state,
@@ -179,27 +185,9 @@ function onHost(): Place {
       const child = Bun.spawn(argv, { env: box.env(), detached: true, stdout: "ignore", stderr: "ignore" });
       box.track(child.pid);
     },
-    spawnTend: async (args, wrapper = []) => {
-      // Its own process group: cleanup kills it whole (under strace, tend is strace's child).
-      const child = Bun.spawn([...wrapper, TEND, ...args], {
-        env: box.env(),
-        stdout: "pipe",
-        stderr: "pipe",
-        detached: true,
-      });
-      box.track(child.pid);
-      return background(child);
-    },
-    spawnShell: async (command) => {
-      const child = Bun.spawn(["sh", "-c", command], {
-        env: box.env(),
-        stdout: "pipe",
-        stderr: "pipe",
-        detached: true,
-      });
-      box.track(child.pid);
-      return background(child);
-    },
+    // Its own process group: cleanup kills it whole (under strace, tend is strace's child).
+    spawnTend: async (args, wrapper = []) => spawnHere([...wrapper, TEND, ...args]),
+    spawnShell: async (command) => spawnHere(["sh", "-c", command]),
     serve: () => box.serve(),
     writeConfig: (text) => box.writeConfig(text),
     configFile: { inside: box.config, outside: box.config },
