@@ -73,7 +73,10 @@ test("make release: four binaries saying the version, release.json and SHA256SUM
         ]),
       );
     expect(verify(join(out, file)).stdout).toContain("Signature Verified Successfully");
-    writeFileSync(join(box.dir, "tampered"), readFileSync(join(out, file), "utf8").replace(/[0-9a-f]/, "0"));
+    // One hex digit changed for another (a "0" made "0" would change nothing: 1 run in 16 then verified it).
+    const tampered = readFileSync(join(out, file), "utf8").replace(/[0-9a-f]/, (digit) => (digit === "0" ? "1" : "0"));
+    expect(tampered).not.toBe(readFileSync(join(out, file), "utf8"));
+    writeFileSync(join(box.dir, "tampered"), tampered);
     expect(verify(join(box.dir, "tampered")).code).not.toBe(0);
   }
   // SHA256SUMS, as a user checks a download by hand.
