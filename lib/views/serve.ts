@@ -173,10 +173,10 @@ const DAY_MS = 86_400_000;
  * parses only what a pass wrote since), and each kept state's latency history, parsed once.
  */
 const stateCaches = new Map<string, StateCache>();
-const cachedReader = (config: Config, once = false) => {
+const cachedReader = (config: Config) => {
   const dir = config.watchdog.stateDir;
   if (!stateCaches.has(dir)) stateCaches.set(dir, new Map());
-  return stateReader(dir, { once, cache: stateCaches.get(dir) });
+  return stateReader(dir, { once: true, cache: stateCaches.get(dir) });
 };
 const parsedSamples = new WeakMap<ServiceState, ReturnType<typeof parseSamples>>();
 /** A kept state's stats: they depend on its samples and outages and on the timeout, never on the time. */
@@ -200,7 +200,7 @@ type Route = (config: Config, url: URL, now: number) => Promise<Response> | Resp
 
 const ROUTES: Record<string, Route> = {
   async "/"(config, _url, now) {
-    const read = cachedReader(config, true); // one read per file, three views
+    const read = cachedReader(config); // one read per file, three views
     await mapInSlices(watchedServices(config, read, now), (service) => read(service.name));
     const status = await collectStatus(config, { cached: true, now: () => now, read });
     const { stats, views } = await serviceViews(config, now, read);
