@@ -13,6 +13,8 @@
 //   nothing, one that only GETs the 20 services with the http check's own client (lib/os/http1.ts;
 //   no state, no config, no log), and one that GETs them with Bun's `fetch`. No tend pass can cost
 //   less than the cheaper of the last two.
+// - a phone's /data: the cron passes again with the state dir on ext4 mounted noauto_da_alloc (a loop
+//   mount: root), where every whole state write is fsynced; with the KiB a pass writes to the device.
 // - wake-ups a second: the context switches of all the process's threads (voluntary and not, from
 //   /proc/PID/task/*/status) over the window, divided by it: each is a sleep ended (a timer, a
 //   thread woken) or a preemption. Between passes, the 1 h loop's (and from 30 s in: the steady state,
@@ -127,6 +129,38 @@ function floorBinary(name: string, source: string): string {
   return binary;
 }
 
+type PhoneData = { measured: true; cpu: number; peak: number; kibPerPass: number } | { measured: false; why: string };
+
+/** 13 cron passes (the first creates the states) with the state dir on a loop-mounted ext4 noauto_da_alloc. */
+async function phoneDataPasses(config: (dir: string) => string): Promise<PhoneData> {
+  const image = join(WORK, "phone-data.img");
+  const mount = join(WORK, "phone-data");
+  mkdirSync(mount, { recursive: true });
+  const run = (argv: string[]) => Bun.spawnSync(argv, { stderr: "pipe" });
+  if (process.getuid?.() !== 0) return { measured: false, why: "a loop mount needs root" };
+  writeFileSync(image, "");
+  const made = run(["sh", "-c", `truncate -s 128M '${image}' && mkfs.ext4 -q '${image}'`]);
+  if (made.exitCode !== 0) return { measured: false, why: `mkfs.ext4: ${made.stderr.toString().trim()}` };
+  const mounted = run(["mount", "-o", "loop,noauto_da_alloc", image, mount]);
+  if (mounted.exitCode !== 0) return { measured: false, why: `mount -o loop: ${mounted.stderr.toString().trim()}` };
+  try {
+    const device = run(["findmnt", "-n", "-o", "SOURCE", mount]).stdout.toString().trim().split("/").at(-1);
+    /** Sectors written to the loop device so far, after a sync of its file system. */
+    const written = () => {
+      run(["sync", "-f", mount]);
+      return Number(readFileSync(`/sys/block/${device}/stat`, "utf8").trim().split(/\s+/)[6]);
+    };
+    const argv = [TEND, "watchdog", "pass", "--config", config(join(mount, "tend"))];
+    Bun.spawnSync(argv, { stdout: "ignore" });
+    const before = written();
+    const { cpu, peak } = await oneShot(argv);
+    const kibPerPass = ((written() - before) * 512) / 1024 / 13;
+    return { measured: true, cpu, peak, kibPerPass };
+  } finally {
+    run(["umount", mount]);
+  }
+}
+
 try {
   // cron: 12 real passes, each a whole process.
   const cronConfig = config(join(WORK, "cron"));
@@ -147,6 +181,10 @@ try {
         `await Promise.all(${urls}.map(get));\n`,
     ),
   ]);
+
+  // The same passes with the state dir as a phone's /data: ext4 mounted noauto_da_alloc, where a rename
+  // does not order its data (every whole state write is fsynced): CPU, and what reaches the device.
+  const phone = await phoneDataPasses(config);
 
   // loop: two loops for the window; monit: a 10 s cycle for the window. All side by side.
   const loopSlow = Bun.spawn([TEND, "watchdog", "run", "--interval", "1h", "--config", config(join(WORK, "loop-1h"))], {
@@ -243,6 +281,15 @@ try {
       "0 (no process)",
       `${(cronPass * 1000).toFixed(1)} ms a pass × 12`,
     ],
+    phone.measured
+      ? [
+          "tend cron pass every 5 min, state dir as a phone's /data (ext4 `noauto_da_alloc`)",
+          `${(phone.cpu * 12).toFixed(3)} s`,
+          mib(phone.peak),
+          "0 (no process)",
+          `${ms(phone.cpu)} a pass × 12; ${phone.kibPerPass.toFixed(0)} KiB written to the device a pass`,
+        ]
+      : ["tend cron pass, state dir as a phone's /data", "-", "-", "-", `not measured: ${phone.why}`],
     [
       "tend watchdog run --interval 5m",
       `${perHour.loop.toFixed(3)} s`,

@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import minimist from "minimist";
 import { answers, killGroup, waitFor } from "./common.ts";
 import { mergeResults, type ResultRow } from "./results.ts";
+import { savedState } from "../lib/state/service-state.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
@@ -119,8 +120,8 @@ const bench: Record<string, () => Promise<void>> = {
     const stateDir = join(WORK, "p1", "state", "services");
     for (let i = 0; i < ports.length; i++) {
       const file = join(stateDir, `s${i}.json`);
-      const state = JSON.parse(readFileSync(file, "utf8"));
-      const last = state.lastProbe.at;
+      const state = savedState(join(WORK, "p1", "state"), `s${i}`); // its file and the observations since
+      const last = state.lastProbe!.at;
       const samples = Array.from({ length: 1000 }, (_, k) => [last - (1000 - k) * 30_000, 2 + (k % 7), 1].join(","));
       Object.assign(state, { latencyLog: samples.join(" "), latencyCount: 1000 });
       writeFileSync(file, JSON.stringify(state) + "\n");

@@ -490,6 +490,7 @@ command = ["sh", "-c", "cat ${dir}/forged.txt; exit 3"]
         "heartbeat",
         "services/web.json",
         "services/web.out",
+        "observations.jsonl",
         "web.pid",
       ];
       for (const name of names) symlinkSync(precious, join(state, name));

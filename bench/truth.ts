@@ -25,6 +25,7 @@ import { basename, join, resolve } from "node:path";
 import minimist from "minimist";
 import { killGroup, waitFor } from "./common.ts";
 import { spillDir } from "../lib/state/spill.ts";
+import { savedState } from "../lib/state/service-state.ts";
 import { freePort } from "../test/helpers.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -737,7 +738,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       );
     }
     for (const name of SERVICES) {
-      const stateJson = JSON.parse(readFileSync(join(state, "services", `${name}.json`), "utf8"));
+      const stateJson: any = savedState(state, name); // its file and the observations appended since
       const truth = realSpans(name).map(([from, to]) => [framed(from), framed(to)] as [number, number]);
       const kills = samples
         .filter((s) => s.name === name && (s.fault === "kill" || s.fault === "hangstart"))

@@ -70,8 +70,14 @@ for (const where of PLACES)
         restart: { spawn: [place.bun, place.server, `${ports[name]}`] },
       })),
     });
-    const healthy = async (name: string) =>
-      alive(await pidOf(name)) && place.read(`services/${name}.json`).includes('"ok":true');
+    const stateNow = (name: string) => {
+      try {
+        return place.stateOf(name);
+      } catch {
+        return {}; // not written yet
+      }
+    };
+    const healthy = async (name: string) => alive(await pidOf(name)) && stateNow(name).lastProbe?.ok === true;
     const startLoop = async () => {
       const loop = await place.spawnTend(["watchdog", "run", "--interval", "1s"]);
       stops.push(() => loop.kill("SIGKILL"));
@@ -79,7 +85,7 @@ for (const where of PLACES)
     };
     /** Running, and its restart (if any) verified by a probe made after `since`. */
     const verifiedSince = async (name: string, since: number) => {
-      const state = JSON.parse(place.read(`services/${name}.json`) || "{}");
+      const state = stateNow(name);
       return alive(await pidOf(name)) && !state.restarting && state.lastProbe?.ok && state.lastProbe.at >= since;
     };
     /** Killed, then started again and seen healthy since (its restart verified). */

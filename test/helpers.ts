@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
+import { savedState } from "../lib/state/service-state.ts";
 
 export const ROOT = resolve(import.meta.dir, "..");
 /** The compiled binary under test (make test sets it); tests run what users run. */
@@ -93,8 +94,9 @@ export class Sandbox {
     return existsSync(path) ? readFileSync(path, "utf8") : "";
   }
 
-  stateOf(name: string) {
-    return JSON.parse(this.read(`services/${name}.json`));
+  /** What tend saved of a service: its state file and the observations appended since (lib's savedState). */
+  stateOf(name: string): any {
+    return savedState(this.state, name);
   }
 
   /** Write a file under the state dir (a test's edit of what tend recorded). */

@@ -39,6 +39,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
+import { savedState } from "../lib/state/service-state.ts";
 import {
   BUN,
   publicCopy,
@@ -259,7 +260,7 @@ function onPhone(termuxServices: boolean): Place {
     tmux: (args) => box.run(["tmux", ...args]),
     stateFile: (file) => box.outside(`${box.state}/${file}`),
     read,
-    stateOf: (service) => JSON.parse(read(`services/${service}.json`)),
+    stateOf: (service) => savedState(box.outside(box.state), service),
     hostPid: async (pid) => {
       const host = await box.hostPid(pid);
       if (host === null) throw new Error(`no process ${pid} in the phone`);

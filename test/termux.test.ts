@@ -11,6 +11,7 @@ import { existsSync, readFileSync, utimesSync } from "node:fs";
 import { uptime } from "node:os";
 import { controlledServer, freePort, publicCopy, recordingReceiver, removePublicCopy, waitFor } from "./helpers.ts";
 import { APP_UID, HOME, PREFIX, TermuxBox, TESTS } from "./termux.ts";
+import { savedState } from "../lib/state/service-state.ts";
 
 /** The example service as the phone runs it: the public copy (helpers.ts publicCopy), bound in at TESTS. */
 const service = () => publicCopy().file("examples/service.ts").replace(publicCopy().dir, TESTS);
@@ -23,7 +24,7 @@ afterEach(async () => {
   await box?.cleanup();
 });
 
-const stateOf = (name: string) => JSON.parse(readFileSync(box.outside(`${box.state}/services/${name}.json`), "utf8"));
+const stateOf = (name: string): any => savedState(box.outside(box.state), name);
 const log = () => {
   const path = box.outside(`${box.state}/watchdog.log`);
   return existsSync(path) ? readFileSync(path, "utf8") : "";

@@ -448,7 +448,7 @@ for (const place of PLACES)
       // A restart that writes its log and dies at once: alive when judged, or not recovered.
       box.writeConfig(config(`["sh", "-c", "echo one last line >> '${log}'; exit 3"]`));
       const statePath = box.stateFile("services/worker.json");
-      const state = JSON.parse(readFileSync(statePath, "utf8"));
+      const state = box.stateOf("worker");
       writeFileSync(statePath, JSON.stringify({ ...state, backoffUntil: null })); // past its backoff
       const again = await box.tend(["watchdog"]);
       console.log(again.stdout);
@@ -499,7 +499,7 @@ for (const place of PLACES)
       // The state as a reboot leaves it: decided (and probed) before the host booted, no pass since.
       const bootedAt = Date.now() - (await import("node:os")).uptime() * 1000;
       const file = box.stateFile("services/api.json");
-      const state = JSON.parse(readFileSync(file, "utf8"));
+      const state = box.stateOf("api");
       state.verdict.at = bootedAt - 600_000;
       state.lastProbe.at = bootedAt - 600_000;
       writeFileSync(file, JSON.stringify(state));
@@ -561,7 +561,7 @@ for (const place of PLACES)
       const hour = 3_600_000;
       const statePath = box.stateFile("services/api.json");
       const givenUp = (extra: object) => {
-        const state = JSON.parse(readFileSync(statePath, "utf8"));
+        const state = box.stateOf("api");
         const outage = { since: Date.now() - 3 * hour, reason: "failing", notified: true };
         writeFileSync(statePath, JSON.stringify({ ...state, strikes: 3, givenUp: true, outage, ...extra }));
       };

@@ -528,7 +528,7 @@ describe("watchdog pass against real processes (this host: strace)", () => {
     const stateTemp = /<[^>]*\/services\/\.api\.json\.[^>]*\.tmp>/;
     expect((await synced()).filter((line) => stateTemp.test(line))).toHaveLength(1); // START: first seen
     expect((await synced()).filter((line) => stateTemp.test(line))).toHaveLength(0); // answered as before
-    expect(box.stateOf("api").latencyCount).toBe(2); // still written: the sample is there
+    expect(box.stateOf("api").latencyCount).toBe(2); // still recorded: the sample is in the journal
     control.status = 500;
     expect((await synced()).filter((line) => stateTemp.test(line))).toHaveLength(1); // a strike
     server.stop(true);

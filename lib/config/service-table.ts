@@ -2,14 +2,13 @@ import { CHECKS } from "../checks/index.ts";
 import type { CheckConfig } from "../checks/kind.ts";
 import { nearest } from "../core/nearest.ts";
 import { TMUX_TARGET } from "../os/tmux.ts";
-import { statePaths } from "../state/dir.ts";
+import { SERVICE_NAME, statePaths } from "../state/dir.ts";
 import { impliedSource, RESTARTS } from "../restarts/index.ts";
 import type { RestartConfig } from "../restarts/kind.ts";
 import { Reader, show } from "./reader.ts";
 import type { BusyConfig, Env, MemoryConfig, ReadContext, ServiceConfig, Tunables } from "./types.ts";
 
-/** 1-64 of [A-Za-z0-9_.@-], not starting with - or . (never an option, never a hidden file). */
-export const SERVICE_NAME = /^[A-Za-z0-9_@][A-Za-z0-9_.@-]{0,63}$/;
+export { SERVICE_NAME };
 
 /** Built-in defaults, overridden by [defaults], then by the service, then (timeout) by the check. */
 export const BUILTIN_TUNABLES: Tunables = {

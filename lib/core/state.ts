@@ -113,6 +113,11 @@ export interface ServiceState {
   degradedSaidAt: Record<string, number>;
 
   firstHealthyAt: number | null;
+  /**
+   * Stamped by each whole write of the state file: the observations appended after it (core/observed.ts)
+   * name it, and apply to this write only.
+   */
+  writeId?: string;
   /** The last wall-clock step (core/clock.ts) this state's times have been moved by; absent: none. */
   clockStep?: number;
   /**
@@ -367,7 +372,7 @@ const validVerdict = (verdict: Partial<Verdict>) =>
   (verdict.until === null || typeof verdict.until === "number");
 
 /** What every probe records: a state that differs from the last only in these holds no new decision. */
-const OBSERVATIONS = new Set<string>([
+export const OBSERVATIONS: ReadonlySet<string> = new Set<string>([
   "outputMarks",
   "latencyLog",
   "latencyCount",

@@ -13,7 +13,7 @@ import { messageKey, type Message } from "../notify/send.ts";
 import { describeRestart, ownOutputOf, restartKind, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
-import { readState, writeState } from "../state/service-state.ts";
+import { readState, saveObservations, writeState } from "../state/service-state.ts";
 import { markBeforeAction, markOutput, onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
 import { cutByReboot, finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
@@ -181,8 +181,12 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     outputMarks: markOutput(decision.next.outputMarks, outputBytes(service), now()),
   };
   state = emit(logger, paths.downtime, service.name, decided, decision.log, events, (line) => !owed(line));
-  // A pass that only saw it answer as before records no decision: no fsync (see writeState).
-  save(state, !onlyObservations(loaded.state, state));
+  // A pass that only saw it answer as before records no decision: its observations are appended to the
+  // journal (state/observed.ts), or the state written without an fsync (see writeState).
+  if (!onlyObservations(loaded.state, state)) save(state);
+  else if (wasSpilled)
+    save(state, false); // its write takes the copy kept off the full disk back
+  else saveObservations(config.watchdog.stateDir, service.name, loaded, state);
   if (decision.kind === "restart") {
     // The output file's size just before the action and after its verification: what the new process says
     // while it starts is placed between the two (watchdog incident).

@@ -25,7 +25,7 @@ import { rotateInPlace } from "../os/rotate.ts";
 import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { latestRecordedIn, stateReader, writeState } from "../state/service-state.ts";
+import { compactObservations, latestRecordedIn, stateReader, writeState } from "../state/service-state.ts";
 import { findGap, markGapSaid, readHeartbeat, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";
@@ -122,6 +122,13 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const clocksNow = dryRun ? null : await clocks();
     const gap = dryRun ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
     if (!dryRun) repairAfterCut(config, gap !== null, logger);
+    // The journal of observations, grown past its size: each state it holds written whole, then emptied.
+    if (!dryRun)
+      await compactObservations(
+        stateDir,
+        config.services.map((service) => service.name),
+        "pass",
+      );
     const gapEvents: Message[] = [];
     // Said already by a pass that found the same gap and did not finish: its services are judged
     // after it all the same, but its DOWNTIME line and 💤 are not said twice.

@@ -22,6 +22,9 @@ export function statePaths(stateDir: string) {
   return paths;
 }
 
+/** 1-64 of [A-Za-z0-9_.@-], not starting with - or . (never an option, never a hidden file). */
+export const SERVICE_NAME = /^[A-Za-z0-9_@][A-Za-z0-9_.@-]{0,63}$/;
+
 /** Every file tend keeps in its state dir, in one place. */
 function makePaths(stateDir: string) {
   const at = (name: string) => join(stateDir, name);
@@ -41,6 +44,8 @@ function makePaths(stateDir: string) {
     /** Messages refused for good by their receiver. */
     dead: at("notify-dead.jsonl"),
     notifyState: at("notify-state.json"),
+    /** What passes that only observed a service appended since its state file was written (state/observed.ts). */
+    observations: at("observations.jsonl"),
     /** Where the installed crontab line appends its output when cron cannot mail. */
     cronLog: at("cron.log"),
     /** Per-service files live apart, so no service name can collide with tend's own files. */

@@ -4,15 +4,27 @@ import { readRegularFile } from "../os/files.ts";
 import { freshState, parseState, type ServiceState } from "../core/state.ts";
 import { notJudged } from "../core/verdict.ts";
 import { applySteps, latestRecorded } from "../core/clock.ts";
-import { statePaths } from "./dir.ts";
+import { SERVICE_NAME, statePaths } from "./dir.ts";
 import { clockSteps } from "./clock.ts";
 import { isFullDisk, PRIVATE_MEMORY, spill, spilled, unspill } from "./spill.ts";
 import { TendError } from "../core/errors.ts";
+import { applyObservations, observationRecord } from "../core/observed.ts";
+import { appendObservation, COMPACT_AT, journalOf, observationsAfter } from "./observed.ts";
+import { holderRecord, tryLock, type Holder, type Lock } from "../os/lock.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
 
-export type StateLoad = { state: ServiceState; problem: null | "missing" | string };
+export type StateLoad = {
+  state: ServiceState;
+  problem: null | "missing" | string;
+  /**
+   * The write of its file this state is, with the observations appended after it: what a pass that only
+   * observes records its own after (saveObservations). Null when the state is more than that (a clock
+   * step applied since, a reset): then it is written whole.
+   */
+  base?: string | null;
+};
 
 const stateFile = (stateDir: string, name: string) => statePaths(stateDir).service(name);
 
@@ -34,7 +46,13 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
     return { state: fresh(), problem: `unreadable: ${(error as Error).message}` };
   }
   const parsed = parseState(text);
-  if (typeof parsed !== "string") return { state: applySteps({ ...freshState(), ...parsed }, steps), problem: null };
+  if (typeof parsed !== "string") {
+    let state: ServiceState = { ...freshState(), ...parsed };
+    const writeId = typeof parsed.writeId === "string" ? parsed.writeId : null;
+    if (writeId) state = applyObservations(state, observationsAfter(stateDir, name, writeId));
+    const stepped = applySteps(state, steps);
+    return { state: stepped, problem: null, base: stepped === state ? writeId : null };
+  }
   const problem = parsed;
   if (repair) {
     try {
@@ -42,6 +60,18 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
     } catch {}
   }
   return { state: fresh(), problem };
+}
+
+/**
+ * What tend saved of a service, read where it lies (tests, the ground-truth harness): its file as written,
+ * with the observations appended after that write (state/observed.ts); no clock step applied, no defaults.
+ */
+export function savedState(stateDir: string, name: string): ServiceState {
+  const saved = JSON.parse(readRegularFile(stateFile(stateDir, name), STATE_LIMIT, { noFollow: true }));
+  if (typeof saved?.writeId !== "string") return saved;
+  // Without the write it follows: written back as it is (a test's edit), no observation applies twice.
+  const { writeId, ...state } = applyObservations(saved, observationsAfter(stateDir, name, saved.writeId));
+  return state as ServiceState;
 }
 
 /**
@@ -64,8 +94,9 @@ export type StateReader = (name: string) => ServiceState;
 
 /**
  * What a long-running reader (serve) keeps of the states it read: each file's state while the file is the
- * same one (its inode, mtime and size, and the clock steps taken since), so a page asked 20 times a second
- * reads and parses a state only after a pass wrote it. Kept states are frozen: no view changes one.
+ * same one (its inode, mtime and size, the clock steps taken since, and the observations journal), so a
+ * page asked 20 times a second reads and parses a state only after a pass recorded something. Kept states
+ * are frozen: no view changes one.
  */
 export type StateCache = Map<string, { key: string; state: ServiceState }>;
 
@@ -93,7 +124,8 @@ export function stateReader(
     return { ...state, verdict: notJudged(null, `state file ${problem}`, Date.now()) };
   };
   const steps = cache ? clockSteps(stateDir) : [];
-  const stepsTaken = `${steps.length}:${steps.at(-1)?.seq ?? 0}`;
+  // The observations appended since: any new one reads the states again (once a pass, not each request).
+  const stepsTaken = `${steps.length}:${steps.at(-1)?.seq ?? 0}:${cache ? journalOf(stateDir).key : ""}`;
   const cached: StateReader = !cache
     ? read
     : (name) => {
@@ -141,7 +173,8 @@ function withSlack(json: string): string {
 }
 
 export function writeState(stateDir: string, name: string, state: ServiceState, { durable = true } = {}): SavedState {
-  const json = JSON.stringify(state);
+  // A new write: the observations appended after the last one are in `state` (or moot), never applied again.
+  const json = JSON.stringify({ ...state, writeId: Math.random().toString(36).slice(2, 10) });
   const text = withSlack(json);
   try {
     writeFileAtomic(stateFile(stateDir, name), text, 0o600, { durable });
@@ -155,6 +188,48 @@ export function writeState(stateDir: string, name: string, state: ServiceState, 
     return { spilledTo, unspilled: false, shared: !spilledTo.startsWith(PRIVATE_MEMORY) };
   }
   return { spilledTo: null, unspilled: unspill(stateDir, name), shared: true };
+}
+
+/**
+ * Save a state that differs from the one loaded only in observations (onlyObservations): one line
+ * appended to the journal (state/observed.ts) when it can say exactly that, else the file written whole,
+ * without an fsync (see writeState).
+ */
+export function saveObservations(stateDir: string, name: string, loaded: StateLoad, next: ServiceState): SavedState {
+  const record = loaded.base ? observationRecord(name, loaded.base, loaded.state, next) : null;
+  if (record && appendObservation(stateDir, record)) return { spilledTo: null, unspilled: false, shared: true };
+  return writeState(stateDir, name, next, { durable: false });
+}
+
+/**
+ * Once the journal has grown past COMPACT_AT, the pass (holding watchdog.lock) writes whole each state it
+ * holds observations for, then empties it: holding every service's lock meanwhile, so no observation is
+ * appended between a state's write and the journal's end. A lock its owner holds (a verification, an
+ * operator) puts it off to a later pass. `names`: the configured services (the journal may name others).
+ */
+export async function compactObservations(stateDir: string, names: string[], holder: Holder): Promise<boolean> {
+  const journal = journalOf(stateDir);
+  if (journal.size < COMPACT_AT) return false;
+  const paths = statePaths(stateDir);
+  const locks: Lock[] = [];
+  try {
+    for (const name of new Set([...names, ...journal.records.keys()])) {
+      if (!SERVICE_NAME.test(name)) continue;
+      const lock = await tryLock(paths.serviceLock(name));
+      if (!lock) return false;
+      locks.push(lock);
+      lock.record(holderRecord(holder));
+    }
+    for (const name of journal.records.keys()) {
+      if (!SERVICE_NAME.test(name)) continue;
+      const { state, problem } = readState(stateDir, name, { repair: false });
+      if (problem === null) writeState(stateDir, name, state, { durable: false });
+    }
+    writeFileAtomic(paths.observations, "", 0o600, { durable: false });
+    return true;
+  } finally {
+    for (const lock of locks) lock.release();
+  }
 }
 
 export interface SavedState {
