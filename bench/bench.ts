@@ -342,18 +342,21 @@ const bench: Record<string, () => Promise<void>> = {
   async P12() {
     // The page of a big host (bench/render.ts: 100 services, each with a day of probes, 1,000 outages
     // and events): its weight and how long it takes to build, in the serve process itself.
-    const ran = Bun.spawnSync([BUN, join(ROOT, "bench", "render.ts"), "100", "10", "--typical"], {
+    // Warm: serve runs for hours; its first requests (the JIT's warm-up, every state read) are its start-up.
+    const ran = Bun.spawnSync([BUN, join(ROOT, "bench", "render.ts"), "100", "20", "--typical", "--warmup", "10"], {
       env: { ...process.env, JSON: "1" },
       stdout: "pipe",
       stderr: "pipe",
     });
     if (ran.exitCode !== 0) throw new Error(`bench/render.ts: ${ran.stderr.toString()}`);
-    const { bytes, render } = JSON.parse(ran.stdout.toString().trim().split("\n").at(-1)!);
+    const { bytes, render, first } = JSON.parse(ran.stdout.toString().trim().split("\n").at(-1)!);
     const kb = bytes / 1000;
     rows.push({
       id: "P12",
-      what: "page / with 100 services (a day of 5-min probes, 10 outages each): size, render (median of 10)",
-      tend: `${kb.toFixed(0)} KB, ${render.toFixed(1)} ms`,
+      what:
+        "page / with 100 services (a day of 5-min probes, 10 outages each): size, render (median of 20 " +
+        "after 10 warm-up renders; the first, which reads every state, in brackets)",
+      tend: `${kb.toFixed(0)} KB, ${render.toFixed(1)} ms (${first.toFixed(0)} ms)`,
       peer: "-",
       ratio: "-",
       goal: "≤ 250 KB and ≤ 10 ms (issue #42)",

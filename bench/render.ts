@@ -15,6 +15,10 @@ import { collectStats } from "../lib/views/stats.ts";
 
 const serviceCount = Number(process.argv[2] ?? 100);
 const renders = Number(process.argv[3] ?? 10);
+// `--warmup N`: N renders first, not counted (a serve that runs for hours: its JIT warm, as after its
+// first requests); the first of all, which reads and parses every state, is reported on its own.
+const warmupAt = process.argv.indexOf("--warmup");
+const warmup = warmupAt === -1 ? 0 : Number(process.argv[warmupAt + 1]);
 // `--typical`: a host as it usually is, not at its state's limits: a probe every 5 min for a day
 // (288 samples), 10 outages and 20 history entries per service.
 const typical = process.argv.includes("--typical");
@@ -61,13 +65,16 @@ const sampler = setInterval(() => {
   worstLag = Math.max(worstLag, at - expected);
   expected = at + 10;
 }, 10);
-for (let render = 0; render < renders; render++) {
+let first = 0;
+for (let render = 0; render < warmup + renders; render++) {
   worstLag = 0;
   const started = performance.now();
   const response = await fetch(serving.url);
   const body = await response.text();
   if (response.status !== 200 || !body.includes(`s${serviceCount - 1}`))
     throw new Error(`render failed: HTTP ${response.status}`);
+  if (render === 0) first = performance.now() - started;
+  if (render < warmup) continue;
   times.push(performance.now() - started);
   bytes = Buffer.byteLength(body);
   lags.push(worstLag);
@@ -90,10 +97,13 @@ else console.log(dir);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const worst = (values: number[]) => Math.max(...values);
 if (process.env.JSON) {
-  console.log(JSON.stringify({ bytes, render: median(times), lateness: median(lags) }));
+  console.log(JSON.stringify({ bytes, render: median(times), first, lateness: median(lags) }));
   process.exit(0);
 }
 console.log(`page of ${serviceCount} services × ${outages} outages, ${renders} renders: ${bytes} bytes`);
+console.log(
+  `first render (every state read and parsed): ${first.toFixed(1)} ms; ${warmup} warm-up renders not counted`,
+);
 console.log(`| measure                             | median   | worst    |`);
 console.log(`|-------------------------------------|----------|----------|`);
 const row = (name: string, values: number[]) =>

@@ -116,9 +116,17 @@ function availabilityWords(report: ServiceReport, window: Report, span: string):
   );
 }
 
+/** A report's rows by service name (a page of 100 cards looks up each card's rows: not 100 finds each). */
+const rowsByName = new WeakMap<Report, Map<string, ServiceReport>>();
+function rowOf(report: Report, name: string): ServiceReport | undefined {
+  let rows = rowsByName.get(report);
+  if (!rows) rowsByName.set(report, (rows = new Map(report.services.map((row) => [row.name, row]))));
+  return rows.get(name);
+}
+
 function history(data: PageData, name: string): string {
-  const day = data.report.services.find((service) => service.name === name);
-  const month = data.month.services.find((service) => service.name === name);
+  const day = rowOf(data.report, name);
+  const month = rowOf(data.month, name);
   if (!day || !month) return "";
   const hour = (at: Date) => `${localStamp(at).slice(11, 16)}`;
   const date = (at: Date) => localStamp(at).slice(0, 10);
@@ -157,29 +165,40 @@ export function dotsPath(points: [number, number][]): string {
 /** Probe latency over the last 24 hours, failures red, the timeout a dashed line: axes labelled. */
 function latencyOverTime(samples: LatencySample[], timeoutMs: number, data: PageData): string {
   const since = Date.parse(data.report.since);
-  const spanMs = Math.max(1, data.now - since);
+  const now = data.now;
   const [left, right, bottom] = [34, 296, 56];
-  const x = (at: number) => left + ((at - since) / spanMs) * (right - left);
+  const scale = (right - left) / Math.max(1, now - since);
   // One point per two columns and outcome (the slowest): a day of 10 s probes stays ~130 dots of each.
-  // The columns in order of x (an array indexed by column, not a map to sort); one look at each sample.
-  const columns: (LatencySample | undefined)[][] = [[], []];
+  // The slowest sample's index by column (-1: none), one array per outcome; one look at each sample
+  // (a page shows 100 of these: no closure, no array per column).
+  const columns = (right >> 1) + 2;
+  const slowest = [new Int32Array(columns).fill(-1), new Int32Array(columns).fill(-1)];
   let top = timeoutMs * 1.15;
   let any = false;
-  for (const sample of samples) {
-    const [at, latency] = sample;
-    if (at < since || at > data.now) continue;
+  for (let index = 0; index < samples.length; index++) {
+    const sample = samples[index];
+    const at = sample[0];
+    if (at < since || at > now) continue;
+    const latency = sample[1];
     any = true;
     if (latency > top) top = latency;
-    const column = Math.round(x(at) / 2);
-    const outcome = columns[sample[2] ? 1 : 0];
+    const column = Math.round((left + (at - since) * scale) / 2);
+    const outcome = slowest[sample[2] ? 1 : 0];
     const seen = outcome[column];
-    if (!seen || seen[1] < latency) outcome[column] = sample;
+    if (seen === -1 || samples[seen][1] < latency) outcome[column] = index;
   }
   if (!any) return "";
   const y = (latency: number) => bottom - (latency / top) * (bottom - 4);
   const dots = (ok: boolean) => {
-    const shown = columns[ok ? 1 : 0].filter((sample) => sample !== undefined);
-    const drawn = dotsPath(shown.map(([at, latency]): [number, number] => [Math.round(x(at)), Math.round(y(latency))]));
+    const points: [number, number][] = [];
+    const outcome = slowest[ok ? 1 : 0];
+    for (let column = 0; column < columns; column++) {
+      const index = outcome[column];
+      if (index === -1) continue;
+      const [at, latency] = samples[index];
+      points.push([Math.round(left + (at - since) * scale), Math.round(y(latency))]);
+    }
+    const drawn = dotsPath(points);
     return drawn ? `<path class="${ok ? "p-ok" : "p-bad"}" d="${drawn}"/>` : "";
   };
   const points = [dots(true), dots(false)];

@@ -106,12 +106,16 @@ export function serviceReport(
     );
   const inWindow = (at: number) => at >= window[0] && at <= window[1];
   const ended = state.outages.filter((outage) => inWindow(outage.to));
-  const count = (what: string) =>
-    state.history
-      .filter((entry) => entry.what === what && inWindow(entry.at))
-      .reduce((sum, entry) => sum + (entry.count ?? 1), 0);
+  // The history's entries in the window, counted by what they were: one look at each.
+  const counted = new Map<string, number>();
+  for (const entry of state.history)
+    if (inWindow(entry.at)) counted.set(entry.what, (counted.get(entry.what) ?? 0) + (entry.count ?? 1));
+  const count = (what: string) => counted.get(what) ?? 0;
+  // Nothing down and no gap in the window (most services, most days): each cell is up where it was seen.
+  const calm = spans.length === 0 && hostGaps.length === 0;
   const timeline = Array.from({ length: cells }, (_, index): Cell => {
     const cell: Span = [window[0] + index * cellMs, window[0] + (index + 1) * cellMs];
+    if (calm) return overlap(cell, observedSpan) > 0 ? "up" : "none";
     const seen = Math.max(
       0,
       overlap(cell, observedSpan) -
