@@ -74,6 +74,25 @@ describe("a record of observations", () => {
     expect(json(applyObservations(state, [record]))).toBe(json(rewritten));
   });
 
+  test("a log carried whole between grown ones: the entries after it are added to it", () => {
+    const base: ServiceState = observed({ ...freshState(), writeId: "w1" }, 1);
+    const grown = observed(base, 2);
+    const log = Array.from({ length: 20 }, (_, index) => `${index},9,1`).join(" ");
+    const rewritten = { ...observed(grown, 3), latencyLog: log, latencyCount: MAX };
+    const after = observed(rewritten, 4);
+    const records = [
+      observationRecord("web", "w1", base, grown)!,
+      observationRecord("web", "w1", grown, rewritten)!,
+      observationRecord("web", "w1", rewritten, after)!,
+    ];
+    expect(records.map((record) => [record.l !== undefined, "latencyLog" in record.p])).toEqual([
+      [true, false],
+      [false, true],
+      [true, false],
+    ]);
+    expect(json(applyObservations(base, records))).toBe(json(after));
+  });
+
   test("the same state has an empty record; nothing applied changes nothing", () => {
     const state = observed({ ...freshState(), writeId: "w1" }, 1);
     expect(observationRecord("web", "w1", state, { ...state })).toEqual({ s: "web", w: "w1", p: {} });
