@@ -3,9 +3,10 @@ import { OBSERVATIONS, type ServiceState } from "./state.ts";
 // What a pass that only observed a service (it answered as before: a new probe, a latency sample, an RSS
 // look) changed in its state, as one line of the state dir's observations.jsonl instead of a new state
 // file. Rewriting 20 state files a pass (temp file, rename: on ext4 a rename over a file starts writing
-// its data; on a phone's /data, an fsync each) was ~4 ms of a ~22 ms cron pass here and 505 KiB written to
-// a phone-like /data a pass (make battery); one appended line a service is not. A record applies to the state file it follows (its `writeId`, stamped by each whole
-// write); a whole write (any decision, or the journal's compaction) makes the records before it moot.
+// its data; on a phone's /data, an fsync each) was ~4 ms of a ~22 ms cron pass here and 505 KiB written
+// to a phone-like /data a pass (make battery); one appended line a service is not. A record applies to
+// the state file it follows (its `writeId`, stamped by each whole write); a whole write (any decision,
+// or the journal's compaction) makes the records before it moot.
 
 /** Arrays that grow at the end and lose their oldest: a record carries the items added, not the array. */
 const GROWING = new Set<string>(["rss", "outputMarks"]);
