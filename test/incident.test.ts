@@ -267,3 +267,46 @@ for (const where of PLACES)
       expect(incident.numbers.restarted_s).toBeLessThanOrEqual(2); // the crash watch, not the next pass an hour later
     }, 60_000);
   });
+
+// The library's ordering, on a state and log written here: a log line is stamped to the second and
+// placed at its end, after everything stamped finer in it — its last millisecond too (a look at
+// 36.9992 once sorted after a line stamped 36, in make fresh-check: +999 was not the end of the second).
+test("a line seen by a look in the last millisecond of a second comes before the log line of that second", async () => {
+  const { mkdtempSync, mkdirSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { parseConfig } = await import("../lib/config/load.ts");
+  const { freshState } = await import("../lib/core/state.ts");
+  const { localStamp } = await import("../lib/core/time.ts");
+  const { collectIncident } = await import("../lib/views/incident.ts");
+  const dir = mkdtempSync(join(tmpdir(), "tend-incident-"));
+  try {
+    const state = join(dir, "state");
+    mkdirSync(join(state, "services"), { recursive: true, mode: 0o700 });
+    const text =
+      `[watchdog]\nstate_dir = "${state}"\n[[service]]\nname = "tour"\npidfile = "${dir}/tour.pid"\n` +
+      `[service.check]\nhttp = "http://127.0.0.1:9/"\n[service.restart]\nspawn = ["true"]\n`;
+    const config = parseConfig(text, join(dir, "tend.toml"));
+    const second = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+    writeFileSync(join(state, "services", "tour.out"), "out of memory: giving up\n");
+    const log = `[${localStamp(new Date(second))}] [WARN] tour is not running (pid 7 is gone): starting it (crash)\n`;
+    writeFileSync(join(state, "watchdog.log"), log);
+    const recorded = {
+      ...freshState(),
+      outages: [{ from: second, to: second + 2000, reason: "crash" }],
+      // The look before the line was written, and the one that saw it: in the last millisecond of the second.
+      outputMarks: [
+        [second - 90, 0],
+        [second + 999.2385, 25],
+      ] as [number, number][],
+    };
+    const incident = await collectIncident(config, "tour", { now: second + 5000, read: () => recorded });
+    const texts = incident.timeline.map((line) => line.text);
+    const said = texts.findIndex((line) => line.startsWith("out of memory: giving up (written between"));
+    const found = texts.findIndex((line) => line.startsWith("[WARN] tour is not running"));
+    expect(said).toBeGreaterThanOrEqual(0);
+    expect(said).toBeLessThan(found);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

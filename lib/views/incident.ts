@@ -192,7 +192,9 @@ export async function collectIncident(
         text: `${emojiOf(event.event)}${oneLine(event.message, 400)}`,
       });
   timeline.push(...(await serviceLines(service, config, state, lo, hi)));
-  const key = (line: IncidentLine) => line.at + (inSecond.has(line) ? 999 : 0);
+  // At the very end of its second, after whatever is stamped finer there, its last millisecond too (a
+  // look at 12:00:36.9992 is before a line stamped 12:00:36: +999 put it after, one run of a thousand).
+  const key = (line: IncidentLine) => line.at + (inSecond.has(line) ? SECOND - 1e-6 : 0);
   timeline.sort((a, b) => key(a) - key(b) || order(a.source) - order(b.source));
   const first = (test: (line: IncidentLine) => boolean) =>
     timeline.find((line) => line.at >= from - SECOND && test(line));
