@@ -101,34 +101,43 @@ export function appendNoFollow(path: string, text: string, mode = 0o600): void {
 }
 
 /**
- * The last `limit` bytes of a regular file from its first whole line on (never through a symlink,
- * never a FIFO: "" then); `cut` when older bytes were left out.
+ * Bytes `from` (counted from the end when negative) up to `to` of a regular file, never through a
+ * symlink, never a FIFO (none then), and where they began.
  */
-export function readTail(path: string, limit: number): { text: string; cut: boolean } {
+export function readRange(path: string, from: number, to = Infinity): { bytes: Buffer; start: number } {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   } catch {
-    return { text: "", cut: false };
+    return { bytes: Buffer.alloc(0), start: 0 };
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile()) return { text: "", cut: false };
-    const from = Math.max(0, stats.size - limit);
-    const buffer = Buffer.alloc(stats.size - from);
+    if (!stats.isFile()) return { bytes: Buffer.alloc(0), start: 0 };
+    const start = from < 0 ? Math.max(0, stats.size + from) : from;
+    const buffer = Buffer.alloc(Math.max(0, Math.min(to, stats.size) - start));
     let size = 0;
     while (size < buffer.length) {
-      const read = readSync(fd, buffer, size, buffer.length - size, from + size);
+      const read = readSync(fd, buffer, size, buffer.length - size, start + size);
       if (read === 0) break;
       size += read;
     }
-    const text = buffer.subarray(0, size).toString("utf8");
-    if (from === 0) return { text, cut: false };
-    const first = text.indexOf("\n"); // the first line was cut: not a line
-    return { text: first < 0 ? "" : text.slice(first + 1), cut: true };
+    return { bytes: buffer.subarray(0, size), start };
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The last `limit` bytes of a regular file from its first whole line on (never through a symlink,
+ * never a FIFO: "" then); `cut` when older bytes were left out.
+ */
+export function readTail(path: string, limit: number): { text: string; cut: boolean } {
+  const { bytes, start } = readRange(path, -limit);
+  const text = bytes.toString("utf8");
+  if (start === 0) return { text, cut: false };
+  const first = text.indexOf("\n"); // the first line was cut: not a line
+  return { text: first < 0 ? "" : text.slice(first + 1), cut: true };
 }
 
 /** The last `count` lines of a regular file, reading at most its last `limit` bytes (never through a symlink). */

@@ -1,7 +1,7 @@
 // The state dir's observations.jsonl (core/observed.ts): what passes that only observed a service
 // appended, read back by everything that reads a state (service-state.ts's readState).
-import { closeSync, constants, lstatSync, openSync, readSync, type Stats } from "node:fs";
-import { appendNoFollow } from "../os/files.ts";
+import { lstatSync, type Stats } from "node:fs";
+import { appendNoFollow, readRange } from "../os/files.ts";
 import { parseObservations, type ObservationRecord } from "../core/observed.ts";
 import { statePaths } from "./dir.ts";
 
@@ -47,7 +47,10 @@ export function journalOf(stateDir: string): Journal {
   if (kept?.key === key) return kept;
   if (!kept || kept.identity !== identity || info.size < kept.readTo)
     kept = { key, identity, size: 0, readTo: 0, records: new Map() };
-  const tail = readTail(path, kept.readTo, Math.min(info.size, MOST + COMPACT_AT));
+  let tail: Buffer = Buffer.alloc(0);
+  try {
+    tail = readRange(path, kept.readTo, Math.min(info.size, MOST + COMPACT_AT)).bytes;
+  } catch {} // unreadable: nothing new this time
   // Up to its last newline (a byte no UTF-8 sequence holds): a line still being appended is read next time.
   const whole = tail.lastIndexOf(10) + 1;
   for (const [name, records] of parseObservations(tail.toString("utf8", 0, whole))) {
@@ -58,27 +61,6 @@ export function journalOf(stateDir: string): Journal {
   kept = { ...kept, key, size: info.size, readTo: kept.readTo + whole };
   journals.set(stateDir, kept);
   return kept;
-}
-
-/** The file's bytes from `from` to `to` (never through a symlink); none when it cannot be read. */
-function readTail(path: string, from: number, to: number): Buffer {
-  if (to <= from) return Buffer.alloc(0);
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const buffer = Buffer.allocUnsafe(to - from);
-    let size = 0;
-    while (size < buffer.length) {
-      const read = readSync(fd, buffer, size, buffer.length - size, from + size);
-      if (read === 0) break;
-      size += read;
-    }
-    return buffer.subarray(0, size);
-  } catch {
-    return Buffer.alloc(0);
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 /** The records that follow this write of a service's state file, oldest first. */
