@@ -507,3 +507,20 @@ export function tomlConfig({ watchdog, notify, serve, defaults, services = [] }:
   }
   return lines.join("\n") + "\n";
 }
+
+/**
+ * flock(1) holding a lock as its owner would (its record `WHO pid N` written in it), running `then`, in
+ * a process group of its own: `end` kills the whole group (flock, its shell and what that runs), so the
+ * lock goes with it — killing flock alone left its child holding it.
+ */
+export function holdLock(path: string, who: string, then: string) {
+  const owner = Bun.spawn(["flock", path, "sh", "-c", `echo '${who} pid '$$ > '${path}'; ${then}`], {
+    detached: true,
+  });
+  const end = () => {
+    try {
+      process.kill(-owner.pid, "SIGKILL");
+    } catch {} // ended already
+  };
+  return Object.assign(owner, { end });
+}

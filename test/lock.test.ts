@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { tryLock } from "../lib/os/lock.ts";
-import { Sandbox, waitFor } from "./helpers.ts";
+import { holdLock, Sandbox, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 let place: Place | null = null;
@@ -47,8 +47,6 @@ describe("flock errors are said as themselves, never taken for another pass (FAT
 // services/NAME.lock is NAME's one owner's (a pass, the loop's crash watch, blogtunnel, an operator),
 // held through a restart's verification. Only another pass makes a pass skip. These run on this host and
 // inside the Termux-shaped phone (test/places.ts); the locks the test holds, with flock(1), from outside.
-const hold = (path: string, who: string, then: string) =>
-  Bun.spawn(["flock", path, "sh", "-c", `echo '${who} pid '$$ > '${path}'; ${then}`]);
 const recorded = (path: string, who: string) => () =>
   existsSync(path) && readFileSync(path, "utf8").startsWith(`${who} pid `);
 
@@ -68,7 +66,7 @@ describe("one owner per service, blogtunnel and an operator wait for their servi
         expect((await box.tend(["watchdog"])).code).toBe(0);
         const before = box.stateOf("api");
         const lockPath = box.stateFile("services/api.lock");
-        const owner = hold(lockPath, "operator", "sleep 30");
+        const owner = holdLock(lockPath, "operator", "sleep 30");
         await waitFor(recorded(lockPath, "operator"), 5000, "the owner's record");
         const pass = await box.tend(["watchdog", "pass"]);
         expect(owner.exitCode).toBeNull(); // the pass did not wait for it
@@ -76,16 +74,16 @@ describe("one owner per service, blogtunnel and an operator wait for their servi
         expect(pass.stdout).not.toContain("[SKIP]");
         expect(box.stateOf("api")).toEqual(before); // left to its owner
         expect(box.stateOf("web").lastProbe.at).toBeGreaterThan(before.lastProbe.at); // judged
-        owner.kill();
+        owner.end();
         await owner.exited;
         // The pass lock held by another pass: skipped at once, as ever.
         const passLock = box.stateFile("watchdog.lock");
-        const other = hold(passLock, "pass", "sleep 30");
+        const other = holdLock(passLock, "pass", "sleep 30");
         await waitFor(recorded(passLock, "pass"), 5000, "the other pass's record");
         const skipped = await box.tend(["watchdog", "pass"]);
         expect(other.exitCode).toBeNull();
         expect(skipped.stdout).toContain("[SKIP] another pass is running: this one exits");
-        other.kill();
+        other.end();
         await other.exited;
       }, 60_000);
 
@@ -160,18 +158,18 @@ describe("one owner per service, blogtunnel and an operator wait for their servi
         const counter = box.scratch("count");
         box.writeState("services/.made", ""); // the state dir and its services dir, the user's
         const passLock = box.stateFile("watchdog.lock");
-        const pass = hold(passLock, "pass", "sleep 30");
+        const pass = holdLock(passLock, "pass", "sleep 30");
         await waitFor(recorded(passLock, "pass"), 5000, "the pass record");
         const args = ["blogtunnel", "--url", `http://127.0.0.1:${edge.port}/`, "--timeout", "2s"];
         const beside = await box.tend([...args, "--counter", counter.inside]);
         expect(pass.exitCode).toBeNull(); // it did not wait for the pass
         expect(beside.code).toBe(1); // struck: failing, as the old script's exit said
         expect(readFileSync(counter.outside, "utf8").trim()).toBe("1");
-        pass.kill();
+        pass.end();
         await pass.exited;
         // Its own service's owner (an operator, 1.5 s): waited for, then it checks.
         const own = box.stateFile("services/blogtunnel.lock");
-        const operator = hold(own, "operator", "sleep 1.5");
+        const operator = holdLock(own, "operator", "sleep 1.5");
         await waitFor(recorded(own, "operator"), 5000, "the operator's record");
         const waited = await box.tend([...args, "--counter", counter.inside]);
         expect(operator.exitCode).not.toBeNull(); // it ran once the owner let go
@@ -195,7 +193,7 @@ describe("a run that loses its service's wait", () => {
     try {
       mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
       const own = join(box.state, "services", "blogtunnel.lock");
-      const holder = hold(own, "pass", "sleep 30");
+      const holder = holdLock(own, "pass", "sleep 30");
       await waitFor(recorded(own, "pass"), 5000, "the pass record");
       const record = {
         url: "http://127.0.0.1:1/",
@@ -211,7 +209,7 @@ describe("a run that loses its service's wait", () => {
       await expect(serviceLock(box.state, "blogtunnel", 300)).rejects.toThrow(
         /^blogtunnel is being judged by another \(pass pid \d+\) for 0\.3s: try again$/,
       );
-      holder.kill();
+      holder.end();
       await holder.exited;
       expect(box.read("watchdog.log")).toMatch(
         new RegExp(

@@ -5,7 +5,7 @@ import { readFileSync, statSync, symlinkSync } from "node:fs";
 import { applyObservations, observationRecord, parseObservations } from "../lib/core/observed.ts";
 import { appendSample } from "../lib/core/latency.ts";
 import { freshState, markOutput, type ServiceState } from "../lib/core/state.ts";
-import { controlledServer, waitFor } from "./helpers.ts";
+import { controlledServer, holdLock, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
 const MAX = 5;
@@ -151,19 +151,6 @@ const identity = (path: string) => {
   const info = statSync(path);
   return `${info.ino}:${info.size}:${info.mtimeMs}`;
 };
-/** flock(1) holding a lock for an operator, in a process group of its own: ended whole, the lock with it. */
-const hold = (path: string, then: string) => {
-  const owner = Bun.spawn(["flock", path, "sh", "-c", `echo 'operator pid '$$ > '${path}'; ${then}`], {
-    detached: true,
-  });
-  const end = () => {
-    try {
-      process.kill(-owner.pid, "SIGKILL");
-    } catch {} // ended already
-  };
-  return { end, exited: owner.exited };
-};
-
 for (const where of PLACES)
   describe(`the journal of observations (${where})`, () => {
     const healthyPlace = () => {
@@ -213,7 +200,7 @@ for (const where of PLACES)
       // Lines of a service no longer configured: the journal past its size.
       const gone = JSON.stringify({ s: "gone", w: "x", p: { lastHealthyAt: 1 } }) + "\n";
       box.writeState("observations.jsonl", box.read("observations.jsonl") + gone.repeat(2000), 0o600);
-      const owner = hold(box.stateFile("services/api.lock"), "sleep 30");
+      const owner = holdLock(box.stateFile("services/api.lock"), "operator", "sleep 30");
       stops.push(() => owner.end());
       await waitFor(() => box.read("services/api.lock").startsWith("operator pid"), 5000, "the owner's record");
       expect((await box.tend(["watchdog", "pass"])).code).toBe(0);
