@@ -511,12 +511,16 @@ export function tomlConfig({ watchdog, notify, serve, defaults, services = [] }:
 /**
  * flock(1) holding a lock as its owner would (its record `WHO pid N` written in it), running `then`, in
  * a process group of its own: `end` kills the whole group (flock, its shell and what that runs), so the
- * lock goes with it — killing flock alone left its child holding it.
+ * lock goes with it — killing flock alone left its child holding it. `pid`: the PID the record names
+ * (its own shell's when not given; a gone process's for a lock left in a killed holder's child's hands).
  */
-export function holdLock(path: string, who: string, then: string) {
-  const owner = Bun.spawn(["flock", path, "sh", "-c", `echo '${who} pid '$$ > '${path}'; ${then}`], {
-    detached: true,
-  });
+export function holdLock(path: string, who: string, then: string, pid: number | "$$" = "$$") {
+  const owner = Bun.spawn(
+    ["flock", path, "sh", "-c", `echo '${who ? who + " " : ""}pid '${pid} > '${path}'; ${then}`],
+    {
+      detached: true,
+    },
+  );
   const end = () => {
     try {
       process.kill(-owner.pid, "SIGKILL");

@@ -2,7 +2,7 @@ import { closeSync, ftruncateSync, openSync, rmSync, writeSync } from "node:fs";
 import { TendError } from "../core/errors.ts";
 import { openAppend, readRegularFile } from "./files.ts";
 import { libc, type Libc } from "./libc.ts";
-import { isRunning, readProc } from "./proc.ts";
+import { isRunning, processGone, readProc } from "./proc.ts";
 
 export interface Lock {
   release(): void;
@@ -82,6 +82,40 @@ export function lockHolder(path: string): string {
 export type Holder = "pass" | "loop" | "blogtunnel" | "operator";
 export const holderRecord = (who: Holder) => `${who} pid ${process.pid}\n`;
 
+/** How long a lock whose recorded holder is gone is waited for (see takeLock). */
+export const ORPHAN_WAIT_MS = 1000;
+
+/**
+ * tryLock, then its record written (`record`, e.g. holderRecord("pass")). A lock found held while the
+ * process its record names is gone is waited for a moment: that holder was killed (SIGKILL, the OOM
+ * killer) while a child it was starting sat between vfork and exec, and that child holds a copy of
+ * the lock's descriptor until its exec closes it. Without the wait, the next pass skipped (and left
+ * the killed pass's restart unfinished), or the next loop said "another loop watches" and exited.
+ * A holder alive, or no record: null at once, as before.
+ */
+export async function takeLock(
+  path: string,
+  record: string,
+  {
+    sleep = Bun.sleep,
+    orphanWaitMs = ORPHAN_WAIT_MS,
+  }: { sleep?: (ms: number) => Promise<void>; orphanWaitMs?: number } = {},
+): Promise<Lock | null> {
+  let lock = await tryLock(path);
+  if (!lock) {
+    const pid = /\bpid (\d+)/.exec(lockHolder(path))?.[1];
+    if (pid !== undefined && processGone(Number(pid))) {
+      const deadline = performance.now() + orphanWaitMs;
+      while (!lock && performance.now() < deadline) {
+        await sleep(10);
+        lock = await tryLock(path);
+      }
+    }
+  }
+  lock?.record(record);
+  return lock;
+}
+
 /** Wait for the lock, polling, up to waitMs; null if it stayed held. `who`, if given, is recorded in it. */
 export async function waitLock(
   path: string,
@@ -112,7 +146,10 @@ export async function loopRuns(path: string, sleep: (ms: number) => Promise<void
       lock.release();
       return false;
     }
-    if (/^pid \d+/.test(lockHolder(path))) return true;
+    // A loop's record names a live process (a loop killed as it started a child leaves its record
+    // with the lock in that child's hands for a moment: the second below covers it).
+    const pid = /^pid (\d+)/.exec(lockHolder(path))?.[1];
+    if (pid !== undefined && !processGone(Number(pid))) return true;
     if (performance.now() - started > 1000) return true; // held a second without a word: a loop starting up
     await sleep(5);
   }

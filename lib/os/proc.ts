@@ -67,6 +67,15 @@ export function signalProbe(pid: number): "alive" | "hidden" | "gone" {
   }
 }
 
+/**
+ * The process is no more: not running (a zombie counts as ended), and not one /proc hides
+ * (hidepid=2: another user's process answers kill(pid, 0) with EPERM).
+ */
+export function processGone(pid: number): boolean {
+  const info = readProc(pid);
+  return info ? !isRunning(info) : signalProbe(pid) === "gone";
+}
+
 /** The command name of a process this user can see whose name matches, or null (doctor: is cron running?). */
 export function runningNamed(names: RegExp): string | null {
   try {

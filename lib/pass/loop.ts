@@ -2,7 +2,7 @@ import type { Config } from "../config/types.ts";
 import { formatLine } from "../core/time.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { lockHolder, tryLock } from "../os/lock.ts";
+import { lockHolder, takeLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
 import { judgeServices, runPass } from "./pass.ts";
 import { LiveConfig } from "../config/live.ts";
@@ -150,7 +150,7 @@ export async function runLoop({
   // two loops would strike twice as fast. The kernel drops the lock when this process dies.
   ensureStateDir(config.watchdog.stateDir);
   const loopLock = statePaths(config.watchdog.stateDir).loopLock;
-  const held = await tryLock(loopLock);
+  const held = await takeLock(loopLock, `pid ${process.pid}\n`);
   if (!held) {
     // Two loops started together: the holder writes its PID a moment after it took the lock.
     let holder: string | undefined;
@@ -160,7 +160,6 @@ export async function runLoop({
     logger.write("SKIP", `another loop watches (pid ${holder}): this one exits`);
     return 0;
   }
-  held.record(`pid ${process.pid}\n`);
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
   const failed = (what: string, error: unknown) => {

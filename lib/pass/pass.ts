@@ -11,7 +11,7 @@ import { syncAlerts } from "../notify/alertmanager.ts";
 import { messageKey, type Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
-import { holderRecord, loopRuns, tryLock, type Holder } from "../os/lock.ts";
+import { holderRecord, loopRuns, takeLock, type Holder, type Lock } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { nowSource, systemClock, type ClockSource } from "../os/clock.ts";
 import { recordOf, stepWords, type Frame } from "../core/clock.ts";
@@ -105,8 +105,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   // One pass at a time: another one skips (SKIP). It is held only until every service is judged or
   // claimed by its owner, plus the gap, the heartbeat, metrics and the alerts: a restart's
   // verification holds only its own service's lock (services/NAME.lock), so the next tick judges the others.
-  const lock = dryRun ? null : await tryLock(paths.lock).catch(lockFailed);
-  lock?.record(holderRecord("pass"));
+  const lock = dryRun ? null : await takeLock(paths.lock, holderRecord("pass")).catch(lockFailed);
   if (!dryRun && !lock) {
     logger.write("SKIP", "another pass is running: this one exits");
     return { ran: false, services: [] };
@@ -268,13 +267,12 @@ export function judgeServices(
       return limit(async () => {
         // Stopped (SIGTERM/SIGINT): nothing new begins.
         if (context.stop?.aborted) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
-        let lock: Awaited<ReturnType<typeof tryLock>> = null;
+        let lock: Lock | null = null;
         try {
           if (!context.dryRun) {
-            lock = await tryLock(paths.serviceLock(service.name));
+            lock = await takeLock(paths.serviceLock(service.name), holderRecord(context.holder ?? "pass"));
             // Its owner (a verification, an operator, the crash watch) records what happens to it.
             if (!lock) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
-            lock.record(holderRecord(context.holder ?? "pass"));
           }
           return await judgeService(service, {
             ...context,
