@@ -1,4 +1,3 @@
-import { fdIsFile } from "./os/files.ts";
 /** The process's standard streams and environment, as the commands use them (tests pass their own). */
 export interface Io {
   out: (text: string) => void;
@@ -7,13 +6,13 @@ export interface Io {
   /** stdout is a terminal (colour, pictures) */
   tty: boolean;
   /** stdout is the file at this path (the installed line's cron.log). */
-  stdoutIs?: (path: string) => boolean;
+  stdoutIs?: (path: string) => Promise<boolean>;
 }
 
 /**
  * stdout and stderr through Bun's file sinks, flushed at every line: touching `process.stdout`
  * or loading node:tty costs more than the whole start-up of a command (measured in bench/), so
- * neither happens unless a command asks whether it writes to a terminal.
+ * neither happens unless a command asks whether it writes to a terminal; nor does node:fs.
  */
 export function processIo(): Io & { close: () => Promise<void> } {
   const sinks = [Bun.stdout.writer(), Bun.stderr.writer()];
@@ -42,7 +41,8 @@ export function processIo(): Io & { close: () => Promise<void> } {
       tty ??= (require("node:tty") as typeof import("node:tty")).isatty(1);
       return tty;
     },
-    stdoutIs: (path: string) => fdIsFile(1, path),
+    // Loaded when asked: node:fs at start-up costs `tend --version` ~1 ms (bench P4c).
+    stdoutIs: async (path: string) => (await import("./os/files.ts")).fdIsFile(1, path),
     /** Everything written reaches its file before the process exits. */
     close: async () => void (await Promise.all(sinks.map((sink) => sink.end()))),
   };

@@ -108,7 +108,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       const { runPass } = await import("./pass/pass.ts");
       // --interval: the period the scheduler runs this pass at (the installed entry says it); the heartbeat keeps it.
       const intervalMs = durationFlag("interval", args.interval) ?? undefined;
-      const stdoutIsLog = io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog) ?? false;
+      const stdoutIsLog = (await io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog)) ?? false;
       return (
         await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env, intervalMs, stdoutIsLog, stop }),
         0

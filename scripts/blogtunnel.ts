@@ -86,7 +86,7 @@ export function main(argv: string[], io: Io): Promise<number> {
     const requiresDns = args["requires-dns"] ?? null;
     const record = { url, timeoutMs, strikes, failCodes: httpCodes, pane, requiresDns, dependsOn };
     // Its cron line may append to cron.log too: then each line is written once, to the log.
-    const stdoutIsLog = io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog) ?? false;
+    const stdoutIsLog = (await io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog)) ?? false;
     return (await watchTunnel(config, name, record, counter, io.out, { stdoutIsLog })).healthy ? 0 : 1;
   });
 }
