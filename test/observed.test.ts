@@ -283,3 +283,34 @@ describe("a reader that stays (the loop, serve) reads what was appended since, o
     }
   });
 });
+
+describe("when the journal is compacted", () => {
+  test("past 64 KiB, or 3.5 KiB a service where there are more (100: 64 KiB was every other pass)", async () => {
+    const { mkdtempSync, rmSync, writeFileSync, mkdirSync, statSync: stat } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { compactObservations } = await import("../lib/state/service-state.ts");
+    const dir = mkdtempSync(join(tmpdir(), "tend-journal-"));
+    try {
+      mkdirSync(join(dir, "services"));
+      const path = join(dir, "observations.jsonl");
+      const names = (count: number) => Array.from({ length: count }, (_, index) => `s${index}`);
+      // Records of a service with no state file: counted in the size, nothing to write whole.
+      const line = `\n${JSON.stringify({ s: "gone", w: "w1", p: { lastHealthyAt: 1 } })}\n`;
+      const journalOf = (kib: number) => writeFileSync(path, line.repeat(Math.ceil((kib * 1024) / line.length)));
+      journalOf(70);
+      expect(await compactObservations(dir, names(10), "pass")).toBe(true);
+      expect(stat(path).size).toBe(0);
+      journalOf(70);
+      expect(await compactObservations(dir, names(100), "pass")).toBe(false); // 100 services: 350 KiB
+      expect(stat(path).size).toBeGreaterThan(70 * 1024);
+      journalOf(340);
+      expect(await compactObservations(dir, names(100), "pass")).toBe(false);
+      journalOf(351);
+      expect(await compactObservations(dir, names(100), "pass")).toBe(true);
+      expect(stat(path).size).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -186,7 +186,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   if (!onlyObservations(loaded.state, state)) save(state);
   else if (wasSpilled)
     save(state, false); // its write takes the copy kept off the full disk back
-  else saveObservations(config.watchdog.stateDir, service.name, loaded, state);
+  else saveObservations(config.watchdog.stateDir, service.name, loaded, state, config.services.length);
   if (decision.kind === "restart") {
     // The output file's size just before the action and after its verification: what the new process says
     // while it starts is placed between the two (watchdog incident).

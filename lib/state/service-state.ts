@@ -9,7 +9,7 @@ import { clockSteps } from "./clock.ts";
 import { isFullDisk, PRIVATE_MEMORY, spill, spilled, unspill } from "./spill.ts";
 import { TendError } from "../core/errors.ts";
 import { applyObservations, observationRecord } from "../core/observed.ts";
-import { appendObservation, COMPACT_AT, journalOf, observationsAfter } from "./observed.ts";
+import { appendObservation, compactAt, journalOf, observationsAfter } from "./observed.ts";
 import { holderRecord, tryLock, type Holder, type Lock } from "../os/lock.ts";
 
 /** A state file is a few hundred KiB at most: never read more than this. */
@@ -195,21 +195,28 @@ export function writeState(stateDir: string, name: string, state: ServiceState, 
  * appended to the journal (state/observed.ts) when it can say exactly that, else the file written whole,
  * without an fsync (see writeState).
  */
-export function saveObservations(stateDir: string, name: string, loaded: StateLoad, next: ServiceState): SavedState {
+export function saveObservations(
+  stateDir: string,
+  name: string,
+  loaded: StateLoad,
+  next: ServiceState,
+  services: number,
+): SavedState {
   const record = loaded.base ? observationRecord(name, loaded.base, loaded.state, next) : null;
-  if (record && appendObservation(stateDir, record)) return { spilledTo: null, unspilled: false, shared: true };
+  if (record && appendObservation(stateDir, record, services))
+    return { spilledTo: null, unspilled: false, shared: true };
   return writeState(stateDir, name, next, { durable: false });
 }
 
 /**
- * Once the journal has grown past COMPACT_AT, the pass (holding watchdog.lock) writes whole each state it
+ * Once the journal has grown past compactAt, the pass (holding watchdog.lock) writes whole each state it
  * holds observations for, then empties it: holding every service's lock meanwhile, so no observation is
  * appended between a state's write and the journal's end. A lock its owner holds (a verification, an
  * operator) puts it off to a later pass. `names`: the configured services (the journal may name others).
  */
 export async function compactObservations(stateDir: string, names: string[], holder: Holder): Promise<boolean> {
   const journal = journalOf(stateDir);
-  if (journal.size < COMPACT_AT) return false;
+  if (journal.size < compactAt(names.length)) return false;
   const paths = statePaths(stateDir);
   const locks: Lock[] = [];
   try {
