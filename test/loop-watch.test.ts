@@ -119,6 +119,26 @@ for (const where of PLACES)
       expect(await loop.exited).toBe(0);
     }, 60_000);
 
+    test(`each pass reads a state file once: what the loop watches next comes from what it saved (strace)`, async () => {
+      const place = (box = openPlace(where));
+      const web = controlledServer();
+      stops.push(() => web.server.stop(true));
+      place.configure({ services: [{ name: "web", check: { http: web.url } }] });
+      const loop = await place.spawnTend(["watchdog", "run", "--interval", "1s"]);
+      stops.push(() => loop.kill("SIGTERM"));
+      await waitFor(() => web.control.hits >= 2, 15_000, "two passes");
+      const lines = await trace(loop.tendPid(), 5500);
+      const passes = lines.filter((line) => /rename.*\/heartbeat"/.test(line)).length;
+      const reads = lines.filter((line) => /openat\(.*\/services\/web\.json", O_RDONLY/.test(line)).length;
+      expect(passes).toBeGreaterThanOrEqual(3);
+      // One read a pass (its judgement); the watch plan after it was a second one (a pass cut by the
+      // trace's ends may add one).
+      expect(reads).toBeGreaterThanOrEqual(passes - 1);
+      expect(reads).toBeLessThanOrEqual(passes + 1);
+      loop.kill("SIGTERM");
+      expect(await loop.exited).toBe(0);
+    }, 60_000);
+
     test(`a process started by another: a /proc look a second, no state read; its crash is answered`, async () => {
       const place = (box = openPlace(where));
       const port = await webService(place);

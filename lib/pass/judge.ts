@@ -51,6 +51,8 @@ export interface JudgeOptions {
   verifying?: (outcome: ServiceOutcome) => void;
   /** The pass is stopped (SIGTERM/SIGINT): nothing new begins; a probe in flight is dropped (pass/stopping.ts). */
   stop?: AbortSignal;
+  /** Each state this judgement saved (whole, as observations, or kept off a full disk): the last is its outcome. */
+  saved?: (state: ServiceState) => void;
 }
 
 export interface ServiceOutcome {
@@ -85,6 +87,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   // A pass that finds a save it cannot make keeps judging (state/spill.ts); say it once.
   const save = (next: ServiceState, durable = true) => {
     const saved = writeState(config.watchdog.stateDir, service.name, next, { durable });
+    options.saved?.(next);
     if (saved.spilledTo && !wasSpilled) {
       wasSpilled = true;
       logger.write(
@@ -186,7 +189,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   if (!onlyObservations(loaded.state, state)) save(state);
   else if (wasSpilled)
     save(state, false); // its write takes the copy kept off the full disk back
-  else saveObservations(config.watchdog.stateDir, service.name, loaded, state, config.services.length);
+  else {
+    saveObservations(config.watchdog.stateDir, service.name, loaded, state, config.services.length);
+    options.saved?.(state);
+  }
   if (decision.kind === "restart") {
     // The output file's size just before the action and after its verification: what the new process says
     // while it starts is placed between the two (watchdog incident).

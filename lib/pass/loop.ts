@@ -1,4 +1,5 @@
 import type { Config } from "../config/types.ts";
+import type { ServiceState } from "../core/state.ts";
 import { formatLine } from "../core/time.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
@@ -211,8 +212,11 @@ export async function runLoop({
   let stale = "all" as Set<string> | "all";
   let lastDue = -Infinity; // when something was last found due (monotonic)
   const awaited = new Set<number>(); // PIDs of children started here whose end wakes the loop
+  // The states the loop's own judgements saved since the plan was read: what it would read back.
+  const savedHere = new Map<string, ServiceState>();
   const replan = () => {
-    const read = stateReader(config.watchdog.stateDir);
+    const fromFile = stateReader(config.watchdog.stateDir);
+    const read = (name: string) => savedHere.get(name) ?? fromFile(name);
     if (stale === "all") plan = watchPlan(config, intervalMs, read);
     else {
       const changed = stale;
@@ -223,6 +227,7 @@ export async function runLoop({
       };
     }
     stale = new Set();
+    savedHere.clear();
     for (const { pid } of plan.watched) {
       const exit = exitOf(pid);
       if (!exit || awaited.has(pid)) continue;
@@ -236,8 +241,10 @@ export async function runLoop({
   // the gap before it (a reboot, the loop down), which a start judged first would not know of.
   const judged = new Set<string>();
   // A service judged (its restart verified): what the loop watches of it may have changed.
-  const settled = (name: string) => {
+  const settled = (name: string, saved?: ServiceState) => {
     judged.add(name);
+    if (saved) savedHere.set(name, saved);
+    else savedHere.delete(name);
     if (stale !== "all") stale.add(name);
     poke();
   };
@@ -325,7 +332,7 @@ async function crashWatch(
     monotonic,
     stop,
   }: {
-    settled: (name: string) => void;
+    settled: (name: string, saved?: ServiceState) => void;
     monotonic: () => number;
     echo: (line: string) => void;
     env?: Record<string, string | undefined>;

@@ -54,8 +54,11 @@ export interface PassOptions {
   stdoutIsLog?: boolean;
   /** The pass lock is free again (every service judged or claimed by its verification): the next pass may run. */
   released?: () => void;
-  /** A service's judgement ended (its restart's verification with it), its state written: the loop reads it again. */
-  settled?: (name: string) => void;
+  /**
+   * A service's judgement ended (its restart's verification with it), its state written: the loop reads
+   * it again. Given the state it saved last, when it saved one (the loop then need not read it back).
+   */
+  settled?: (name: string, saved?: ServiceState) => void;
   /**
    * Fired by SIGTERM/SIGINT (its reason: the signal's name): nothing new begins, what was done is
    * recorded, its notifications spooled for the next pass (none sent now), a verification left to the next pass.
@@ -225,7 +228,7 @@ type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep
   sleep?: JudgeOptions["sleep"];
   /** Who judges: recorded in each service's lock it holds (the words of whoever finds it held). */
   holder?: Holder;
-  settled?: (name: string) => void;
+  settled?: (name: string, saved?: ServiceState) => void;
 };
 
 /**
@@ -268,6 +271,7 @@ export function judgeServices(
         // Stopped (SIGTERM/SIGINT): nothing new begins.
         if (context.stop?.aborted) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
         let lock: Lock | null = null;
+        let saved: ServiceState | undefined;
         try {
           if (!context.dryRun) {
             lock = await takeLock(paths.serviceLock(service.name), holderRecord(context.holder ?? "pass"));
@@ -280,13 +284,15 @@ export function judgeServices(
             failingDependencies,
             publish: say,
             verifying: claim,
+            saved: (state) => (saved = state),
           });
         } catch (error) {
           say(true);
+          saved = undefined; // the state is what notJudgedOutcome writes, or the one before: read it back
           return notJudgedOutcome(config, service.name, error, context);
         } finally {
           lock?.release();
-          if (lock) context.settled?.(service.name);
+          if (lock) context.settled?.(service.name, saved);
         }
       });
     })();
