@@ -119,7 +119,7 @@ for (const where of PLACES)
       expect(await loop.exited).toBe(0);
     }, 60_000);
 
-    test(`each pass reads a state file once: what the loop watches next comes from what it saved (strace)`, async () => {
+    test(`each pass reads a state file once: the loop watches what its judgement saved (strace)`, async () => {
       const place = (box = openPlace(where));
       const web = controlledServer();
       stops.push(() => web.server.stop(true));
