@@ -195,8 +195,12 @@ spawn = ["${place.bun}", "${place.server}", "${port}"]
         const pid = Number(shown.stdout.trim());
         expect(pid).toBeGreaterThan(1);
         const here = await place.hostPid(pid);
-        // As the kernel shows it (the phone's SHELL is dash, which keeps `sh -c CMD` as the pane's process).
-        const cmdline = readFileSync(`/proc/${here}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+        // As the kernel shows it (the phone's SHELL is dash, which keeps `sh -c CMD` as the pane's process),
+        // once the pane's process has exec'd: tmux forks it first (seen once on a loaded machine:
+        // `tmux -L sk… new-session …`, the fork before its exec).
+        const cmdlineOf = () => readFileSync(`/proc/${here}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+        await waitFor(() => !cmdlineOf().startsWith("tmux "), 5000, "the pane's process exec'd");
+        const cmdline = cmdlineOf();
         // Without a configuration: tmux's default server has no such pane.
         expect((await place.tend(["safe-kill", "--dry-run", "tmux:main:api"])).code).toBe(1);
         place.writeConfig(`[watchdog]
