@@ -1,7 +1,19 @@
 // The journal of observations (lib/core/observed.ts): a record turns the state it follows into the next
 // one exactly, several records into the last, and a torn or foreign line changes nothing.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, statSync, symlinkSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { applyObservations, observationRecord, parseObservations } from "../lib/core/observed.ts";
 import { appendSample } from "../lib/core/latency.ts";
 import { freshState, markOutput, type ServiceState } from "../lib/core/state.ts";
@@ -249,16 +261,21 @@ for (const where of PLACES)
     }, 60_000);
   });
 
+/** A state dir of its own (its services/ made), and its journal's path; removed after `use`. */
+async function inStateDir(use: (dir: string, journal: string) => void | Promise<void>) {
+  const dir = mkdtempSync(join(tmpdir(), "tend-journal-"));
+  try {
+    mkdirSync(join(dir, "services"));
+    await use(dir, join(dir, "observations.jsonl"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("a reader that stays (the loop, serve) reads what was appended since, once whole", () => {
   test("a line being appended is read once it ends; a compacted journal is read anew", async () => {
-    const { mkdtempSync, rmSync, writeFileSync, appendFileSync, mkdirSync, renameSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
-    const { join } = await import("node:path");
     const { journalOf } = await import("../lib/state/observed.ts");
-    const dir = mkdtempSync(join(tmpdir(), "tend-journal-"));
-    try {
-      mkdirSync(join(dir, "services"));
-      const path = join(dir, "observations.jsonl");
+    await inStateDir((dir, path) => {
       const line = (name: string, at: number, checkWarning = "") =>
         `\n${JSON.stringify({ s: name, w: "w1", p: { lastHealthyAt: at, checkWarning } })}\n`;
       const seen = (name: string) => (journalOf(dir).records.get(name) ?? []).map((record) => record.p.lastHealthyAt);
@@ -278,39 +295,29 @@ describe("a reader that stays (the loop, serve) reads what was appended since, o
       renameSync(`${path}.new`, path);
       expect(seen("web")).toEqual([4]);
       expect(seen("api")).toEqual([]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe("when the journal is compacted", () => {
   test("past 64 KiB, or 3.5 KiB a service where there are more (100: 64 KiB was every other pass)", async () => {
-    const { mkdtempSync, rmSync, writeFileSync, mkdirSync, statSync: stat } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
-    const { join } = await import("node:path");
     const { compactObservations } = await import("../lib/state/service-state.ts");
-    const dir = mkdtempSync(join(tmpdir(), "tend-journal-"));
-    try {
-      mkdirSync(join(dir, "services"));
-      const path = join(dir, "observations.jsonl");
+    await inStateDir(async (dir, path) => {
       const names = (count: number) => Array.from({ length: count }, (_, index) => `s${index}`);
       // Records of a service with no state file: counted in the size, nothing to write whole.
       const line = `\n${JSON.stringify({ s: "gone", w: "w1", p: { lastHealthyAt: 1 } })}\n`;
       const journalOf = (kib: number) => writeFileSync(path, line.repeat(Math.ceil((kib * 1024) / line.length)));
       journalOf(70);
       expect(await compactObservations(dir, names(10), "pass")).toBe(true);
-      expect(stat(path).size).toBe(0);
+      expect(statSync(path).size).toBe(0);
       journalOf(70);
       expect(await compactObservations(dir, names(100), "pass")).toBe(false); // 100 services: 350 KiB
-      expect(stat(path).size).toBeGreaterThan(70 * 1024);
+      expect(statSync(path).size).toBeGreaterThan(70 * 1024);
       journalOf(340);
       expect(await compactObservations(dir, names(100), "pass")).toBe(false);
       journalOf(351);
       expect(await compactObservations(dir, names(100), "pass")).toBe(true);
-      expect(stat(path).size).toBe(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+      expect(statSync(path).size).toBe(0);
+    });
   });
 });
