@@ -83,7 +83,7 @@ export type Holder = "pass" | "loop" | "blogtunnel" | "operator";
 export const holderRecord = (who: Holder) => `${who} pid ${process.pid}\n`;
 
 /** How long a lock whose recorded holder is gone is waited for (see takeLock). */
-export const ORPHAN_WAIT_MS = 1000;
+const ORPHAN_WAIT_MS = 1000;
 
 /**
  * tryLock, then its record written (`record`, e.g. holderRecord("pass")). A lock found held while the
@@ -93,24 +93,11 @@ export const ORPHAN_WAIT_MS = 1000;
  * the killed pass's restart unfinished), or the next loop said "another loop watches" and exited.
  * A holder alive, or no record: null at once, as before.
  */
-export async function takeLock(
-  path: string,
-  record: string,
-  {
-    sleep = Bun.sleep,
-    orphanWaitMs = ORPHAN_WAIT_MS,
-  }: { sleep?: (ms: number) => Promise<void>; orphanWaitMs?: number } = {},
-): Promise<Lock | null> {
+export async function takeLock(path: string, record: string, sleep = Bun.sleep): Promise<Lock | null> {
   let lock = await tryLock(path);
   if (!lock) {
     const pid = /\bpid (\d+)/.exec(lockHolder(path))?.[1];
-    if (pid !== undefined && processGone(Number(pid))) {
-      const deadline = performance.now() + orphanWaitMs;
-      while (!lock && performance.now() < deadline) {
-        await sleep(10);
-        lock = await tryLock(path);
-      }
-    }
+    if (pid !== undefined && processGone(Number(pid))) lock = await waitLock(path, ORPHAN_WAIT_MS, sleep);
   }
   lock?.record(record);
   return lock;
