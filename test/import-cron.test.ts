@@ -432,7 +432,7 @@ async function sideBySide(tag: string, variant: Variant) {
     publicCopy().file(variant.script),
   ]);
   expect(original.code).toBe(0);
-  const warned = [...original.stdout.matchAll(/^name = "([^"]+)"\n# the script checked this after restarting/gm)].map(
+  const warned = [...original.stdout.matchAll(/^name = "([^"]+)".*\n# the script checked this after restarting/gm)].map(
     (match) => match[1],
   );
   for (const window of byTend)
