@@ -5,7 +5,7 @@ import { downtimeLine, gapEventOf, type Downtime, type LogLine } from "../core/e
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { notJudged, viewOf } from "../core/verdict.ts";
+import { notJudged, viewOf, WORDS } from "../core/verdict.ts";
 import { eventMessage, pingHeartbeat, sendEvents, spoolEvents } from "../notify/alert.ts";
 import { syncAlerts } from "../notify/alertmanager.ts";
 import { messageKey, type Message } from "../notify/send.ts";
@@ -114,15 +114,16 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     return { ran: false, services: [] };
   }
   let verifications: Promise<ServiceOutcome[]> | null = null;
+  const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
+  let gap: Downtime | null = null;
   try {
-    const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
     if (!dryRun) {
       clock = clock.follow(() => latestRecordedIn(stateDir));
       sayClock(clock.frame, logger);
     }
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
     const clocksNow = dryRun ? null : await clocks();
-    const gap = dryRun ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
+    gap = dryRun ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
     if (!dryRun) repairAfterCut(config, gap !== null, logger);
     // The journal of observations, grown past its size: each state it holds written whole, then emptied.
     if (!dryRun)
@@ -161,17 +162,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       const unspooled = await spoolEvents(config, events, logger, now);
       if (unspooled.length) await sendEvents(config, unspooled, logger, now);
     } else if (!dryRun) {
-      if (config.notify.format === "alertmanager") {
-        // One alert per service and condition, re-sent while it holds, resolved when it ends.
-        await sendEvents(config, [], logger, now); // what an earlier format left in the spool
-        const states = services.map(({ name, decision }) => ({
-          service: serviceNamed(config, name),
-          state: decision.next,
-        }));
-        await syncAlerts(config, states, gap, logger, now(), intervalMs);
-      } else {
-        await sendEvents(config, [...gapEvents, ...services.flatMap((service) => service.events)], logger, now);
-      }
+      const events = [...gapEvents, ...services.flatMap((service) => service.events)];
+      await publishOutcomes(config, services, events, { gap, logger, now, intervalMs });
       // Every pass keeps the output files tend made under log_max_size (copy, then truncate in place).
       for (const service of config.services) {
         const output = ownOutputOf(service);
@@ -182,10 +174,10 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
           logger.write("ERROR", `cannot rotate ${output}: ${inWords(error)}`);
         }
       }
-      const down = services
-        .filter((service) => service.decision.next.outage !== null && service.decision.kind !== "skip")
-        .map((service) => service.name);
-      await pingHeartbeat(config, down, logger, fetch, { pingMs: performance.now() - passStarted, now: now() });
+      await pingHeartbeat(config, downOf(services), logger, fetch, {
+        pingMs: performance.now() - passStarted,
+        now: now(),
+      });
     }
     if (!dryRun) {
       const passAt = now();
@@ -220,8 +212,40 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const left = finished.filter((outcome) => outcome.decision.next.restarting).map((outcome) => outcome.name);
     const leaving = left.length ? `; left to the next pass: ${left.join(", ")}` : "";
     logger.write("WARN", `the pass was stopped by ${String(options.stop.reason)}: what it did is recorded${leaving}`);
-  } else if (!dryRun && verified.length) await sendEvents(config, verifiedEvents, logger, now);
+  } else if (!dryRun && verified.length) {
+    // A verification's end is an outcome too: the pass-wide views (Alertmanager, the heartbeat's status,
+    // metrics_file) are brought up to date before this process exits, never left one pass behind.
+    await publishOutcomes(config, finished, verifiedEvents, { gap, logger, now, intervalMs });
+    await pingHeartbeat(config, downOf(finished), logger, fetch, {
+      pingMs: performance.now() - passStarted,
+      now: now(),
+    });
+    if (config.watchdog.metricsFile) writeMetrics(config, finished, now(), logger);
+  }
   return { ran: true, services: finished };
+}
+
+/** The services the table calls down (tend_service_up 0): never a strike below N (lesson 3). */
+const downOf = (outcomes: ServiceOutcome[]) =>
+  outcomes
+    .filter((outcome) => outcome.decision.next.verdict && WORDS[outcome.decision.next.verdict.word].up === 0)
+    .map((outcome) => outcome.name);
+
+/**
+ * What the services' outcomes tell the receiver: Alertmanager gets one alert per service and condition
+ * (re-sent while it holds, resolved when it ends: a failed restart is TendServiceDown, resolved by the
+ * recovery); a chat receiver gets the events.
+ */
+async function publishOutcomes(
+  config: Config,
+  outcomes: ServiceOutcome[],
+  events: Message[],
+  { gap, logger, now, intervalMs }: { gap: Downtime | null; logger: Logger; now: () => number; intervalMs: number },
+) {
+  if (config.notify.format !== "alertmanager") return sendEvents(config, events, logger, now);
+  await sendEvents(config, [], logger, now); // what an earlier format left in the spool
+  const states = outcomes.map(({ name, decision }) => ({ service: serviceNamed(config, name), state: decision.next }));
+  await syncAlerts(config, states, gap, logger, now(), intervalMs);
 }
 
 type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep" | "verifying"> & {
