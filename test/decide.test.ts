@@ -5,6 +5,7 @@ import type { ServiceConfig } from "../lib/config/types.ts";
 import {
   beginRestart,
   decide,
+  flapCount,
   EVENTS,
   explain,
   recordRestart,
@@ -1267,12 +1268,32 @@ describe("failures_within (monit's N of M) and flapping (Nagios's share of chang
       ["RECOVERED", undefined],
     ]);
     expect(said[0].message).toBe("blog is flapping (4 of 7 probes failed, 6 changes)");
-    expect(said[1].message).toMatch(/^blog no longer flaps \(5 changes in its last 20 probes; flapped for 1\d+m\)$/);
+    expect(said[1].message).toMatch(/^blog no longer flaps \(3 changes in its last 20 probes; flapped for 2\d+m\)$/);
     // Whatever the last probe said: flapping on a healthy answer and on a failed one alike.
     expect(decisions[6].next.verdict!.word).toBe("flapping");
     expect(decisions[7].next.verdict!.word).toBe("flapping");
     expect(decisions.at(-1)!.next.verdict!.word).toBe("healthy");
     expect(decisions.at(-1)!.next.flaps).toHaveLength(1);
     expect(WORDS.flapping).toMatchObject({ calm: false, nagios: 1, up: 1 });
+  });
+
+  test("at the edge (5, 6, 5, 6 changes ...): one spell, one 🔀, ended only at 3 changes or fewer", () => {
+    // 6 changes, then a long run that drifts the count between 4 and 6 for many probes, then calm.
+    const edge = [...alternating(7), true, true, false, false, true, true, false, false, true, true, false, false];
+    const decisions = run(SERVICE, [...edge, ...edge, ...Array(20).fill(true)]);
+    const counts = decisions.map((decision) => flapCount(decision.next.probes ?? "").changes);
+    expect(counts.some((count) => count === 5) && counts.some((count) => count >= 6)).toBe(true);
+    const said = decisions.flatMap((decision) => decision.log.filter((line) => /flap/.test(line.message)));
+    expect(said.map((line) => line.event ?? line.tag)).toEqual(["flapping", "RECOVERED"]);
+    const ended = decisions.findIndex((decision) => decision.log.some((line) => /no longer flaps/.test(line.message)));
+    expect(counts[ended]).toBeLessThanOrEqual(3);
+    expect(
+      counts
+        .slice(
+          decisions.findIndex((d) => d.next.flappingSince),
+          ended,
+        )
+        .every((count) => count > 3),
+    ).toBe(true);
   });
 });

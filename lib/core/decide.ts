@@ -372,7 +372,9 @@ function judge(service: ServiceConfig, state: ServiceState, probe: ProbeResult, 
 
 /** Nagios's flap detection: changes of the probe result among the last FLAP_WINDOW probes. */
 export const FLAP_WINDOW = 20;
+/** Nagios's high and low thresholds: a spell begins at 6 changes, ends only at 3 or fewer (no chatter at 5-6). */
 const FLAP_CHANGES = 6;
+const FLAP_LOW = 3;
 
 /** Changes between consecutive results ("0101" has 3), and how many failed. */
 export function flapCount(probes: string): { changes: number; failed: number } {
@@ -383,12 +385,13 @@ export function flapCount(probes: string): { changes: number; failed: number } {
 
 /**
  * A service whose result changed at least 6 times in its last 20 probes is flapping, whatever the
- * last one said: said when the spell begins (🔀 once), and when it ends; the spell is kept for report.
+ * last one said: said when the spell begins (🔀 once), and when it ends — at 3 changes or fewer, not
+ * at 5 (Nagios's low threshold: a service at the edge would chatter); the spell is kept for report.
  */
 function flapping(service: ServiceConfig, state: ServiceState, now: number): Outcome {
   const probes = state.probes ?? "";
   const { changes, failed } = flapCount(probes);
-  const flaps = changes >= FLAP_CHANGES;
+  const flaps = state.flappingSince ? changes > FLAP_LOW : changes >= FLAP_CHANGES;
   if (flaps && !state.flappingSince) {
     const message = `${service.name} is flapping (${failed} of ${probes.length} probes failed, ${changes} changes)`;
     return { next: { ...state, flappingSince: now }, log: [{ tag: "WARN", event: "flapping", message }] };
