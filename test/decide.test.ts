@@ -1212,6 +1212,16 @@ describe("no data is not downtime: a gap cuts an open outage at its last failed 
     const decision = decide({ ...SERVICE, restart: null }, state(true), facts({ gap }), TIMEOUT);
     expect(decision.next.outage).toMatchObject({ since: NOW, notified: true });
   });
+  test("down again after the gap, then healthy: the ✅ tells the whole story, never only the part after the gap", () => {
+    const watchOnly = { ...SERVICE, restart: null };
+    const after = decide(watchOnly, state(true), facts({ gap }), TIMEOUT).next;
+    const later = NOW + 10 * S;
+    const recovered = decide(watchOnly, after, facts({ now: later }), OK).log.find((line) => line.tag === "RECOVERED")!;
+    expect(recovered).toMatchObject({ event: "recovered" });
+    expect(recovered.message).toMatch(
+      /^blog is healthy again \(down 1s until .* UTC, then no data for 168s, down again 10s\) \(HTTP 200\)$/,
+    );
+  });
   test("a blip cut by a gap is measured and not notified", () => {
     const decision = decide(SERVICE, { ...state(false), strikes: 1 }, facts({ gap }), OK);
     expect(decision.log.filter((line) => line.event === "recovered")).toEqual([]);

@@ -214,7 +214,13 @@ function mapTimes(state: ServiceState, at: (value: number) => number, until: (va
     lastRestartAt: maybe(state.lastRestartAt),
     backoffUntil: maybe(state.backoffUntil, until),
     pausedUntil: maybe(state.pausedUntil, until),
-    outage: state.outage && { ...state.outage, since: at(state.outage.since) },
+    outage: state.outage && {
+      ...state.outage,
+      since: at(state.outage.since),
+      ...(state.outage.before
+        ? { before: { ...state.outage.before, since: at(state.outage.before.since), to: at(state.outage.before.to) } }
+        : {}),
+    },
     restarting: state.restarting && {
       ...state.restarting,
       at: at(state.restarting.at),

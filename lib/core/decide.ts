@@ -884,8 +884,10 @@ function recordProbe(state: ServiceState, probe: ProbeResult, now: number, timeo
 
 function openOutage(state: ServiceState, now: number, reason: string): ServiceState {
   if (state.outage) return state;
-  // Still down after a gap that cut a notified outage: this one was notified already (its ✅ is owed).
-  if (state.owedRecovery) return { ...state, owedRecovery: null, outage: { since: now, reason, notified: true } };
+  // Still down after a gap that cut a notified outage: this one was notified already (its ✅ is owed,
+  // and tells the whole story: the part before the gap, the gap, this part).
+  if (state.owedRecovery)
+    return { ...state, owedRecovery: null, outage: { since: now, reason, notified: true, before: state.owedRecovery } };
   return { ...state, outage: { since: now, reason } };
 }
 
@@ -904,7 +906,13 @@ function closeOutage(
     const since = Math.min(state.outage.since, now);
     const { reason } = state.outage;
     if (sayRecovered) {
-      const message = `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})`;
+      const before = state.outage.before;
+      const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
+      const message = before
+        ? `${service.name} is healthy again (down ${seconds(before.to - before.since)} until ` +
+          `${utcStamp(new Date(before.to))} UTC, then no data for ${seconds(before.noDataMs)}, ` +
+          `down again ${seconds(now - since)}) (${probe.detail})`
+        : `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})`;
       // ✅ only for an outage that was notified; a blip or a wait is logged and measured, not notified.
       log.push({ tag: "RECOVERED", ...(state.outage.notified ? { event: "recovered" as const } : {}), message });
     }

@@ -48,7 +48,14 @@ export interface ServiceState {
   pausedUntil: number | null;
   /** The outage open now: since the first failed probe. */
   /** notified: a ⚠️/🚨/⛔ was sent for it; waited: it was WAIT on a dependency (both: an incident, not a blip). */
-  outage: { since: number; reason: string; notified?: boolean; waited?: boolean } | null;
+  outage: {
+    since: number;
+    reason: string;
+    notified?: boolean;
+    waited?: boolean;
+    /** Down before a watchdog gap cut it (notified then): its ✅ tells that part too. */
+    before?: { since: number; to: number; noDataMs: number };
+  } | null;
   /**
    * An outage that was notified and then cut by a heartbeat gap (closed at its last failed probe):
    * the next healthy probe still owes its ✅.
