@@ -476,6 +476,11 @@ for (const place of PLACES)
       // The reboot as the next pass sees it: the heartbeat a minute old, of another boot (its id; the
       // boot-time clock restarts at 0 with the kernel): a reboot inside one cron period.
       ageHeartbeat(box.stateFile(""), Date.now() - 60_000, { otherBoot: true });
+      // status before the pass decides with the boot in view: starting (a boot start), never down (crash).
+      const status = JSON.parse((await box.tend(["watchdog", "status", "--json"])).stdout);
+      for (const row of status.services) expect([row.name, row.state]).toEqual([row.name, "starting"]);
+      expect((await box.tend(["watchdog", "status"])).stdout).not.toContain("crash");
+      for (const row of status.services) expect(row.reason).toBe("the host rebooted: the next pass starts it");
       const before = receiver.received.length;
       const pass = await box.tend(["watchdog"]);
       for (const name of names) expect(pass.stdout).toContain(`[START] ${name}: started after reboot (started pid`);

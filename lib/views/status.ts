@@ -9,6 +9,11 @@ import { decide, type Decision } from "../core/decide.ts";
 import { addFailureFacts, gatherFacts } from "../pass/judge.ts";
 import { failingNow } from "../pass/wait.ts";
 import { bootTimeMs, isRunning, readProc, uptimeMs } from "../os/proc.ts";
+import { clocks } from "../os/libc.ts";
+import { systemClock } from "../os/clock.ts";
+import { tendClock } from "../state/clock.ts";
+import { findGap } from "../state/heartbeat.ts";
+import type { Downtime } from "../core/events.ts";
 import { lockHolder } from "../os/lock.ts";
 import { statePaths } from "../state/dir.ts";
 import { tendNow } from "../state/clock.ts";
@@ -93,6 +98,14 @@ export async function statusClock(stateDir: string): Promise<Required<Pick<Statu
   return { now, bootedAt: () => now() - uptimeMs() };
 }
 
+/** The host's reboot since the last pass, as the next pass will find it (read only), or null. */
+async function rebootSinceLastPass(config: Config): Promise<Downtime | null> {
+  const { stateDir, intervalMs } = config.watchdog;
+  const clock = await tendClock(stateDir, systemClock);
+  const gap = findGap(stateDir, intervalMs, clock.now(), await clocks(), clock.frame);
+  return gap?.name === "host" ? gap : null;
+}
+
 /** Probe every (named) service now, with the pass's own probe, and describe it. Changes nothing. */
 export async function collectStatus(
   config: Config,
@@ -119,6 +132,8 @@ export async function collectStatus(
   const chosen = all.filter((service) => names.length === 0 || names.includes(service.name));
   const limit = limiter(fittingConcurrency(config.watchdog.concurrency)); // the same bound as a pass
   const booted = bootedAt();
+  // A reboot since the last pass: the pass will start what is not running as boot starts, not crashes.
+  const reboot = cached ? null : await rebootSinceLastPass(config);
   // As a pass does: a dependency is decided first, and a service waits on those that fail now.
   const failing = new Map(chosen.map((service) => [service.name, Promise.withResolvers<boolean>()]));
   const dependenciesFailing = async (service: ServiceConfig) => {
@@ -143,7 +158,7 @@ export async function collectStatus(
         }
         const failingDependencies = await dependenciesFailing(service);
         try {
-          const decided = await limit(() => decideNow(config, service, state, now, failingDependencies));
+          const decided = await limit(() => decideNow(config, service, state, now, failingDependencies, reboot));
           failing.get(service.name)!.resolve(decided.failing);
           return decided.row;
         } catch (error) {
@@ -252,13 +267,14 @@ async function decideNow(
   state: ServiceState,
   now: () => number,
   failingDependencies: string[],
+  reboot: Downtime | null,
 ): Promise<{ row: StatusRow; failing: boolean }> {
   const recorded = state.verdict;
   const { facts, main } = await gatherFacts(service, state, {
     now: now(),
     uptimeMs: uptimeMs(),
     bootDelayMs: config.watchdog.bootDelayMs,
-    gap: null,
+    gap: reboot,
     logger: null,
   });
   let step = decide(service, state, facts, null);
@@ -279,8 +295,14 @@ async function decideNow(
   if (verifying) verdict = recorded!;
   else if (decision.kind === "restart") {
     const first = decision.reason === "start";
-    const reason = first ? "never started: the next pass starts it" : `the next pass restarts it (${decision.reason})`;
-    verdict = { ...verdict, word: decision.reason === "memory" ? "healthy" : first ? "new" : "down", reason };
+    const boot = decision.reason === "boot";
+    const reason = first
+      ? "never started: the next pass starts it"
+      : boot
+        ? "the host rebooted: the next pass starts it"
+        : `the next pass restarts it (${decision.reason})`;
+    const word = decision.reason === "memory" ? "healthy" : first ? "new" : boot ? "starting" : "down";
+    verdict = { ...verdict, word, reason };
   }
   const row = describe(service, { ...decision.next, verdict }, result, result ? facts.now : null, facts.now, 0);
   const lastPass = recorded && {
