@@ -174,10 +174,6 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
           logger.write("ERROR", `cannot rotate ${output}: ${inWords(error)}`);
         }
       }
-      await pingHeartbeat(config, downOf(services), logger, fetch, {
-        pingMs: performance.now() - passStarted,
-        now: now(),
-      });
     }
     if (!dryRun) {
       const passAt = now();
@@ -212,15 +208,18 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const left = finished.filter((outcome) => outcome.decision.next.restarting).map((outcome) => outcome.name);
     const leaving = left.length ? `; left to the next pass: ${left.join(", ")}` : "";
     logger.write("WARN", `the pass was stopped by ${String(options.stop.reason)}: what it did is recorded${leaving}`);
-  } else if (!dryRun && verified.length) {
-    // A verification's end is an outcome too: the pass-wide views (Alertmanager, the heartbeat's status,
-    // metrics_file) are brought up to date before this process exits, never left one pass behind.
-    await publishOutcomes(config, finished, verifiedEvents, { gap, logger, now, intervalMs });
+  } else if (!dryRun) {
+    // A verification's end is an outcome too: the pass-wide views (Alertmanager, metrics_file) are brought
+    // up to date before this process exits, never left one pass behind; the heartbeat is pinged once, last,
+    // with what every service ended at.
+    if (verified.length) {
+      await publishOutcomes(config, finished, verifiedEvents, { gap, logger, now, intervalMs });
+      if (config.watchdog.metricsFile) writeMetrics(config, finished, now(), logger);
+    }
     await pingHeartbeat(config, downOf(finished), logger, fetch, {
       pingMs: performance.now() - passStarted,
       now: now(),
     });
-    if (config.watchdog.metricsFile) writeMetrics(config, finished, now(), logger);
   }
   return { ran: true, services: finished };
 }
