@@ -161,11 +161,19 @@ for (const where of PLACES)
       expect(looks.length).toBeGreaterThanOrEqual(2);
       expect(looks.length).toBeLessThanOrEqual(5);
       expect(lines.filter((line) => line.includes(place.state))).toEqual([]);
+      const killedAt = Date.now();
       process.kill(byHand.here, "SIGKILL");
       await waitFor(() => Number(place.read("web.pid")) !== byHand.pid, 10_000, "web started again");
       expect(place.read("watchdog.log")).toMatch(
         /\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it/,
       );
+      // Its outage begins at the crash watch's last look that saw it alive (a second at most before the
+      // kill), never at the last pass's probe, seconds older (SPEC Downtime, loop mode).
+      await waitFor(() => (place.stateOf("web").outages ?? []).length > 0, 15_000, "the crash's outage closed");
+      const outage = place.stateOf("web").outages.at(-1);
+      expect(outage.reason).toBe("crash");
+      expect(outage.from).toBeGreaterThanOrEqual(killedAt - 2_000);
+      expect(outage.from).toBeLessThanOrEqual(killedAt + 500);
     }, 60_000);
 
     test(`a process the loop started wakes it by its end: no look between passes; kill -9 is answered`, async () => {
@@ -195,5 +203,11 @@ for (const where of PLACES)
       expect(place.read("watchdog.log")).toMatch(
         /\[WARN\] web is not running \(pid \d+ is (gone|a zombie)\): starting it/,
       );
+      // Its outage begins when its exit was seen, not at the first pass's probe (seconds before the kill).
+      await waitFor(() => (place.stateOf("web").outages ?? []).length > 0, 15_000, "the crash's outage closed");
+      const outage = place.stateOf("web").outages.at(-1);
+      expect(outage.reason).toBe("crash");
+      expect(outage.from).toBeGreaterThanOrEqual(killedAt - 200);
+      expect(outage.from).toBeLessThanOrEqual(killedAt + 1_000);
     }, 60_000);
   });

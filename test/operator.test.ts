@@ -69,6 +69,51 @@ for (const where of PLACES)
       hook.server.stop(true);
     }, 30_000);
 
+    test("restart SIGKILLed mid-verification: the next pass finishes it; counted once, ⚠️ once, ✅ once", async () => {
+      const place = (at = openPlace(where));
+      const port = await freePort();
+      const hook = webhook();
+      // Started again slowly (4 s before it answers): the operator's verification is still running when killed.
+      const slow = `sleep 4; exec ${place.bun} ${place.server} ${port}`;
+      place.configure({
+        notify: { url: `http://127.0.0.1:${hook.server.port}/topic`, min_interval: "0s" },
+        services: [
+          {
+            name: "web",
+            pidfile: "web.pid",
+            grace: "0s",
+            check: { http: `http://127.0.0.1:${port}/`, timeout: "1s" },
+            restart: { spawn: [place.sh, "-c", slow] },
+          },
+        ],
+      });
+      await place.tend(["watchdog"]); // its first start (not a restart)
+      await waitFor(() => place.tend(["watchdog", "status"]).then((run) => run.code === 0), 20_000, "web up");
+      const before = hook.bodies.length;
+      const operator = await place.spawnTend(["watchdog", "restart", "web"]);
+      await waitFor(() => place.read("watchdog.log").includes("[RESTART] web: manual restart"), 10_000, "the restart");
+      // Recorded before it acted: the state says a restart is being verified.
+      expect(place.stateOf("web").restarting).toMatchObject({ reason: "manual", acted: true });
+      operator.kill("SIGKILL");
+      expect(await operator.exited).toBe(128 + 9);
+      // The next pass finishes its story: the verification to its deadline, RECOVERED, the ✅.
+      await waitFor(
+        async () => (await place.tend(["watchdog"]), place.read("watchdog.log").includes("[RECOVERED] web")),
+        30_000,
+        "the next pass to finish the restart",
+      );
+      const state = place.stateOf("web");
+      expect(state.restarting ?? null).toBeNull();
+      expect(state.restartsTotal).toBe(1);
+      expect(state.recoveriesOk).toBe(1);
+      expect(place.read("watchdog.log").match(/\[RESTART\] web/g)).toHaveLength(1);
+      await place.tend(["watchdog"]); // anything still owed is delivered
+      const sent = hook.bodies.slice(before);
+      expect(sent.filter((body) => body.startsWith("⚠️"))).toHaveLength(1);
+      expect(sent.filter((body) => body.startsWith("✅"))).toHaveLength(1);
+      hook.server.stop(true);
+    }, 90_000);
+
     test("stop: the group stopped, the service paused; start: resumed and started; logs: its output", async () => {
       const place = (at = openPlace(where));
       place.writeScratch(

@@ -51,7 +51,7 @@ test("the heartbeat's {status}: up at strikes 1/3 and 2/3 (as every other view s
   expect(status.services[0].state).toBe("down");
 });
 
-test("a restart whose verification fails: metrics, Alertmanager and the heartbeat say so before the pass exits", async () => {
+test("a failed verification: metrics, Alertmanager and the heartbeat say so before the pass exits", async () => {
   box = new Sandbox();
   const alerts = receiver();
   const push = receiver();

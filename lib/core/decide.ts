@@ -50,6 +50,11 @@ export interface Facts {
   /** A gap in the watchdog's heartbeat this pass found: recorded as no data. */
   gap?: Downtime | null;
   /**
+   * When the loop last saw the service's process alive: its exit's time for a child it started, its
+   * crash watch's last tick for another (epoch ms). A crash's outage begins there, not at the last probe.
+   */
+  aliveAt?: number | null;
+  /**
    * Capabilities this host denies this pass, each "capability: what and why" (busy.port when
    * /proc/net cannot be read, memory when RSS cannot): only that capability degrades, said once a day.
    */
@@ -345,7 +350,12 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
     // Down since it was last seen alive — healthy, or started by tend (a start after a reboot whose
     // verification was cut) — not since this pass found it; never in time the watchdog did not see
     // (a reboot's is the host's downtime: counted once).
-    const lastSeenAlive = Math.max(state.lastHealthyAt ?? now, state.startedAt ?? 0, state.gaps.at(-1)?.to ?? 0);
+    const lastSeenAlive = Math.max(
+      state.lastHealthyAt ?? now,
+      state.startedAt ?? 0,
+      state.gaps.at(-1)?.to ?? 0,
+      facts.aliveAt ?? 0,
+    );
     return restartOrHold({
       service,
       state: openOutage(state, Math.min(now, lastSeenAlive), "crash"),

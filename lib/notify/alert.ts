@@ -5,7 +5,8 @@ import { eventTitle } from "../core/events.ts";
 import { errorMessage } from "../core/errors.ts";
 import { escapeControls } from "../core/sanitize.ts";
 import type { Logger } from "../state/logger.ts";
-import type { Message } from "./send.ts";
+import { messageKey, type Message } from "./send.ts";
+import type { PendingRestart } from "../core/state.ts";
 import { redactUrl, scrub, scrubbedLine } from "../core/redact.ts";
 import { ANSWER_BODY_LIMIT, isTimeout, networkReason, readBounded } from "../os/net.ts";
 import { deliver, deliveryOptions, keepSpoolRoom, readSpool, spoolNow } from "./spool.ts";
@@ -36,6 +37,28 @@ export function eventMessage(service: string, line: LogLine, at: Date): Message 
  * returns). Alertmanager's path sends conditions, not messages: nothing to spool there. Returns
  * those it could not spool (a full disk): the caller keeps them to send with its own delivery.
  */
+/**
+ * The ⚠️ a restart owes, spooled now that its action returned (what was stopped, what was started): each
+ * keyed by the restart itself, so a pass that finishes its story and says it again sends the same
+ * message (a receiver that honours the key, and the spool, keep it once). What cannot be spooled (a full
+ * disk) is returned, to be sent with the owner's own messages, never dropped.
+ */
+export async function spoolOwed(
+  config: Config,
+  name: string,
+  owed: PendingRestart["owed"],
+  detail: string,
+  logger: Logger,
+  now: () => number,
+): Promise<Message[]> {
+  const messages = owed.flatMap(({ at, line }, index) => {
+    const said = { ...line, message: `${line.message} (${detail})` } as LogLine;
+    const message = eventMessage(name, said, new Date(at));
+    return message ? [{ ...message, key: messageKey(name, at, index) }] : [];
+  });
+  return spoolEvents(config, messages, logger, now);
+}
+
 export async function spoolEvents(
   config: Config,
   events: Message[],

@@ -2,7 +2,7 @@ import type { Config, ServiceConfig } from "../config/types.ts";
 import { withEvent } from "../core/state.ts";
 import { usageError } from "../core/errors.ts";
 import type { LogLine } from "../core/events.ts";
-import { eventMessage, sendEvents } from "../notify/alert.ts";
+import { eventMessage, sendEvents, spoolOwed } from "../notify/alert.ts";
 import type { Message } from "../notify/send.ts";
 import { serviceLock } from "./maintenance.ts";
 import { mainProcess } from "../os/pidsource.ts";
@@ -10,7 +10,7 @@ import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { readState, saveForOperator, writeState } from "../state/service-state.ts";
-import { restartAndVerify } from "../pass/verify.ts";
+import { restartAndVerify, type RestartHooks } from "../pass/verify.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";
 
@@ -94,8 +94,16 @@ export async function operate(
     } else {
       if (operation === "start") state = { ...state, paused: false, pausedUntil: null };
       const how = operation === "start" ? "operator-start" : "manual";
-      if (operation === "restart") notify({ tag: "RESTART", event: "restart", message: `${name}: manual restart` });
-      const verified = await restartAndVerify(service, state, main, logger, { now, sleep, env }, how);
+      // Recorded before it acts, as a pass's restart is: killed while it verifies, the next pass finishes
+      // its story (the ⚠️ spooled once its action returned, the outcome, the ✅), counted once.
+      const owed: LogLine[] =
+        operation === "restart" ? [{ tag: "RESTART", event: "restart", message: `${name}: manual restart` }] : [];
+      const hooks: RestartHooks = {
+        persist: (next) => writeState(stateDir, name, next),
+        announce: async (lines, detail) =>
+          void events.push(...(await spoolOwed(config, name, lines, detail, logger, now))),
+      };
+      const verified = await restartAndVerify(service, state, main, logger, { now, sleep, env }, how, hooks, owed);
       state = verified.next;
       for (const line of verified.log) {
         logger.write(line.tag, line.message, {

@@ -8,8 +8,8 @@ import { mainProcess, probeContext, UNIT_PROPERTIES, watchOf, type UnitShown } f
 import { uptimeMs } from "../os/proc.ts";
 import { treeRss } from "../os/rss.ts";
 import { showUnit } from "../os/systemd.ts";
-import { eventMessage, spoolEvents } from "../notify/alert.ts";
-import { messageKey, type Message } from "../notify/send.ts";
+import { eventMessage, spoolOwed } from "../notify/alert.ts";
+import type { Message } from "../notify/send.ts";
 import { describeRestart, ownOutputOf, restartKind, serviceUnit } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
@@ -53,6 +53,8 @@ export interface JudgeOptions {
   stop?: AbortSignal;
   /** Each state this judgement saved (whole, as observations, or kept off a full disk): the last is its outcome. */
   saved?: (state: ServiceState) => void;
+  /** When the loop last saw this service's process alive (its exit, or its crash watch's last tick). */
+  aliveAt?: (name: string) => number | null;
 }
 
 export interface ServiceOutcome {
@@ -103,21 +105,8 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   };
   const hooks: RestartHooks = {
     persist: (next) => save(next),
-    // Each owed ⚠️ keyed by the restart itself: said again by a pass that finishes its story, it is
-    // the same message (a receiver that honours the key, and the spool, keep it once). One that
-    // cannot be spooled (a full disk) is sent with the judgement's own messages, never dropped.
     announce: async (owed, detail) => {
-      const unspooled = await spoolEvents(
-        config,
-        owed.flatMap(({ at, line }, index) => {
-          const said = { ...line, message: `${line.message} (${detail})` } as LogLine;
-          const message = eventMessage(service.name, said, new Date(at));
-          return message ? [{ ...message, key: messageKey(service.name, at, index) }] : [];
-        }),
-        logger,
-        now,
-      );
-      events.push(...unspooled);
+      events.push(...(await spoolOwed(config, service.name, owed, detail, logger, now)));
     },
     verifying: () => claimed && options.verifying?.(claimed),
   };
@@ -144,6 +133,7 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     gap: options.gap,
     logger,
   });
+  facts.aliveAt = options.aliveAt?.(service.name) ?? null;
   let step = decide(service, state, facts, null);
   let result: ProbeResult | null = null;
   if (step.kind === "probe") {

@@ -212,6 +212,10 @@ export async function runLoop({
   let stale = "all" as Set<string> | "all";
   let lastDue = -Infinity; // when something was last found due (monotonic)
   const awaited = new Set<number>(); // PIDs of children started here whose end wakes the loop
+  // When each watched process was last seen alive: a child's exit as it is seen, another's last tick
+  // (SPEC Downtime: a crash's outage begins there, never at the last pass's probe, seconds older).
+  const seenAlive = new Map<string, number>();
+  const aliveAt = (name: string) => seenAlive.get(name) ?? null;
   // The states the loop's own judgements saved since the plan was read: what it would read back.
   const savedHere = new Map<string, ServiceState>();
   const replan = () => {
@@ -228,11 +232,11 @@ export async function runLoop({
     }
     stale = new Set();
     savedHere.clear();
-    for (const { pid } of plan.watched) {
+    for (const { pid, name } of plan.watched) {
       const exit = exitOf(pid);
       if (!exit || awaited.has(pid)) continue;
       awaited.add(pid);
-      void exit.then(() => (awaited.delete(pid), poke()));
+      void exit.then(() => (awaited.delete(pid), seenAlive.set(name, now()), poke()));
     }
   };
   // Looked at each second: a watched process this loop is not woken by.
@@ -257,7 +261,18 @@ export async function runLoop({
       let released!: () => void;
       const lockFree = new Promise<void>((resolve) => (released = resolve));
       track(
-        runPass({ config, echo, env, intervalMs, inLoop: true, clock: source, released, settled, stop: stopped.signal })
+        runPass({
+          config,
+          echo,
+          env,
+          intervalMs,
+          inLoop: true,
+          clock: source,
+          released,
+          settled,
+          aliveAt,
+          stop: stopped.signal,
+        })
           .then(() => {})
           .catch((error) => failed("pass failed", error))
           .finally(released),
@@ -283,7 +298,9 @@ export async function runLoop({
         // Past the interval (the pass still judging), the watch goes on as between passes.
         await sleep(sleepFor({ at, next, passDone, untilRetry, looking: looked().length > 0 }));
         if (stopping || (passDone && monotonic() >= next)) break;
-        const due = dueNow({ watched: looked(), retries: plan.retries }, now());
+        const lookedAt = now();
+        const due = dueNow({ watched: looked(), retries: plan.retries }, lookedAt);
+        for (const { name } of looked()) if (!due.includes(name)) seenAlive.set(name, lookedAt);
         if (!due.length) continue;
         lastDue = monotonic();
         // Read again before acting: an operator's stop, pause or restart since the plan was read stands.
@@ -298,9 +315,16 @@ export async function runLoop({
         // pass judging it) is looked at again next second.
         if (confirmed.length)
           track(
-            crashWatch(config, confirmed, { echo, env, now, monotonic, logger, settled, stop: stopped.signal }).catch(
-              (error) => failed(confirmed.join(", "), error),
-            ),
+            crashWatch(config, confirmed, {
+              echo,
+              env,
+              now,
+              monotonic,
+              logger,
+              settled,
+              aliveAt,
+              stop: stopped.signal,
+            }).catch((error) => failed(confirmed.join(", "), error)),
           );
       }
       await lockFree;
@@ -331,7 +355,9 @@ async function crashWatch(
     settled,
     monotonic,
     stop,
+    aliveAt,
   }: {
+    aliveAt: (name: string) => number | null;
     settled: (name: string, saved?: ServiceState) => void;
     monotonic: () => number;
     echo: (line: string) => void;
@@ -355,6 +381,7 @@ async function crashWatch(
     gap: null,
     holder: "loop",
     stop,
+    aliveAt,
   });
   const outcomes = await done;
   const events = outcomes.flatMap((outcome) => outcome.events);

@@ -59,6 +59,8 @@ export interface PassOptions {
    * it again. Given the state it saved last, when it saved one (the loop then need not read it back).
    */
   settled?: (name: string, saved?: ServiceState) => void;
+  /** In the loop: when it last saw each service's process alive (a crash's outage begins there). */
+  aliveAt?: (name: string) => number | null;
   /**
    * Fired by SIGTERM/SIGINT (its reason: the signal's name): nothing new begins, what was done is
    * recorded, its notifications spooled for the next pass (none sent now), a verification left to the next pass.

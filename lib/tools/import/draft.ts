@@ -3,7 +3,7 @@
 // first failure), every value with the line it came from, every default tend applied listed on top.
 // A restart is carried over exactly or not at all: one it cannot carry is said (stderr, exit 1), and its
 // service is watch-only with the reason. Pure.
-import type { Check, Reading, Restart, RestartAction, Sourced } from "./reader.ts";
+import type { Check, Reading, Restart, ScriptAction, Sourced } from "./reader.ts";
 import { durationText, shellLine } from "./reader.ts";
 
 export interface DraftService {
@@ -50,8 +50,8 @@ export function writeDraft(input: DraftInput): Draft {
     service.name = unique(service.name, names);
     if (
       service.check.some(([key]) => key === "timeout") === false &&
-      check.kind !== "log" &&
-      check.kind !== "process"
+      check.asks !== "log" &&
+      check.asks !== "process"
     ) {
       service.check.push([
         "timeout",
@@ -62,7 +62,7 @@ export function writeDraft(input: DraftInput): Draft {
     services.push(service);
   }
   for (const restart of reading.restarts.filter((one) => one.check === null))
-    for (const action of restart.actions.filter((one) => one.kind !== "kill" && one.kind !== "tmux-kill"))
+    for (const action of restart.actions.filter((one) => one.shape !== "kill" && one.shape !== "tmux-kill"))
       missing.push(`line ${action.line}: ${action.text}: runs on no check's failure import can read`);
 
   const out: string[] = [
@@ -169,7 +169,7 @@ function serviceOf(check: Check, restarts: Restart[], missing: string[]): DraftS
     for (const entry of restart.names) candidates.push({ ...entry, rank: entry.why.startsWith("the loop") ? 1 : 2 });
     for (const action of restart.actions) {
       const target = targetName(action);
-      const rank = action.kind === "command" ? action.rank : 3;
+      const rank = action.shape === "command" ? action.rank : 3;
       if (target) candidates.push({ name: target, why: `what it restarts`, line: action.line, rank });
     }
   }
@@ -184,9 +184,8 @@ function serviceOf(check: Check, restarts: Restart[], missing: string[]): DraftS
   else if (acting)
     service.keys.push(["failures", { value: 1, line: restarts[0].line, why: "the script acts on the first failure" }]);
   if (check.pidfile) service.keys.push(["pidfile", check.pidfile]);
-  const kind = check.kind === "log" ? "log" : check.kind;
   for (const [key, value] of check.table) if (key !== "timeout") service.check.push([key, value]);
-  if (kind === "http") httpRule(check, service);
+  if (check.asks === "http") httpRule(check, service);
   const timeout = check.table.get("timeout");
   if (timeout) service.check.push(["timeout", timeout]);
   for (const note of check.notes) service.comments.push(note);
@@ -220,8 +219,8 @@ function httpRule(check: Check, service: DraftService) {
     service.check.push(["any_response", { value: true, line, why: "curl without -f: any answer passes" }]);
 }
 
-function targetName(action: RestartAction): string | null {
-  switch (action.kind) {
+function targetName(action: ScriptAction): string | null {
+  switch (action.shape) {
     case "systemd":
       return action.unit.replace(/\.service$/, "");
     case "tmux":
@@ -246,9 +245,9 @@ function targetName(action: RestartAction): string | null {
 
 function restartOf(check: Check, restarts: Restart[], service: DraftService, missing: string[]) {
   const actions = restarts.flatMap((restart) => restart.actions);
-  const starts = actions.filter((action) => action.kind !== "kill" && action.kind !== "tmux-kill");
-  const kills = actions.filter((action) => action.kind === "kill");
-  const unmappable = starts.filter((action) => action.kind === "unmappable");
+  const starts = actions.filter((action) => action.shape !== "kill" && action.shape !== "tmux-kill");
+  const kills = actions.filter((action) => action.shape === "kill");
+  const unmappable = starts.filter((action) => action.shape === "unmappable");
   const watchOnly = (why: string) => {
     missing.push(why);
     service.comments.push(`not restarted: ${why}`);
@@ -256,7 +255,7 @@ function restartOf(check: Check, restarts: Restart[], service: DraftService, mis
   };
   if (unmappable.length) {
     for (const action of unmappable)
-      if (action.kind === "unmappable") watchOnly(`line ${action.line}: ${action.text}: ${action.why}`);
+      if (action.shape === "unmappable") watchOnly(`line ${action.line}: ${action.text}: ${action.why}`);
     return;
   }
   if (!starts.length) {
@@ -265,7 +264,7 @@ function restartOf(check: Check, restarts: Restart[], service: DraftService, mis
     return;
   }
   for (const kill of kills)
-    if (kill.kind === "kill")
+    if (kill.shape === "kill")
       service.comments.push(
         kill.pattern
           ? `line ${kill.line}: ${kill.text}: a kill by pattern; tend stops only what it started (by its pidfile)`
@@ -273,10 +272,10 @@ function restartOf(check: Check, restarts: Restart[], service: DraftService, mis
       );
   const line = starts[0].line;
   const first = starts[0];
-  const sameKind = starts.every((action) => action.kind === first.kind);
-  if (first.kind === "tmux" && sameKind) {
-    const tmux = starts.find((action) => action.kind === "tmux" && action.run) ?? first;
-    if (tmux.kind !== "tmux" || !tmux.run) {
+  const sameKind = starts.every((action) => action.shape === first.shape);
+  if (first.shape === "tmux" && sameKind) {
+    const tmux = starts.find((action) => action.shape === "tmux" && action.run) ?? first;
+    if (tmux.shape !== "tmux" || !tmux.run) {
       watchOnly(`line ${first.line}: ${first.text}: the pane's command is not in the script`);
       return;
     }
@@ -289,14 +288,14 @@ function restartOf(check: Check, restarts: Restart[], service: DraftService, mis
       );
     return;
   }
-  if (first.kind === "systemd" && starts.every((action) => action.kind === "systemd" && action.unit === first.unit)) {
+  if (first.shape === "systemd" && starts.every((action) => action.shape === "systemd" && action.unit === first.unit)) {
     service.restart.push(["systemd", { value: first.unit, line, why: first.text }]);
     service.comments.push(
       "tend never restarts a unit stopped on purpose (inactive); the script restarted it whatever its state",
     );
     return;
   }
-  if (first.kind === "spawn" && starts.length === 1) {
+  if (first.shape === "spawn" && starts.length === 1) {
     const viaShell = first.argv.some((word) => /[~$`|&;<>*?]/.test(word));
     const argv = viaShell ? ["sh", "-c", shellLine(first.argv)] : first.argv;
     service.restart.push(["spawn", { value: argv, line, why: `${first.text} &` }]);
@@ -321,10 +320,10 @@ function restartOf(check: Check, restarts: Restart[], service: DraftService, mis
   }
   // Commands (docker compose down; up -d, two units, a cd before): run in order, as the script did.
   const sequence = actions.filter(
-    (action) => action.kind === "command" || (action.kind === "kill" && action.stop) || action.kind === "systemd",
+    (action) => action.shape === "command" || (action.shape === "kill" && action.stop) || action.shape === "systemd",
   );
   const cwd = sequence.map((action) => ("cwd" in action ? action.cwd : null)).find(Boolean) ?? null;
-  if (sequence.length === 1 && first.kind === "command" && !cwd) {
+  if (sequence.length === 1 && first.shape === "command" && !cwd) {
     service.restart.push(["command", { value: first.argv, line, why: "the script's restart" }]);
     return;
   }

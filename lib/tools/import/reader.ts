@@ -36,7 +36,8 @@ export interface Sourced<T = unknown> {
 export interface Check {
   key: string;
   line: number;
-  kind: "http" | "tcp" | "command" | "process" | "log";
+  /** What it asks: the [service.check] key it becomes. */
+  asks: "http" | "tcp" | "command" | "process" | "log";
   /** The [service.check] keys, each with its line. */
   table: Map<string, Sourced>;
   pidfile?: Sourced<string>;
@@ -56,12 +57,12 @@ export interface Check {
   merged?: boolean;
 }
 
-export type RestartAction =
-  | { kind: "systemd"; unit: string; line: number; text: string }
-  | { kind: "tmux"; target: string; run: string | null; socket: string | null; line: number; text: string }
-  | { kind: "tmux-kill"; session: string; line: number; text: string }
+export type ScriptAction =
+  | { shape: "systemd"; unit: string; line: number; text: string }
+  | { shape: "tmux"; target: string; run: string | null; socket: string | null; line: number; text: string }
+  | { shape: "tmux-kill"; session: string; line: number; text: string }
   | {
-      kind: "spawn";
+      shape: "spawn";
       argv: string[];
       cwd: string | null;
       output: string | null;
@@ -71,7 +72,7 @@ export type RestartAction =
       pidfile: string | null;
     }
   | {
-      kind: "command";
+      shape: "command";
       argv: string[];
       line: number;
       text: string;
@@ -80,12 +81,12 @@ export type RestartAction =
       rank: number;
     }
   /** A stop before the start: by pattern (a trap), by PID, or a command (compose down, systemctl stop). */
-  | { kind: "kill"; pattern: boolean; line: number; text: string; stop: string[] | null; cwd: string | null }
-  | { kind: "unmappable"; line: number; text: string; why: string };
+  | { shape: "kill"; pattern: boolean; line: number; text: string; stop: string[] | null; cwd: string | null }
+  | { shape: "unmappable"; line: number; text: string; why: string };
 
 export interface Restart {
   check: Check | null;
-  actions: RestartAction[];
+  actions: ScriptAction[];
   line: number;
   limit: { n: number; line: number; text: string } | null;
   /** Names from the helper calls it runs in (strike blog ...), outermost first. */
@@ -217,7 +218,7 @@ export class Reader {
   readonly used = new Set<number>();
   private readonly unreadable: { line: number; text: string; why: string }[] = [];
   private lastStatus: Status = null;
-  private lastPidOf: RestartAction | null = null;
+  private lastPidOf: ScriptAction | null = null;
   private steps = 0;
 
   constructor(
@@ -680,7 +681,7 @@ export class Reader {
     const greps = simple.slice(1).filter((argv) => /^(e|f)?grep$/.test(argv[0] ?? ""));
     const last = simple[simple.length - 1] ?? [];
     // curl ... | grep -q TEXT: the body must hold it.
-    if (source?.kind === "http" && greps.length) {
+    if (source?.asks === "http" && greps.length) {
       const pattern = grepPattern(greps[0]);
       if (pattern !== null) {
         const invert = greps[0].some((arg) => /^-\w*v/.test(arg));
@@ -692,7 +693,7 @@ export class Reader {
         };
       }
     }
-    if (source?.kind === "http" && last[0] === "jq") {
+    if (source?.asks === "http" && last[0] === "jq") {
       source.notes.push(
         `the body is judged by jq (line ${node.line}): tend's contains is a plain substring; not mapped`,
       );
@@ -966,7 +967,7 @@ export class Reader {
     if (command[0] === "echo" && node.redirects.some((r) => r.op.includes(">")) && values.some((v) => v.lastPid)) {
       const target = node.redirects.find((r) => r.op.includes(">"))?.target;
       const file = target ? this.value(target, ctx).text : null;
-      if (file && this.lastPidOf?.kind === "spawn") {
+      if (file && this.lastPidOf?.shape === "spawn") {
         this.lastPidOf.pidfile = file;
         this.used.add(node.line);
       }
@@ -1018,13 +1019,13 @@ export class Reader {
 
   // ---- checks ----
 
-  private register(key: string, line: number, kind: Check["kind"]): Check {
+  private register(key: string, line: number, asks: Check["asks"]): Check {
     let check = this.checks.get(key);
     if (!check) {
       check = {
         key,
         line,
-        kind,
+        asks,
         table: new Map(),
         judgedBy: new Set(),
         healthyCodes: new Set(),
@@ -1291,7 +1292,7 @@ export class Reader {
   /** A fresh/stale comparison of a log's age: busy evidence inside a failing check, else a log check. */
   private freshStatus(status: Extract<NonNullable<Status>, { kind: "fresh" }>, ctx: Ctx): Status {
     const failing = this.failingCheck(ctx);
-    if (failing && failing.kind === "http") {
+    if (failing && failing.asks === "http") {
       const check = failing;
       check.busy ??= new Map();
       check.busy.set("log", { value: status.log, line: status.line, why: "its log's age" });
@@ -1370,7 +1371,7 @@ export class Reader {
     const action = this.actionOf(argv, node, ctx, known);
     if (!action) return false;
     this.used.add(node.line);
-    if (action.kind === "spawn") this.lastPidOf = action;
+    if (action.shape === "spawn") this.lastPidOf = action;
     this.attach(action, ctx, node.line);
     return true;
   }
@@ -1380,19 +1381,19 @@ export class Reader {
     node: Extract<Node, { type: "simple" }>,
     ctx: Ctx,
     known: boolean,
-  ): RestartAction | null {
+  ): ScriptAction | null {
     const raw = argv.filter((word) => word !== "");
     const [path, ...rest] = unwrap(raw).argv;
     const name = path?.split("/").pop() ?? "";
     const original = raw;
     const line = node.line;
     const text = known ? shellLine(original) : node.words.map((word) => word.raw).join(" ");
-    const exact = (target: string | null, rank = 3): RestartAction =>
+    const exact = (target: string | null, rank = 3): ScriptAction =>
       known
-        ? { kind: "command", argv: original, line, text, target, cwd: ctx.cwd.value, rank }
-        : { kind: "unmappable", line, text, why: "a value in it is not set in the script" };
-    const stop = (): RestartAction => ({
-      kind: "kill",
+        ? { shape: "command", argv: original, line, text, target, cwd: ctx.cwd.value, rank }
+        : { shape: "unmappable", line, text, why: "a value in it is not set in the script" };
+    const stop = (): ScriptAction => ({
+      shape: "kill",
       pattern: false,
       line,
       text,
@@ -1402,15 +1403,15 @@ export class Reader {
     if (ctx.background) return null; // a backgrounded command is read by background()
     if (name === "systemctl" && /^(restart|start|try-restart|reload-or-restart)$/.test(rest[0] ?? "")) {
       const units = rest.slice(1).filter((arg) => !arg.startsWith("-"));
-      if (!known) return { kind: "unmappable", line, text, why: "its unit is not set in the script" };
+      if (!known) return { shape: "unmappable", line, text, why: "its unit is not set in the script" };
       if (units.length === 1 && original[0] === "systemctl" && !ctx.cwd.value)
-        return { kind: "systemd", unit: units[0], line, text };
+        return { shape: "systemd", unit: units[0], line, text };
       return exact(units[0] ?? null);
     }
     if (name === "systemctl" && /^(reboot|poweroff)$/.test(rest[0] ?? ""))
-      return { kind: "unmappable", line, text, why: "it reboots the host: tend restarts services, never the host" };
+      return { shape: "unmappable", line, text, why: "it reboots the host: tend restarts services, never the host" };
     if (name === "reboot" || name === "shutdown")
-      return { kind: "unmappable", line, text, why: "it reboots the host: tend restarts services, never the host" };
+      return { shape: "unmappable", line, text, why: "it reboots the host: tend restarts services, never the host" };
     if (name === "service" && /^(restart|start|try-restart|force-reload)$/.test(rest[1] ?? ""))
       return exact(rest[0] ?? null);
     if (/^\/etc\/(init|rc)\.d\//.test(path ?? "") && /^(restart|start)$/.test(rest[0] ?? "")) return exact(name);
@@ -1432,14 +1433,15 @@ export class Reader {
       return exact(optionAfter(rest, "-S") ?? null);
     if (name === "tmux") return this.tmuxAction(rest, line, text, known);
     if (name === "pkill" || name === "killall")
-      return { kind: "kill", pattern: true, line, text, stop: null, cwd: null };
-    if (name === "kill" && rest[0] !== "-0") return { kind: "kill", pattern: false, line, text, stop: null, cwd: null };
+      return { shape: "kill", pattern: true, line, text, stop: null, cwd: null };
+    if (name === "kill" && rest[0] !== "-0")
+      return { shape: "kill", pattern: false, line, text, stop: null, cwd: null };
     // A start script run by its path (./start.sh, /opt/app/restart-app.sh): the script's own restart.
     if (/(re)?start/i.test(name) && (path ?? "").includes("/")) return exact(name.replace(/\.sh$/, ""), 5);
     return null;
   }
 
-  private tmuxAction(args: string[], line: number, text: string, known: boolean): RestartAction | null {
+  private tmuxAction(args: string[], line: number, text: string, known: boolean): ScriptAction | null {
     let socket: string | null = null;
     let index = 0;
     while (index < args.length && args[index].startsWith("-")) {
@@ -1449,7 +1451,7 @@ export class Reader {
     }
     const [verb, ...rest] = args.slice(index);
     if (!known)
-      return { kind: "unmappable", line, text, why: "a value in it (its target or command) is not set in the script" };
+      return { shape: "unmappable", line, text, why: "a value in it (its target or command) is not set in the script" };
     const flagValue = (flag: string) => optionAfter(rest, flag);
     const positional = (flags: string[]) => {
       const out: string[] = [];
@@ -1465,7 +1467,7 @@ export class Reader {
       const command = positional(["-t", "-c", "-e"]);
       if (!target) return null;
       return {
-        kind: "tmux",
+        shape: "tmux",
         target: target.includes(":") ? target : `${target}:0`,
         run: command.length ? command.join(" ") : null,
         socket,
@@ -1479,7 +1481,7 @@ export class Reader {
       const command = positional(["-t", "-n", "-c", "-e", "-F"]);
       if (!session || !window) return null;
       return {
-        kind: "tmux",
+        shape: "tmux",
         target: `${session.replace(/:.*$/, "")}:${window}`,
         run: command.length ? command.join(" ") : null,
         socket,
@@ -1493,7 +1495,7 @@ export class Reader {
       const command = positional(["-s", "-n", "-c", "-e", "-x", "-y", "-F", "-t"]);
       if (!session) return null;
       return {
-        kind: "tmux",
+        shape: "tmux",
         target: `${session}:${window}`,
         run: command.length ? command.join(" ") : null,
         socket,
@@ -1506,7 +1508,7 @@ export class Reader {
       const keys = positional(["-t", "-N"]).filter((key) => !/^(Enter|C-m|C-c|C-d|q|KPEnter)$/.test(key));
       if (!target || !keys.length) return null;
       return {
-        kind: "tmux",
+        shape: "tmux",
         target: target.includes(":") ? target : `${target}:0`,
         run: keys.join(" "),
         socket,
@@ -1516,7 +1518,7 @@ export class Reader {
     }
     if (verb === "kill-session" || verb === "kill-window" || verb === "kill-pane") {
       const target = flagValue("-t");
-      return target ? { kind: "tmux-kill", session: target, line, text } : null;
+      return target ? { shape: "tmux-kill", session: target, line, text } : null;
     }
     return null;
   }
@@ -1531,7 +1533,7 @@ export class Reader {
     if (argv.some((word) => word === null)) {
       this.attach(
         {
-          kind: "unmappable",
+          shape: "unmappable",
           line: found.line,
           text: found.words.map((w) => w.raw).join(" "),
           why: "a value in it is not set in the script",
@@ -1560,8 +1562,8 @@ export class Reader {
       if (value !== null) env[assign.name] = value;
     }
     const where = ctx.cwd.value;
-    const action: RestartAction = {
-      kind: "spawn",
+    const action: ScriptAction = {
+      shape: "spawn",
       argv: plain,
       cwd: where,
       output:
@@ -1579,7 +1581,7 @@ export class Reader {
   }
 
   /** A restart action joins the restart of the check whose failing branch it runs on. */
-  private attach(action: RestartAction, ctx: Ctx, line: number) {
+  private attach(action: ScriptAction, ctx: Ctx, line: number) {
     if (ctx.frames.length) {
       // Inside helpers (fail blog CMD → restart_pane → tmx): said at the call site, through the helpers.
       action.text = `${ctx.frames.map((frame) => `${frame.name}()`).join(" → ")} → ${action.text}`;
