@@ -80,6 +80,45 @@ export function tlsWords(code: string | undefined, message: string, name: string
   return null;
 }
 
+/** The certificate problems curl's -k skips (chain, dates, self-signed, the name). */
+const CERTIFICATE_CODES = new Set([
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "HOSTNAME_MISMATCH",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_UNTRUSTED",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_CHAIN_TOO_LONG",
+  "INVALID_CA",
+  "CERT_REVOKED",
+]);
+
+/**
+ * A handshake whose certificate did not verify, accepted as curl accepts it: with `insecure` (curl -k)
+ * whatever the certificate problem; without, only a name mismatch on a certificate that has no
+ * subjectAltName and whose CN is the name asked (an IP address included), the chain being good.
+ */
+export function acceptedAnyway(
+  code: string | undefined,
+  insecure: boolean,
+  host: string,
+  peer: () => { subject?: { CN?: string | string[] }; subjectaltname?: string } | undefined,
+): boolean {
+  if (!code || !CERTIFICATE_CODES.has(code)) return false;
+  if (insecure) return true;
+  if (code !== "ERR_TLS_CERT_ALTNAME_INVALID" && code !== "HOSTNAME_MISMATCH") return false;
+  const certificate = peer();
+  if (!certificate || certificate.subjectaltname) return false;
+  const names = [certificate.subject?.CN ?? []].flat();
+  const asked = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return names.some((name) => name.toLowerCase() === asked);
+}
+
 /**
  * The TLS version a server that refused ours offers ("TLS 1.0"), asked with one more handshake
  * that allows the old ones (node:tls: Bun.connect has no minVersion); null when it will not say
@@ -384,6 +423,7 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       progress();
     });
     const onData = (data: Buffer) => {
+      if (!asked) return;
       if (done) return;
       if (head) {
         body!.add(data);
@@ -425,7 +465,12 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       progress();
       release("cut");
     };
-    const send = (open: { write(text: string): number }) => open.write(requestText(target, options.headers));
+    // Nothing the server says counts before the request is sent (over TLS: once its certificate is judged).
+    let asked = false;
+    const send = (open: { write(text: string): number }) => (
+      (asked = true),
+      open.write(requestText(target, options.headers))
+    );
     connectName(host)
       .then((hostname) =>
         Bun.connect({
@@ -433,7 +478,9 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
           port,
           tls: secure
             ? {
-                rejectUnauthorized: !options.insecure,
+                // tend judges the certificate itself, in handshake(), as curl does: -k skips every check,
+                // and a certificate without subjectAltName is matched on its CN (an IP address included).
+                rejectUnauthorized: false,
                 serverName: IP_LITERAL.test(host) ? undefined : host,
                 ...(options.ca ? { ca: options.ca } : {}),
               }
@@ -446,8 +493,13 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
               if (!secure) send(open);
             },
             handshake(open, ok, error) {
-              if (ok) return void send(open);
-              const words = tlsWords((error as NodeJS.ErrnoException | null)?.code, error?.message ?? "", host);
+              const code = (error as NodeJS.ErrnoException | null)?.code;
+              // Bun says a certificate's problem as `error`, with `ok` true or false: the problem decides.
+              const verified = error
+                ? acceptedAnyway(code, options.insecure === true, host, () => open.getPeerCertificate?.())
+                : ok;
+              if (verified) return void send(open);
+              const words = tlsWords(code, error?.message ?? "", host);
               if (words !== "TLS version not supported by the server") return noAnswer(words ?? "TLS handshake failed");
               refused = true; // its close is not the answer: the words wait for the version it offers
               const left = options.timeoutMs - (performance.now() - started);
