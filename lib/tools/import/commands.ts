@@ -70,22 +70,25 @@ const CURL_VALUE_FLAGS = new Set([
   "--key",
 ]);
 
+/** A call before its arguments are read; `fail`: a status of 400 or more fails its exit status. */
+const emptyCall = (fail: boolean): HttpCall => ({
+  url: "",
+  post: false,
+  fail,
+  code: false,
+  head: false,
+  timeout: null,
+  timeoutFlag: "",
+  insecure: false,
+  insecureFlag: "",
+  ca: null,
+  headers: {},
+  notes: [],
+  data: [],
+});
+
 export function curlCheck(args: string[]): HttpCall | null {
-  const call: HttpCall = {
-    url: "",
-    post: false,
-    fail: false,
-    code: false,
-    head: false,
-    timeout: null,
-    timeoutFlag: "",
-    insecure: false,
-    insecureFlag: "",
-    ca: null,
-    headers: {},
-    notes: [],
-    data: [],
-  };
+  const call = emptyCall(false);
   for (let index = 0; index < args.length; index++) {
     let arg = args[index];
     let value: string | undefined;
@@ -175,21 +178,8 @@ export function curlCheck(args: string[]): HttpCall | null {
 }
 
 export function wgetCheck(args: string[]): HttpCall | null {
-  const call: HttpCall = {
-    url: "",
-    post: false,
-    fail: true,
-    code: false,
-    head: false,
-    timeout: null,
-    timeoutFlag: "",
-    insecure: false,
-    insecureFlag: "",
-    ca: null,
-    headers: {},
-    notes: [],
-    data: [],
-  };
+  // wget fails on a status of 400 or more (exit 8), as curl -f does.
+  const call = emptyCall(true);
   for (let index = 0; index < args.length; index++) {
     const arg = args[index];
     const timeout = /^(?:--timeout=|-T)(\d+(?:\.\d+)?)$/.exec(arg);
