@@ -310,3 +310,61 @@ test("a line seen by a look in the last millisecond of a second comes before the
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A restart, its verification and the look after it in one second (the loaded flake of `a freeze`): the
+// log says only the second, the state's events say each line's millisecond — the new process's line,
+// seen by the look after the verification, comes after [RESTART] and before [RECOVERED].
+test("a restart, its new process's line and its recovery in one second are told in that order", async () => {
+  const { mkdtempSync, mkdirSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { parseConfig } = await import("../lib/config/load.ts");
+  const { freshState } = await import("../lib/core/state.ts");
+  const { localStamp } = await import("../lib/core/time.ts");
+  const { collectIncident } = await import("../lib/views/incident.ts");
+  const dir = mkdtempSync(join(tmpdir(), "tend-incident-"));
+  try {
+    const state = join(dir, "state");
+    mkdirSync(join(state, "services"), { recursive: true, mode: 0o700 });
+    const text =
+      `[watchdog]\nstate_dir = "${state}"\n[[service]]\nname = "tour"\npidfile = "${dir}/tour.pid"\n` +
+      `[service.check]\nhttp = "http://127.0.0.1:9/"\n[service.restart]\nspawn = ["true"]\n`;
+    const config = parseConfig(text, join(dir, "tend.toml"));
+    const second = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+    writeFileSync(join(state, "services", "tour.out"), "listening on 8080 pid 42\n");
+    const stamp = `[${localStamp(new Date(second))}]`;
+    const lines = [
+      ["HUNG", "tour failed 2 checks in a row: no answer within 2.0s (HTTP 000)"],
+      ["RESTART", "tour: started pid 42"],
+      ["RECOVERED", "tour recovered after restart"],
+    ];
+    writeFileSync(join(state, "watchdog.log"), lines.map(([tag, said]) => `${stamp} [${tag}] ${said}\n`).join(""));
+    const recorded = {
+      ...freshState(),
+      outages: [{ from: second - 30_000, to: second + 900, reason: "hung" }],
+      events: [
+        { at: second + 40, tag: "HUNG", message: lines[0][1], event: "restart" },
+        { at: second + 120, tag: "RESTART", message: lines[1][1] },
+        { at: second + 910, tag: "RECOVERED", message: lines[2][1], event: "recovered" },
+      ],
+      // Just before the action, and after the verification.
+      outputMarks: [
+        [second + 60, 0],
+        [second + 905, 25],
+      ] as [number, number][],
+    };
+    const incident = await collectIncident(config, "tour", { now: second + 5000, read: () => recorded });
+    const texts = incident.timeline.filter((line) => line.source !== "notification").map((line) => line.text);
+    const at = (start: string) => texts.findIndex((line) => line.startsWith(start));
+    const story = [
+      at("[HUNG] tour"),
+      at("[RESTART] tour"),
+      at("listening on 8080 pid 42 (written between"),
+      at("[RECOVERED]"),
+    ];
+    expect(story.every((index) => index >= 0)).toBe(true);
+    expect([...story].sort((a, b) => a - b)).toEqual(story);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -192,9 +192,32 @@ export async function collectIncident(
         text: `${emojiOf(event.event)}${oneLine(event.message, 400)}`,
       });
   timeline.push(...(await serviceLines(service, config, state, lo, hi)));
-  // At the very end of its second, after whatever is stamped finer there, its last millisecond too (a
-  // look at 12:00:36.9992 is before a line stamped 12:00:36: +999 put it after, one run of a thousand).
-  const key = (line: IncidentLine) => line.at + (inSecond.has(line) ? SECOND - 1e-6 : 0);
+  // A log line is placed at the very end of its second, after whatever is stamped finer there, its last
+  // millisecond too (a look at 12:00:36.9992 is before a line stamped 12:00:36: +999 put it after, one
+  // run of a thousand) — unless the state recorded it finer: the service's recent lines are its events,
+  // each at the millisecond it was written (the k-th line of a tag in a second is that second's k-th
+  // event of the tag), and at that millisecond's end: a look is timed finer. The log is in order, so a
+  // line is no later than the one after it.
+  const recorded = new Map<string, number[]>();
+  for (const event of state.events ?? []) {
+    const slot = `${Math.floor(event.at / SECOND)} ${event.tag}`;
+    recorded.set(slot, [...(recorded.get(slot) ?? []), event.at]);
+  }
+  const logged = timeline.filter((line) => inSecond.has(line) && line.source === "tend");
+  const exact = new Map<IncidentLine, number>();
+  for (const line of logged) {
+    const tag = /^\[([A-Z-]+)\]/.exec(line.text)?.[1];
+    const times = recorded.get(`${line.at / SECOND} ${tag}`);
+    const at = times?.shift();
+    if (at !== undefined) exact.set(line, at + 1 - 1e-6);
+  }
+  const keys = new Map<IncidentLine, number>();
+  let later = Infinity;
+  for (const line of timeline.filter((one) => inSecond.has(one)).reverse()) {
+    later = Math.min(later, exact.get(line) ?? line.at + SECOND - 1e-6);
+    keys.set(line, later);
+  }
+  const key = (line: IncidentLine) => keys.get(line) ?? line.at;
   timeline.sort((a, b) => key(a) - key(b) || order(a.source) - order(b.source));
   const first = (test: (line: IncidentLine) => boolean) =>
     timeline.find((line) => line.at >= from - SECOND && test(line));
