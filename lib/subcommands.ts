@@ -234,6 +234,15 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
           if (args.write) return 1;
         }
       }
+      // The boot script's crond runs tend's crontab line: without one, the chain would run nothing (#61).
+      const hasTendLine = async () => install.tendCronLines(await install.crontabLines().catch(() => [])).length > 0;
+      if (scheduler === "termux-boot" && !args.loop && args.write && !(await hasTendLine())) {
+        io.err(
+          "watchdog install: termux-boot: the crontab has no tend line: at boot crond would run nothing of " +
+            "tend's. Write it first: watchdog install cron --write (then this again)",
+        );
+        return 1;
+      }
       const warnings = scheduler === "cron" ? await install.crontabWarnings(replace) : [];
       const rounded = scheduler === "cron" ? install.cronWarning(intervalMs) : null;
       for (const warning of [...(rounded ? [rounded] : []), ...warnings]) io.err(`watchdog install: ${warning}`);
@@ -257,6 +266,20 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
       ensureStateDir(config.watchdog.stateDir);
       if (created) io.out(`${config.watchdog.stateDir}: created (mode 0700)`);
       for (const line of await install.writeInstall(scheduler, files, replace)) io.out(line);
+      // --loop: the cron line too, as a keeper — a cron pass exits silently while the loop holds its lock,
+      // and watches when Android's phantom process killer took the loop.
+      if (scheduler === "termux-boot" && args.loop) {
+        if (Bun.which("crontab", { PATH: io.env.PATH ?? "" }) === null)
+          io.out("crontab: none here (pkg install cronie termux-services): no cron pass keeps the loop's watch");
+        else {
+          const keeper = install.installFiles("cron", config, {
+            ...where(io),
+            intervalMs,
+            mail: install.cronCanMail(io.env.PREFIX),
+          });
+          for (const line of await install.writeInstall("cron", keeper)) io.out(`${line} (the loop's keeper)`);
+        }
+      }
       if (linger) io.out(linger);
       return 0;
     },

@@ -277,9 +277,12 @@ function packageRelease(version: string, keyPath: string, dir: string, url: stri
   const at = new Date();
   const work = join(dir, ".work");
   mkdirSync(work, { recursive: true });
-  const release = { version, targets: {} as Record<string, { file: string; sha256: string }> };
-  for (const target of TARGETS)
-    release.targets[target] = { file: `tend-${target}`, sha256: sha256(join(dir, `tend-${target}`)) };
+  const release = { version, targets: {} as Record<string, { file: string; sha256: string; size: number }> };
+  for (const target of TARGETS) {
+    const file = join(dir, `tend-${target}`);
+    // The size bounds self-update's download of it (a server streaming forever fills no disk).
+    release.targets[target] = { file: `tend-${target}`, sha256: sha256(file), size: statSync(file).size };
+  }
   writeFileSync(join(dir, "release.json"), JSON.stringify(release, null, 2) + "\n");
   writeFileSync(join(dir, "release.json.sig"), signature(key, join(dir, "release.json")));
   const debs: [string, Deb][] = [

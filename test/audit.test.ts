@@ -3,7 +3,7 @@
 // a user's crontab and the scripts its lines run, and against the p99 tend itself measured: on this host
 // and inside the phone (test/places.ts; the files copied into its HOME, the crontab cronie's).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync } from "node:fs";
 import { join, relative } from "node:path";
 import { controlledServer, publicCopy, removePublicCopy, ROOT, Sandbox, testUser } from "./helpers.ts";
 import { openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
@@ -110,6 +110,55 @@ for (const where of PLACES)
       const missing = await at.tend(["doctor", "--audit", nosuch]);
       expect(missing.stdout).toContain(`not read: ${nosuch}: no such file`);
       expect((await at.tend(["doctor", "stray"])).code).toBe(2); // files are for --audit
+    });
+
+    // #62 F5, F14, F15, F16: /dev/zero read whole (memory without bound), a FIFO waited on for good, a
+    // 300 MB file read whole, a file name with ESC/BEL/newline printed raw.
+    test("/dev/zero, a FIFO, a 300 MB file, a name with control characters: bounded, in words", async () => {
+      const { at } = auditAt(where);
+      at.writeScratch("fifo-dir/keep", "");
+      const fifo = at.scratch("fifo-dir/audit.fifo");
+      expect(Bun.spawnSync(["mkfifo", fifo.outside]).exitCode).toBe(0);
+      const big = at.scratch("big.sh");
+      at.writeScratch("big.sh", "#!/bin/sh\npkill -f myapp\n");
+      truncateSync(big.outside, 300 * 1024 * 1024); // sparse: 300 MB said, nothing written
+      const name = "evil\u001b[2J\u0007\nline.sh";
+      at.writeScratch(name, "#!/bin/sh\npkill -f myapp\n");
+      const odd = at.scratch(name).inside;
+      const result = await at.tend(["doctor", "--audit", "/dev/zero", fifo.inside, big.inside, odd]);
+      expect(result.stdout).toContain("not read: /dev/zero: is a device, not a regular file");
+      expect(result.stdout).toContain(`not read: ${fifo.inside}: is a FIFO, not a regular file`);
+      expect(result.stdout).toContain(`not read: ${big.inside}: past its first MiB (only that was read)`);
+      expect(result.stdout).toContain("evil\\x1b[2J\\x07\\nline.sh");
+      expect(result.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/); // no control character but the newline
+      expect(result.stdout).toContain("pkill"); // the big file's first MiB was read and audited
+    }, 30_000);
+
+    test("a watched unit with no Restart= whose restart is not tend's: no Restart= and no watcher (high)", async () => {
+      const { at } = auditAt(where);
+      at.writeScratch(
+        "plain.service",
+        "[Unit]\nDescription=web\n[Service]\nExecStart=/usr/bin/python3 -m http.server\n",
+      );
+      const file = at.scratch("plain.service").inside;
+      at.configure({ services: [{ name: "web", unit: "plain.service", check: { http: "http://127.0.0.1:1/" } }] });
+      const watched = JSON.parse((await at.tend(["doctor", "--audit", "--json", file])).stdout);
+      const trap = watched.findings.filter((finding: Finding) => finding.trap === "no-restart-no-watcher");
+      expect(trap).toHaveLength(1);
+      expect(trap[0]).toMatchObject({ severity: "high", line: 3 });
+      expect(trap[0].fix).toContain('restart.systemd = "plain.service"');
+      at.configure({
+        services: [
+          {
+            name: "web",
+            unit: "plain.service",
+            check: { http: "http://127.0.0.1:1/" },
+            restart: { systemd: "plain.service" },
+          },
+        ],
+      });
+      const restarted = JSON.parse((await at.tend(["doctor", "--audit", "--json", file])).stdout);
+      expect(restarted.findings.filter((finding: Finding) => finding.trap === "no-restart-no-watcher")).toEqual([]);
     });
 
     test("a unit tend probes (a configured service's unit) is no Restart=on-failure trap", async () => {

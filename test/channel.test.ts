@@ -6,7 +6,16 @@
 // release, no binary for this host; a channel that cannot be fetched is exit 1.
 import { afterAll, afterEach, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { appendFileSync, chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, readdirSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  statSync,
+} from "node:fs";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, ROOT, Sandbox, TEND } from "./helpers.ts";
@@ -301,3 +310,140 @@ test("inside the phone: a signed channel over HTTP verified there; its x64 build
   expect(unknown.code).toBe(3);
   expect(sha(target.outside)).toBe(before);
 }, 60_000);
+
+// #62 F1: the temp file took the source's mode (0777) through its hash check, and another user rewrote it
+// before root ran and installed it. Now it is made exclusively, 0700, and hashed as written: each run of the
+// new binary where it was fetched notes its own mode and owner.
+test("the temp file the new binary runs from is 0700 and tend's own, whatever the source's mode", async () => {
+  box = new Sandbox();
+  const signer = keyPair("release");
+  const { target, selfUpdate } = install([signer.key]);
+  const { dir } = channel(join(box.dir, "channel"), "9.1.0", signer.pem);
+  const file = join(dir, `tend-9.1.0-${HOST_TARGET}`);
+  chmodSync(file, 0o777);
+  const script = readFileSync(join(box.dir, "tend-9.1.0.sh"), "utf8");
+  writeFileSync(join(box.dir, "tend-9.1.0.sh"), `stat -c '%a %U' "$0" >> ${join(box.dir, "modes.log")}\n${script}`);
+  const done = await selfUpdate("--channel", dir);
+  expect({ code: done.code, stderr: done.stderr }).toEqual({ code: 0, stderr: "" });
+  const modes = readFileSync(join(box.dir, "modes.log"), "utf8").trim().split("\n");
+  const ranFrom = readFileSync(join(box.dir, "ran.log"), "utf8").trim().split("\n");
+  // The runs before the swap were from the temp file: every one of them 0700 root.
+  const beforeSwap = ranFrom.map((path, index) => (path.includes(".tend.new") ? modes[index] : null)).filter(Boolean);
+  expect(beforeSwap.length).toBeGreaterThanOrEqual(3); // --version, validate, pass --dry-run, plan
+  expect(new Set(beforeSwap)).toEqual(new Set(["700 root"]));
+  // Installed with the installed binary's mode (0755), not the source's 0777.
+  expect((statSync(target).mode & 0o777).toString(8)).toBe("755");
+}, 60_000);
+
+// #62 F4, F9–F11, F13: a binary URL that streams forever, channel files that are FIFOs, a downgrade against
+// the binary at --target: each stopped in words, nothing run, nothing changed.
+test("a download past its stated size, a FIFO in the channel, a downgrade of the target: nothing run", async () => {
+  box = new Sandbox();
+  const signer = keyPair("release");
+  const { target, selfUpdate } = install([signer.key]);
+  const before = sha(target);
+  const nothingRun = () => {
+    expect(sha(target)).toBe(before);
+    expect(existsSync(join(box.dir, "ran.log"))).toBe(false);
+    expect(readdirSync(join(box.dir, "bin")).filter((name) => name.startsWith(".tend.new"))).toEqual([]);
+  };
+  // A release whose binary's URL streams without end; release.json states the real size.
+  const { dir, release } = channel(join(box.dir, "www"), "9.2.0", signer.pem);
+  const entry = release.targets[HOST_TARGET];
+  const size = statSync(join(dir, entry.file)).size;
+  const sized = { ...release, targets: { [HOST_TARGET]: { ...entry, size } } };
+  writeFileSync(join(dir, "release.json"), JSON.stringify(sized, null, 2) + "\n");
+  writeFileSync(join(dir, "release.json.sig"), signFile(signer.pem, join(dir, "release.json")) + "\n");
+  let streamed = 0;
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch(request) {
+      const name = new URL(request.url).pathname.slice(1);
+      if (name !== entry.file) return new Response(Bun.file(join(dir, name)));
+      const block = new Uint8Array(1 << 20);
+      return new Response(
+        new ReadableStream({
+          pull(controller) {
+            streamed += block.length;
+            controller.enqueue(block);
+          },
+        }),
+      );
+    },
+  });
+  const endless = await selfUpdate("--channel", `http://127.0.0.1:${server.port}/`);
+  expect(endless.code).toBe(1);
+  expect(endless.stderr).toContain(`more than ${size} bytes (the size stated for it): stopped, nothing run`);
+  expect(streamed).toBeLessThan(size + 64 * (1 << 20));
+  nothingRun();
+
+  // A FIFO where release.json is, then where the binary is: refused at once, never waited on.
+  const fifo = channel(join(box.dir, "fifo"), "9.2.0", signer.pem).dir;
+  rmSync(join(fifo, "release.json"));
+  Bun.spawnSync(["mkfifo", join(fifo, "release.json")]);
+  const asked = await selfUpdate("--channel", fifo);
+  expect(asked.code).toBe(3);
+  expect(asked.stderr).toContain(`${join(fifo, "release.json")}: is a FIFO, not a regular file: refused`);
+  const binary = channel(join(box.dir, "fifo-binary"), "9.2.0", signer.pem);
+  rmSync(join(binary.dir, binary.release.targets[HOST_TARGET].file));
+  Bun.spawnSync(["mkfifo", join(binary.dir, binary.release.targets[HOST_TARGET].file)]);
+  const waited = await selfUpdate("--channel", binary.dir);
+  expect(waited.code).toBe(3);
+  expect(waited.stderr).toContain("is a FIFO, not a regular file: refused");
+  nothingRun();
+
+  // --target names a tend newer than the release (and than the running one): a downgrade of that target.
+  const newer = standIn("tend-9.5.0", "9.5.0");
+  const other = join(box.dir, "bin", "other-tend");
+  copyFileSync(newer, other);
+  chmodSync(other, 0o755);
+  rmSync(join(box.dir, "ran.log"), { force: true });
+  const down = await box.tend(["self-update", "--channel", join(box.dir, "www"), "--target", other, "--yes"]);
+  expect(down.code).toBe(3);
+  expect(down.stderr).toMatch(/tend 9\.2\.0 is older than the installed .*other-tend's 9\.5\.0: a downgrade/);
+  expect(sha(other)).toBe(sha(newer));
+}, 120_000);
+
+// The package manager's files are updated by the package (#62: /usr/bin/tend swapped behind dpkg's back).
+// dpkg's own binary is a file dpkg owns on every Debian: the oracle for "owned", asked of the real dpkg -S.
+test("a file a package owns: dpkg -S names it; rollback over it refused, exit 3, naming the package", async () => {
+  box = new Sandbox();
+  const { packageOwner } = await import("../lib/tools/update.ts");
+  expect(await packageOwner("/usr/bin/dpkg", "1.2.3")).toEqual({
+    manager: "dpkg",
+    name: "dpkg",
+    update: `apt install ./dpkg_1.2.3_${process.arch === "arm64" ? "arm64" : "amd64"}.deb`,
+  });
+  expect(await packageOwner(join(box.dir, "nobody-owns-this"))).toBeNull();
+  install([]);
+  // Refused before anything is looked at (a rollback never reaches /usr/bin/dpkg: it has no backups either).
+  const rollback = await box.tend(["self-update", "--rollback", "--target", "/usr/bin/dpkg", "--yes"]);
+  expect(rollback.code).toBe(3);
+  expect(rollback.stderr).toContain(
+    "/usr/bin/dpkg belongs to the Debian package dpkg: self-update does not swap it behind dpkg's back",
+  );
+}, 60_000);
+
+// #62 F12: a channel server that never answers said `internal error: t.trim is not a function` after 60 s.
+test("a channel that never answers: exit 1, in words (the fetch's timeout given in)", async () => {
+  const { updateFromChannel } = await import("../lib/tools/channel.ts");
+  const timedOut = async () => {
+    throw new DOMException("The operation timed out.", "TimeoutError");
+  };
+  const attempt = updateFromChannel(
+    {
+      channel: "http://192.0.2.1/",
+      target: "/nonexistent",
+      config: "/dev/null",
+      keys: [],
+      current: "1.0.0",
+      allowDowngrade: false,
+    },
+    { say: () => {}, confirm: async () => "no", fetch: timedOut as unknown as typeof fetch },
+  );
+  await expect(attempt).rejects.toMatchObject({
+    message: "channel http://192.0.2.1/: release.json: no answer within 60s",
+    exitCode: 1,
+  });
+});

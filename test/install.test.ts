@@ -84,9 +84,14 @@ test("cron: the line runs a pass at the interval; --write adds it once, keeps ot
 test("termux-boot: the wake lock, then runsvdir (crond runs the short passes); --loop: the loop; written once", () => {
   setup();
   const path = join(box.dir, ".termux", "boot", "tend-watchdog");
-  expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(
-    `${box.state}: created (mode 0700)\n${path}: written\n`,
-  );
+  // Without tend's crontab line the boot chain would start a crond that runs nothing of tend's (#61).
+  const refused = asUser("watchdog", "install", "termux-boot", "--write");
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("the crontab has no tend line");
+  expect(refused.stderr).toContain("watchdog install cron --write");
+  expect(existsSync(path)).toBe(false);
+  expect(asUser("watchdog", "install", "cron", "--write").code).toBe(0);
+  expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: written\n`);
   expect(asUser("watchdog", "install", "termux-boot", "--write").stdout).toBe(`${path}: unchanged\n`);
   // Run as Termux:Boot runs it in test/termux.test.ts (its reboot test); here: what it is made of.
   const script = readFileSync(path, "utf8").split("\n");
@@ -102,7 +107,10 @@ test("termux-boot: the wake lock, then runsvdir (crond runs the short passes); -
   expect(at(script, "exec ")).toBeGreaterThan(at(script, "loop() {"));
   expect(statSync(path).mode & 0o777).toBe(0o755);
   // The loop is the user's choice.
-  expect(asUser("watchdog", "install", "termux-boot", "--write", "--loop").stdout).toBe(`${path}: updated\n`);
+  // The loop, with the cron line kept as its keeper (a pass exits silently while the loop holds the lock).
+  expect(asUser("watchdog", "install", "termux-boot", "--write", "--loop").stdout).toBe(
+    `${path}: updated\ncrontab: unchanged (the loop's keeper)\n`,
+  );
   const loop = readFileSync(path, "utf8").split("\n");
   expect(at(loop, "termux-wake-lock &&")).toBeLessThan(at(loop, "exec "));
   expect(loop).toContain('exec "$tend" watchdog run --config "$config" > /dev/null 2>> "$log"');
@@ -199,7 +207,7 @@ test("systemd: % in paths is %% in ExecStart; launchd: PATH finds Homebrew; unin
   expect(unit).toContain(`ExecStart=${binary} watchdog pass --interval 5m --config ${box.dir}/50%%off/tend.toml`);
   const plist = asUser("watchdog", "install", "launchd").stdout;
   expect(plist).toContain("<string>/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin</string>");
-  expect(asUser("watchdog", "install", "termux-boot", "--write").code).toBe(0);
+  expect(asUser("watchdog", "install", "termux-boot", "--write", "--loop").code).toBe(0);
   const script = join(box.dir, ".termux", "boot", "tend-watchdog");
   expect(asUser("watchdog", "uninstall", "termux-boot", "--write").stdout).toBe(`${script}: removed\n`);
   expect(asUser("watchdog", "uninstall", "termux-boot", "--write").stdout).toBe(`${script}: not installed\n`);

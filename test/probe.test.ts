@@ -92,6 +92,36 @@ describe("http check", () => {
     expect(patient.latencyMs).toBeGreaterThanOrEqual(1400);
   });
 
+  // SPEC "Answers": a head that never completes is no answer, said with what did arrive (#63): curl's
+  // %{http_code} reports the status line; tend's verdict stays "hung", its words say the status.
+  test("a head that never completes: no answer, said with the status line or interim that arrived", async () => {
+    const server = createServer((socket) => {
+      socket.once("data", (request) => {
+        const path = /^GET (\S+)/.exec(request.toString())?.[1];
+        if (path === "/status-only") socket.write("HTTP/1.1 200 OK\r\n");
+        if (path === "/drip-503") socket.write("HTTP/1.1 503 Service Unavailable\r\nServer: x\r\n");
+        if (path === "/continue") socket.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX: 1\r\n");
+        if (path === "/continue-only") socket.write("HTTP/1.1 100 Continue\r\n\r\n");
+      });
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    const at = (path: string) => probe(http(path, { url: `http://127.0.0.1:${port}${path}`, timeoutMs: 400 }));
+    try {
+      const words = {
+        "/status-only": "HTTP 200 status line, headers not complete within 0.4s (HTTP 000)",
+        "/drip-503": "HTTP 503 status line, headers not complete within 0.4s (HTTP 000)",
+        "/continue": "HTTP 200 status line, headers not complete within 0.4s (HTTP 000)",
+        "/continue-only": "HTTP 100 Continue, then no final answer within 0.4s (HTTP 000)",
+      };
+      for (const [path, detail] of Object.entries(words))
+        expect({ path, ...(await at(path)) }).toMatchObject({ path, ok: false, timedOut: true, detail });
+    } finally {
+      server.close();
+    }
+  });
+
   test("a body that stalls: the status answers; with contains, the search counts toward the timeout", async () => {
     expect(await probe(http("/slow-body", { timeoutMs: 700 }))).toMatchObject({ ok: true, detail: "HTTP 200" });
     const searched = await probe(http("/slow-body", { timeoutMs: 700, contains: "never" }));

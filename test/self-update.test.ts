@@ -434,7 +434,7 @@ test("root updating a user's symlinked tend replaces the file the link names, ke
   expect(lstatSync(target).isSymbolicLink()).toBe(true); // the link kept
   expect(sha(real)).toBe(sha(next));
   expect(statSync(real).uid).toBe(nobody); // not made root's
-});
+}, 120_000); // a stand-in compiled and a 116 MB binary swapped: past the default 5 s beside busy cores
 
 test("the header check, host by host: the ELF's machine and linker, the Mach-O's CPU, anything else", async () => {
   const { executableProblem } = await import("../lib/core/executable.ts");

@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 // the browser, curl and promtool ask it from here), but the strace of what the page opens (the phone has
 // no strace) and the page built in slices (the library's, in this process).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { launchBrowser, SIDEWAYS, type Sideways } from "./browser.ts";
 import { ageHeartbeat, controlledServer, freePort, ROOT, Sandbox, TEND, waitFor } from "./helpers.ts";
@@ -227,6 +227,35 @@ for (const place of PLACES)
       child.kill("SIGTERM");
       expect(await child.exited).toBe(0);
       expect(await get(`${url}healthz`).catch(() => null)).toBeNull();
+    }, 60_000);
+
+    // #62 F2: a FIFO where a service's output file was, then one GET /incident: a blocking open stopped
+    // the loop (no more passes, /healthz silent, SIGTERM ignored). Now the one reader refuses it at once.
+    test("run --serve: a FIFO as a service's output file, GET /incident: answered, the passes go on", async () => {
+      box = openPlace(where);
+      box.writeConfig(
+        `[watchdog]\nstate_dir = "${box.state}"\nheartbeat_url = ""\n[[service]]\nname = "web"\nfailures = 1\n` +
+          `pidfile = "${box.scratch("web.pid").inside}"\n` +
+          `cooldown = "0s"\n[service.check]\ntcp = "127.0.0.1:1"\ntimeout = "200ms"\n` +
+          `[service.restart]\nspawn = ["true"]\n`,
+      );
+      const { url, child } = await start(["run", "--interval", "1s", "--serve", "--listen", "127.0.0.1:0"]);
+      const out = box.stateFile("services/web.out");
+      await waitFor(() => existsSync(out), 20_000, "the output file tend made");
+      await waitFor(async () => (await get(`${url}incident?service=web`)).status === 200, 20_000, "an outage");
+      rmSync(out);
+      expect(Bun.spawnSync(["mkfifo", out]).exitCode).toBe(0);
+      chownSync(out, box.uid, box.uid);
+      const asked = await get(`${url}incident?service=web`, { signal: AbortSignal.timeout(10_000) });
+      expect(asked.status).toBe(200);
+      expect(await asked.text()).toStartWith("web: outage ");
+      // The loop still passes: /healthz's last pass moves on after the request.
+      const lastPass = async () => JSON.parse(await (await get(`${url}api/status`)).text()).last_pass;
+      const then = await lastPass();
+      await waitFor(async () => (await lastPass()) !== then, 20_000, "a pass after the request");
+      expect((await get(`${url}healthz`)).status).toBe(200);
+      child.kill("SIGTERM");
+      expect(await child.exited).toBe(0);
     }, 60_000);
 
     test("the page in chromium at 360 and 1280 px: nothing scrolls sideways; card events newest first", async () => {

@@ -40,7 +40,9 @@ test("safe-kill -s KILL UNIT kills systemd's MainPID; systemd restarts it (NRest
 
 describe("the watchdog against real systemd units", () => {
   const WEB = "web.service";
+  const PLAIN = "plain.service";
   let port = 0;
+  let plainPort = 0;
   let config = "";
   const pass = (...args: string[]) => systemd.ct(systemd.tend, "watchdog", ...args, "--config", config);
   const answers = async () =>
@@ -48,6 +50,7 @@ describe("the watchdog against real systemd units", () => {
 
   beforeAll(async () => {
     port = await freePort();
+    plainPort = await freePort();
     systemd.installUnit(
       WEB,
       `[Service]
@@ -56,7 +59,14 @@ Restart=on-failure
 RestartSec=200ms
 `,
     );
-    systemd.installUnit("broken.service", "[Service]\nExecStart=/usr/bin/false\n");
+    // systemd gives up on it: its restarts hit the start limit (Result=start-limit-hit).
+    systemd.installUnit(
+      "broken.service",
+      "[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=2\n" +
+        "[Service]\nExecStart=/usr/bin/false\nRestart=always\nRestartSec=0\n",
+    );
+    // As hand-written units usually are: no Restart= — a crash leaves it failed, and nothing else starts it.
+    systemd.installUnit(PLAIN, `[Service]\nExecStart=/usr/bin/python3 -m http.server ${plainPort} --bind 127.0.0.1\n`);
     const brokenPort = await freePort();
     const name = `tend-${Math.random().toString(36).slice(2)}`;
     rmSync(join(systemd.share, name), { recursive: true, force: true });
@@ -80,6 +90,15 @@ timeout = "1s"
 [service.restart]
 systemd = "${WEB}"
 [[service]]
+name = "plain"
+failures = 1
+unit = "${PLAIN}"
+[service.check]
+http = "http://127.0.0.1:${plainPort}/"
+timeout = "1s"
+[service.restart]
+systemd = "${PLAIN}"
+[[service]]
 name = "broken"
 failures = 1
 [service.check]
@@ -90,15 +109,19 @@ systemd = "broken.service"
 `,
     );
     systemd.ct("systemctl", "start", "broken.service");
+    // Its restarts hit the limit: failed for good (systemd 252 keeps Result=exit-code, the last run's).
+    await waitFor(() => systemd.show("broken.service", "ActiveState") === "failed", 15_000, "systemd gave up");
+    systemd.ct("systemctl", "start", PLAIN);
     systemd.ct("systemctl", "restart", WEB);
     await waitFor(answers, 15_000, "web.service answering");
   }, 60_000);
   afterAll(() => {
-    systemd.ct("systemctl", "stop", WEB, "broken.service");
+    systemd.ct("systemctl", "stop", WEB, "broken.service", PLAIN);
     systemd.ct("systemctl", "reset-failed");
   });
 
   test("a frozen unit (running to systemd) restarted at strike 3; a failed unit reported, not restarted", async () => {
+    const brokenRestarts = systemd.show("broken.service", "NRestarts");
     const first = pass();
     expect(first.stderr).toBe("");
     expect(first.stdout).toContain(
@@ -118,7 +141,27 @@ systemd = "broken.service"
     expect(Number(systemd.show(WEB, "MainPID"))).not.toBe(frozen);
     expect(await answers()).toBe(true);
     expect(systemd.show("broken.service", "ActiveState")).toBe("failed");
-    expect(systemd.show("broken.service", "NRestarts")).toBe("0");
+    expect(systemd.show("broken.service", "NRestarts")).toBe(brokenRestarts); // tend respected the start limit
+  }, 90_000);
+
+  // #64: a unit with no Restart= (as hand-written ones are), kill -9: failed, Result=signal. systemd never
+  // tried; tend used to say "systemd gave up on it" and leave it down forever. Now: reset-failed, restarted.
+  test("a unit without Restart= killed by SIGKILL: failed, restarted by tend (reset-failed first)", async () => {
+    const plainAnswers = async () =>
+      (await fetch(`http://127.0.0.1:${plainPort}/`, { signal: AbortSignal.timeout(1000) }).catch(() => null))
+        ?.status === 200;
+    await waitFor(plainAnswers, 15_000, "plain.service answering");
+    expect(pass().stdout).not.toContain("[RESTART] plain");
+    systemd.ct("systemctl", "kill", "-s", "KILL", "--kill-who=main", PLAIN);
+    await waitFor(() => systemd.show(PLAIN, "ActiveState") === "failed", 10_000, "plain.service failed");
+    expect(systemd.show(PLAIN, "Result")).toBe("signal");
+    const after = pass().stdout;
+    console.log(after);
+    expect(after).not.toContain("systemd gave up on it");
+    expect(after).toContain("[RESTART] plain: systemctl restart plain.service");
+    expect(after).toContain("[RECOVERED] plain recovered");
+    expect(systemd.show(PLAIN, "ActiveState")).toBe("active");
+    expect(await plainAnswers()).toBe(true);
   }, 90_000);
 
   test("track_restarts: a silent auto-restart (NRestarts up) is reported; a manual one moves the base", async () => {

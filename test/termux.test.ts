@@ -460,6 +460,10 @@ tcp = "127.0.0.1:${hook.port}"
   expect(rows["/proc files"].detail).toContain("/proc/uptime, /proc/stat closed (tend does not read them)");
   expect(rows["page size"].detail).toMatch(/^(4096|16384) bytes \(RSS is VmRSS/);
   expect(rows["phantom process killer"].detail).toBe("Android API 29: no phantom process killer");
+  expect(rows["Android version"]).toMatchObject({
+    status: "ok",
+    detail: "Android API 29 (tend needs API 28, Android 9, or later)",
+  });
   expect(rows["Termux:Boot entries"]).toMatchObject({ status: "ok", detail: "tend-watchdog" });
   expect(rows["wake lock"].status).toBe("ok");
   expect(rows["crond and runsvdir"].detail).toContain("pkg install cronie termux-services");
@@ -715,6 +719,41 @@ test("reboot with cronie: within one period every service is up, one 🔌, statu
   expect(existsSync(box.outside(`${box.state}/cron.log`))).toBe(true); // the pass ran from crond's line
 }, 240_000);
 
+// #61: crond enabled, the boot script written, but no tend line in the crontab (removed since, or an older
+// tend): boot.log used to say "crond runs … it runs tend's crontab line" and nothing watched. Now doctor
+// says so (exit 1) and the boot script falls back to the loop, in boot.log and a notification.
+test("crond but no tend crontab line: doctor exit 1; after a reboot the loop watches, said, notified", async () => {
+  box = new TermuxBox({ termuxServices: true, ownNetwork: true });
+  await box.run(["true"]);
+  const hook = outsideReceiver();
+  box.writeConfig(phoneConfig(hook.url));
+  expect((await box.tendRun(["watchdog", "install", "cron", "--write"])).code).toBe(0);
+  expect((await box.tendRun(["watchdog", "install", "termux-boot", "--write"])).code).toBe(0);
+  expect((await box.run(["crontab", "-r"])).code).toBe(0); // the line removed by hand, later
+  const doctor = await box.tendRun(["doctor", "--json"]);
+  expect(doctor.code).toBe(1);
+  const installed = JSON.parse(doctor.stdout).capabilities.find(
+    (row: { name: string }) => row.name === "installed entries",
+  );
+  expect(installed.status).toBe("missing");
+  expect(installed.detail).toContain("the crontab has no tend line: at boot crond would run nothing of tend's");
+  await phoneInUse();
+
+  await box.powerCut();
+  await box.powerOn();
+  expect(await box.termuxBoot()).toEqual(["tend-watchdog"]);
+  await within(60_000, "the 🔌 from the loop's first pass", () => plugs(hook.received).length > 0);
+  const bootLog = bootStory();
+  expect(bootLog).toContain(
+    "the crontab has no tend line (watchdog install cron --write): tend's loop watches instead",
+  );
+  expect(bootLog).not.toContain("it runs tend's crontab line");
+  expect(
+    hook.received.some((body) => body.includes("crond cannot run tend's passes at boot (the crontab has no tend line")),
+  ).toBe(true);
+  expect(log()).toContain("[START] web: started after reboot");
+}, 240_000);
+
 test("reboot on a fresh Termux: install refuses; with --loop the loop watches from boot, one 🔌", async () => {
   box = new TermuxBox({ ownNetwork: true });
   await box.run(["true"]);
@@ -795,6 +834,7 @@ name = "blog"
 [service.check]
 tcp = "127.0.0.1:${hook.port}"
 `);
+  expect((await box.tendRun(["watchdog", "install", "cron", "--write"])).code).toBe(0);
   expect((await box.tendRun(["watchdog", "install", "termux-boot", "--write"])).code).toBe(0);
   box.write(`${PREFIX}/var/service/crond/down`, ""); // sv-disable crond
   const doctor = JSON.parse((await box.tendRun(["doctor", "--json"])).stdout);
@@ -807,7 +847,7 @@ tcp = "127.0.0.1:${hook.port}"
   const bootLog = readFileSync(box.outside(`${box.state}/boot.log`), "utf8");
   expect(bootLog).toContain("crond is not enabled (sv-enable crond): tend's loop watches instead (watchdog run)");
   await waitFor(
-    () => hook.received.some((body) => body.includes("crond could not be started at boot")),
+    () => hook.received.some((body) => body.includes("crond cannot run tend's passes at boot")),
     10_000,
     "told",
   );

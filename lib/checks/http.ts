@@ -56,7 +56,7 @@ export const http = defineCheck<HttpCheck>({
     if (ca !== null) {
       if (insecure) table.fail("ca", "ca and insecure = true exclude each other: insecure verifies nothing");
       try {
-        readRegularFile(ca, PROBE_BODY_LIMIT);
+        readRegularFile(ca, PROBE_BODY_LIMIT, { follow: true });
       } catch (error) {
         table.fail("ca", `${JSON.stringify(caPath)}: ${inWords(error)}`);
       }
@@ -77,7 +77,7 @@ export const http = defineCheck<HttpCheck>({
     let ca: string | null = null;
     if (check.ca) {
       try {
-        ca = readRegularFile(check.ca, PROBE_BODY_LIMIT);
+        ca = readRegularFile(check.ca, PROBE_BODY_LIMIT, { follow: true });
       } catch (error) {
         return finish(false, `cannot read ca ${check.ca}: ${inWords(error)}`, { status: null });
       }

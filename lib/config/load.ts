@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, type Stats } from "node:fs";
 import { refuseUnsafeConfig } from "./strict.ts";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
@@ -6,7 +6,7 @@ import { TendError, usageError } from "../core/errors.ts";
 import { parseListen } from "../core/listen.ts";
 import { keyProblem } from "../core/release-key.ts";
 import { httpUrlProblem, shownUrl, smtpUrlProblem } from "../core/redact.ts";
-import { inWords, readRegularFile } from "../os/files.ts";
+import { inWords, openRegular, readBoundedOf } from "../os/files.ts";
 import { statePaths } from "../state/dir.ts";
 import { checkServiceGraph } from "./graph.ts";
 import { isTable, Reader, show, type Table } from "./reader.ts";
@@ -54,15 +54,28 @@ export function findConfig({ path, env = process.env }: LoadOptions = {}): strin
 /** Read, parse and validate the configuration; throws TendError (exit 2) naming every bad key. */
 export function loadConfig(options: LoadOptions = {}): Config {
   const path = findConfig(options);
-  refuseUnsafeConfig(path);
-  let text: string;
+  let opened: { fd: number; stats: Stats };
   try {
-    // One byte past the limit: a bigger file is refused, never cut (services past a cut would go unwatched).
-    text = readRegularFile(path, CONFIG_LIMIT + 1);
+    opened = openRegular(path, { follow: true });
   } catch (error) {
+    // Not readable (another user's, mode 0600): its owner and mode say more than "permission denied".
+    refuseUnsafeConfig(path, null);
     throw usageError(`cannot read configuration ${path}: ${inWords(error)}`);
   }
-  if (Buffer.byteLength(text) > CONFIG_LIMIT)
+  let read: { bytes: Buffer; more: boolean };
+  try {
+    // Checked on the descriptor that is read: a link flipped between the check and the read changes nothing.
+    refuseUnsafeConfig(path, opened);
+    read = readBoundedOf(opened.fd, opened.stats, CONFIG_LIMIT);
+  } catch (error) {
+    if (error instanceof TendError) throw error;
+    throw usageError(`cannot read configuration ${path}: ${inWords(error)}`);
+  } finally {
+    closeSync(opened.fd);
+  }
+  const text = read.bytes.toString("utf8");
+  // A bigger file is refused, never cut (services past a cut would go unwatched).
+  if (read.more)
     throw usageError(`configuration ${path} is larger than 4 MiB: refused (nothing is watched from a cut file)`);
   return parseConfig(text, path, options.env ?? process.env);
 }

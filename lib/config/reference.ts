@@ -112,7 +112,15 @@ const RESTART_KEYS: Record<string, KeyDoc[]> = {
     key("env", "table", "", "environment variables added to cron's"),
     key("output", "path", "services/NAME.out", "where its stdout and stderr go (kept under log_max_size)"),
   ],
-  systemd: [key("systemd", "unit", "", "`systemctl restart UNIT`; the unit is the pid source")],
+  systemd: [
+    key(
+      "systemd",
+      "unit",
+      "",
+      "`systemctl restart UNIT`; the unit is the pid source. A failed unit is reset (`reset-failed`) and " +
+        "restarted — one without `Restart=` has nobody else — unless systemd gave up on it (start-limit-hit)",
+    ),
+  ],
   launchd: [key("launchd", "label", "", "`launchctl kickstart -k DOMAIN/LABEL`")],
   runit: [
     key("runit", "service", "", "`sv restart SV_DIR/SERVICE` (runit, termux-services)"),

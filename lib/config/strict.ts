@@ -1,6 +1,17 @@
 import { idEntry } from "../os/users.ts";
-import { lstatSync, realpathSync, statSync, type Stats } from "node:fs";
-import { dirname } from "node:path";
+import { aclWriters, type AclWriters } from "../os/acl.ts";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  type Stats,
+} from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { TendError } from "../core/errors.ts";
 import { sharedStorage } from "../state/dir.ts";
 
@@ -9,15 +20,20 @@ import { sharedStorage } from "../state/dir.ts";
  * so a file anyone else can write is someone else's commands run as tend's user (root, often).
  * Refused, exit 3, naming the file, its owner and mode, and the chmod/chown that fixes it: a file
  * or directory (and a symlink's target) writable by others, writable by a group other than the
- * owner's own private group, or owned by another user than the one running tend or root.
+ * owner's own private group, or owned by another user than the one running tend or root. `opened`:
+ * the descriptor that is read (null: it could not be opened, its path's inode is said instead).
  */
-export function refuseUnsafeConfig(path: string, uid = process.getuid?.() ?? -1): void {
+export function refuseUnsafeConfig(
+  path: string,
+  opened: { fd: number; stats: Stats } | null,
+  uid = process.getuid?.() ?? -1,
+): void {
   if (uid < 0) return; // no POSIX owners here
   let real: string;
   try {
     real = realpathSync(path);
   } catch {
-    return; // missing: said as such by the read that follows
+    real = path; // flipped away since it was opened: the descriptor is what is checked and read
   }
   const shared = sharedStorage(dirname(real));
   if (shared)
@@ -27,32 +43,102 @@ export function refuseUnsafeConfig(path: string, uid = process.getuid?.() ?? -1)
       3,
       "refused",
     );
-  const places: [string, string][] = [
-    ["configuration", real],
-    ["the directory holding the configuration", dirname(real)],
-  ];
-  if (real !== path && lstatSync(path).isSymbolicLink())
-    places.push(["the directory holding the configuration's symlink", dirname(path)]);
-  for (const [what, place] of places) {
-    const stats = statSync(place);
-    const problem = unsafe(stats, uid);
-    const mode = (stats.mode & 0o7777).toString(8).padStart(4, "0");
-    if (problem)
-      throw new TendError(
-        `${what} ${place} ${problem.said} (owner uid ${stats.uid}, mode ${mode}): ` +
-          `the configuration holds command lines tend runs as you: refused. Fix: ${problem.fix} ${place}`,
-        3,
-        "refused",
-      );
+  // The file read is the file checked: its descriptor's owner, mode and ACL.
+  if (opened) refuseIfUnsafe("configuration", real, opened.stats, aclWriters(opened.fd), uid);
+  else {
+    const stats = statSync(path, { throwIfNoEntry: false });
+    if (!stats) return; // missing: said as such by the read
+    refuseIfUnsafe("configuration", real, stats, null, uid);
+  }
+  for (const [what, place] of directoriesOnTheWay(path)) {
+    let stats: Stats;
+    let acl: AclWriters | null = null;
+    try {
+      const fd = openSync(place, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK);
+      try {
+        stats = fstatSync(fd);
+        acl = aclWriters(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      stats = statSync(place); // a directory one may search but not read (mode 0711): its inode still says
+    }
+    refuseIfUnsafe(what, place, stats, acl, uid);
   }
 }
 
-function unsafe(stats: Stats, uid: number): { said: string; fix: string } | null {
+function refuseIfUnsafe(what: string, place: string, stats: Stats, acl: AclWriters | null, uid: number): void {
+  const problem = unsafe(stats, acl, uid);
+  const mode = (stats.mode & 0o7777).toString(8).padStart(4, "0");
+  if (problem)
+    throw new TendError(
+      `${what} ${place} ${problem.said} (owner uid ${stats.uid}, mode ${mode}): ` +
+        `the configuration holds command lines tend runs as you: refused. Fix: ${problem.fix} ${place}`,
+      3,
+      "refused",
+    );
+}
+
+/**
+ * Every directory from `/` down to the configuration, and down to each symlink on the way and its
+ * target (as OpenSSH's safe_path walks up): whoever may write in one of them may swap what is below.
+ */
+export function directoriesOnTheWay(path: string): [string, string][] {
+  const found = new Map<string, string>();
+  const chain = (dir: string, what: string) => {
+    for (let place = dir; ; place = dirname(place)) {
+      if (!found.has(place)) found.set(place, place === dir ? what : "the directory on the way");
+      if (place === "/") break;
+    }
+  };
+  let hops = 0;
+  const walk = (given: string, what: string) => {
+    let current = "/";
+    const parts = resolve(given).split("/").filter(Boolean);
+    for (const [index, part] of parts.entries()) {
+      const next = join(current, part);
+      let link: string | null = null;
+      try {
+        link = lstatSync(next).isSymbolicLink() ? readlinkSync(next) : null;
+      } catch {
+        break; // missing: nothing further down to check
+      }
+      if (link === null) {
+        current = next;
+        continue;
+      }
+      chain(current, `the directory holding the symlink ${part}`);
+      if (++hops > 40) break;
+      walk(join(resolve(current, link), ...parts.slice(index + 1)), what);
+      return;
+    }
+    chain(dirname(current), what);
+  };
+  walk(path, "the directory holding the configuration");
+  // The configuration's own directory first, then the symlinks' and the ways to them.
+  return [...found.entries()].map(([place, what]) => [what, place]);
+}
+
+function unsafe(stats: Stats, acl: AclWriters | null, uid: number): { said: string; fix: string } | null {
   if (stats.uid !== uid && stats.uid !== 0) return { said: "belongs to another user", fix: `chown ${uid}` };
   // A sticky directory (/tmp): others may write in it, never replace what is yours.
   const sticky = stats.isDirectory() && (stats.mode & 0o1000) !== 0;
-  if (stats.mode & 0o002 && !sticky) return { said: "is writable by others", fix: "chmod o-w" };
-  if (stats.mode & 0o020 && !sticky && !privateGroup(stats.gid, stats.uid))
+  if (sticky) return null;
+  if (stats.mode & 0o002) return { said: "is writable by others", fix: "chmod o-w" };
+  if (acl) {
+    // With an ACL the group bits are its mask: the owning group's own entry says what the group may do.
+    const others = [
+      ...acl.users.filter((id) => id !== stats.uid).map((id) => `user ${id}`),
+      ...acl.groups.map((id) => `group ${id}`),
+    ];
+    if (others.length)
+      return { said: `is writable by others (its ACL lets ${others.join(", ")} write)`, fix: "setfacl -b" };
+    if (acl.owningGroup && !privateGroup(stats.gid, stats.uid))
+      return { said: `is writable by group ${stats.gid}, not its owner's own (its ACL)`, fix: "setfacl -b" };
+    return null;
+  }
+  if (stats.mode & 0o020 && !privateGroup(stats.gid, stats.uid))
     return { said: `is writable by group ${stats.gid}, not its owner's own`, fix: "chmod g-w" };
   return null;
 }

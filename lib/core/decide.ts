@@ -44,7 +44,15 @@ export interface Facts {
   /** The restart backend says the service is down on purpose (`sv down`): why. Skipped, never started. */
   stopped?: string | null;
   /** systemd's view of the service's unit (unit = or restart.systemd). */
-  unit?: { name: string; activeState: string; nRestarts: number | null } | null;
+  /** `result`: systemd's Result= (start-limit-hit: it gave up; signal, exit-code: it failed, nothing restarted it). */
+  unit?: {
+    name: string;
+    activeState: string;
+    nRestarts: number | null;
+    result?: string | null;
+    /** Its Restart= policy (no, on-failure, always, …). */
+    restart?: string | null;
+  } | null;
   /** RSS of the main process tree, for `memory`. */
   rssBytes?: number | null;
   /** A gap in the watchdog's heartbeat this pass found: recorded as no data. */
@@ -223,6 +231,29 @@ export function verdictOf(service: ServiceConfig, decision: Decision, now: numbe
 }
 
 /**
+ * systemd gave up on a failed unit: its start limit was hit (Result=start-limit-hit), or its Restart=
+ * would have restarted this result and it is failed all the same (its restarts hit the limit: systemd
+ * 252 keeps the last run's Result, exit-code, as the real systemd test shows). tend respects that. A
+ * unit that failed where its policy restarts nothing (a crash with Restart=no, as hand-written units
+ * are) is restarted like any down service — nobody else will (#64). Facts without a Result (a test's)
+ * count as given up, as before.
+ */
+const systemdGaveUp = (unit: NonNullable<Facts["unit"]>) =>
+  unit.activeState === "failed" &&
+  (unit.result === undefined ||
+    unit.result === "start-limit-hit" ||
+    (RESTARTED_RESULTS[unit.restart ?? "no"] ?? []).includes(unit.result ?? ""));
+
+/** Which Result= each Restart= policy restarts (systemd.service(5), its table of exit causes). */
+const RESTARTED_RESULTS: Record<string, string[]> = {
+  always: ["exit-code", "signal", "core-dump", "timeout", "watchdog", "oom-kill", "success"],
+  "on-failure": ["exit-code", "signal", "core-dump", "timeout", "watchdog", "oom-kill"],
+  "on-abnormal": ["signal", "core-dump", "timeout", "watchdog"],
+  "on-abort": ["signal", "core-dump"],
+  "on-watchdog": ["watchdog"],
+};
+
+/**
  * Every pass, whatever the verdict: systemd's silent auto-restarts (NRestarts), a unit that
  * systemd gave up on, the RSS sample for memory growth, a heartbeat gap.
  */
@@ -250,7 +281,7 @@ function observe(service: ServiceConfig, state: ServiceState, facts: Facts): Out
       }
       next = { ...next, nRestarts: unit.nRestarts }; // a decrease (manual restart) only resets the baseline
     }
-    if (unit.activeState === "failed" && state.unitState !== "failed") {
+    if (systemdGaveUp(unit) && state.unitState !== "failed") {
       log.push({
         tag: "WARN",
         event: "failed",
@@ -596,7 +627,7 @@ function holdOf({ service, state, facts, reason }: RestartWanted): Hold | null {
   const { now } = facts;
   // At N strikes with no restart coming now: down (the table's CRITICAL), whatever holds it.
   if (!service.restart) return { hold: "watch only", until: null, word: "down" };
-  if (facts.unit?.activeState === "failed") {
+  if (facts.unit && systemdGaveUp(facts.unit)) {
     return { hold: `${facts.unit.name} is failed (systemd's start limit is respected)`, until: null, word: "down" };
   }
   // A process tend cannot see cannot be stopped: a restart would start a second copy beside it. Not a
@@ -673,7 +704,7 @@ function heldLog({ service, state, facts, before = [], detail, why, reason }: Re
     ? [{ ...before[0], message: `${before[0].message}; not restarting: ${held.hold}` }, ...before.slice(1)]
     : [{ tag: "WARN", message: `${why}; not restarting: ${held.hold}` }];
   // A failed unit said its own 🚨 when it failed (observe).
-  if (held.word === "given-up" || state.outage?.notified || facts.unit?.activeState === "failed") return said;
+  if (held.word === "given-up" || state.outage?.notified || (facts.unit && systemdGaveUp(facts.unit))) return said;
   if (facts.process?.hidden && held.hold.startsWith("cannot be restarted")) {
     const message = `${service.name} ${held.hold}`;
     return [...said, { tag: "FAILED", event: "failed", message }];

@@ -111,7 +111,11 @@ export interface ServiceState {
   /** The last healthy probe's warning (a certificate that expires soon), or null. */
   checkWarning: string | null;
   /** The verified process the loop watches between passes (pidfile and tmux sources): PID and start time. */
-  watch: { pid: number; ticks: string } | null;
+  /**
+   * The service's process a pass verified (its PID and start tick), and the boot it was seen in: the
+   * loop watches it; a pidfile naming it in the same boot is that process, whatever the wall clock did.
+   */
+  watch: { pid: number; ticks: string; bootId?: string | null } | null;
   /** A service judged outside the configuration (blogtunnel): how to show it in status and report. */
   tunnel: TunnelRecord | null;
   /** What the last pass decided, and why: every view reads this (null: no pass has judged it). */

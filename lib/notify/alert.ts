@@ -134,7 +134,7 @@ const urlKey = (url: string) => new Bun.CryptoHasher("sha256").update(url).diges
 
 function readPingState(stateDir: string): PingState {
   try {
-    const saved = JSON.parse(readRegularFile(pingStateFile(stateDir), 4096, { noFollow: true }));
+    const saved = JSON.parse(readRegularFile(pingStateFile(stateDir), 4096));
     const refused = saved?.refused;
     if (typeof refused?.url !== "string" || typeof refused?.at !== "number") return { refused: null };
     const taken = typeof saved.clockStep === "number" ? saved.clockStep : 0;

@@ -16,7 +16,7 @@ import { lastStep, stepped, steppedIso, type ClockStep } from "../core/clock.ts"
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { overwriteInPlace, reserveTail, writeFileAtomic } from "../os/atomic.ts";
-import { inWords, readRegularFile, readTail } from "../os/files.ts";
+import { inWords, openRegular, readRegularFile, readTail } from "../os/files.ts";
 import { libc } from "../os/libc.ts";
 import { waitLock } from "../os/lock.ts";
 import { clockSteps, tendNow } from "../state/clock.ts";
@@ -171,7 +171,7 @@ export function readNotifyState(stateDir: string): NotifyState {
   const steps = clockSteps(stateDir);
   const empty: NotifyState = { dropped: 0, dedup: {}, lastError: null, firing: {}, unanswered: {} };
   try {
-    const saved = JSON.parse(readRegularFile(stateFile(stateDir), STATE_LIMIT, { noFollow: true }));
+    const saved = JSON.parse(readRegularFile(stateFile(stateDir), STATE_LIMIT));
     const unanswered = typeof saved?.unanswered === "object" && saved.unanswered !== null ? saved.unanswered : {};
     return stepNotifyState({ ...empty, ...saved, unanswered }, steps);
   } catch {
@@ -308,12 +308,11 @@ export function readDead(stateDir: string): DeadLetter[] {
 export function countLines(path: string): number {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openRegular(path).fd;
   } catch {
     return 0;
   }
   try {
-    if (!fstatSync(fd).isFile()) return 0;
     const block = Buffer.alloc(64 * 1024);
     let lines = 0;
     let last = 10;
@@ -712,7 +711,7 @@ function saveLines(path: string, entries: object[]) {
     // Emptied durably: a power cut must not bring back (and send again) what was delivered.
     let fd: number | undefined;
     try {
-      fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW);
+      fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
       if (fstatSync(fd).isFile()) {
         ftruncateSync(fd, 0);
         fsyncSync(fd);

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { readRegularFile } from "../os/files.ts";
 import { isTermux } from "../core/platform.ts";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
@@ -32,6 +33,8 @@ export interface InstallOptions {
 
 /** Marks tend's crontab line, so --write replaces it instead of adding a second. */
 const CRON_MARK = "# tend watchdog";
+/** isTendLine as the boot script's grep -E asks it of `crontab -l`. */
+const CRON_LINE_PATTERN = "^[^#]* watchdog pass .*# tend watchdog[[:space:]]*$";
 const LABEL = "org.tend.watchdog";
 const UNIT = "tend-watchdog";
 
@@ -230,7 +233,7 @@ function bootScript(config: Config, options: InstallOptions, every: string): str
     "loop() {",
     `  say "$1: tend's loop watches instead (watchdog run)"`,
     '  "$tend" notify --config "$config" --title "tend at boot" --priority high \\',
-    `    "crond could not be started at boot ($1): tend's loop watches instead (watchdog run)" >> "$log" 2>&1`,
+    `    "crond cannot run tend's passes at boot ($1): tend's loop watches instead (watchdog run)" >> "$log" 2>&1`,
     `  ${run}`,
     "}",
     'export SVDIR="$PREFIX/var/service" LOGDIR="$PREFIX/var/log"',
@@ -239,6 +242,9 @@ function bootScript(config: Config, options: InstallOptions, every: string): str
     "done",
     '[ -e "$SVDIR/crond/run" ] || loop "crond is no service in $SVDIR (pkg install cronie termux-services)"',
     '[ ! -e "$SVDIR/crond/down" ] || loop "crond is not enabled (sv-enable crond)"',
+    "# crond runs only what its crontab says: without tend's line there it would run nothing of tend's.",
+    `crontab -l 2> /dev/null | grep -q -E ${quote(CRON_LINE_PATTERN)} || ` +
+      'loop "the crontab has no tend line (watchdog install cron --write)"',
     "# Termux:Boot may run this twice: a runsvdir that already runs is kept.",
     'service-daemon start >> "$log" 2>&1 || say "service-daemon start: exit $? (runsvdir may run already)"',
     "waited=0",
@@ -400,7 +406,7 @@ export async function writeInstall(
   for (const file of files) {
     let current: string | null = null;
     try {
-      current = readFileSync(file.path, "utf8");
+      current = readRegularFile(file.path, 1024 * 1024);
     } catch {}
     if (current === file.content) {
       said.push(`${file.path}: unchanged`);

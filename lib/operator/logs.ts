@@ -1,8 +1,8 @@
-import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, readSync } from "node:fs";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { escapeControls } from "../core/sanitize.ts";
-import { inWords } from "../os/files.ts";
+import { inWords, openRegular } from "../os/files.ts";
 import { launchdDomain } from "../os/launchd.ts";
 import { runCommand, saidBy } from "../os/run.ts";
 import { exactWindow, parseTarget, serverArgs } from "../os/tmux.ts";
@@ -121,11 +121,7 @@ export async function serviceLogs(config: Config, name: string, options: LogsOpt
   let fd: number;
   try {
     // Never through a symlink, never blocking on a FIFO; a FIFO or device is refused below.
-    fd = openSync(source.file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    if (!fstatSync(fd).isFile()) {
-      closeSync(fd);
-      throw Object.assign(new Error("not a regular file (a FIFO or a device)"), { code: "EFTYPE" });
-    }
+    fd = openRegular(source.file).fd;
   } catch (error) {
     throw new TendError(`${name}: ${source.file}: ${inWords(error)}`, 1);
   }

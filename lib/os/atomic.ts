@@ -12,7 +12,7 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { readRegularFile } from "./files.ts";
+import { fsyncRegular, readRegularFile } from "./files.ts";
 
 const EXT4 = 0xef53;
 const BTRFS = 0x9123683e;
@@ -124,15 +124,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
  * open does not follow one), then its directory entry. False when it cannot (then write it anew).
  */
 export function syncFile(path: string): boolean {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    fsyncSync(fd);
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  if (!fsyncRegular(path)) return false;
   syncDirectory(dirname(path));
   return true;
 }
@@ -141,7 +133,7 @@ export function syncFile(path: string): boolean {
 export function syncDirectory(path: string): void {
   let fd: number | undefined;
   try {
-    fd = openSync(path, "r");
+    fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
     fsyncSync(fd);
   } catch {
     // Some file systems (and macOS for directories) refuse it: the file itself was fsynced.
@@ -196,7 +188,7 @@ export function reserveTail(
   if (!fallocate) return false;
   let fd: number | undefined;
   try {
-    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
     const stats = fstatSync(fd);
     if (!stats.isFile()) return false;
     if (stats.blocks * 512 >= stats.size + bytes) return true;

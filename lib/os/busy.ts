@@ -1,9 +1,11 @@
-import { readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { readdirSync, readlinkSync, statSync } from "node:fs";
 import type { BusyConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
-import { inWords } from "./files.ts";
+import { inWords, readRegularFile } from "./files.ts";
 
 const LISTEN = "0A";
+/** /proc/net/tcp is ~150 bytes a socket: 16 MiB is 100 000 sockets. */
+const PROC_NET_LIMIT = 16 * 1024 * 1024;
 
 /** Socket inodes listening on `port`, from /proc/net/tcp and tcp6 (Linux); null when neither can be read. */
 function listeningInodes(port: number): Set<string> | { unreadable: string } {
@@ -14,7 +16,7 @@ function listeningInodes(port: number): Set<string> | { unreadable: string } {
   for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     let text = "";
     try {
-      text = readFileSync(table, "utf8");
+      text = readRegularFile(table, PROC_NET_LIMIT);
       read++;
     } catch (error) {
       problem ||= `${table}: ${inWords(error)}`;

@@ -14,13 +14,17 @@ const BOOT_ID = "/proc/sys/kernel/random/boot_id";
 
 /** This boot's identity (Linux, Android), or null where it cannot be read (macOS: the boot-time clock tells). */
 export function bootId(): string | null {
+  // Read once: a process lives within one boot (every pass asks, for each process it verifies).
+  if (knownBootId !== undefined) return knownBootId;
   try {
     const id = readRegularFile(BOOT_ID, 64).trim();
-    return /^[0-9a-f-]{8,40}$/.test(id) ? id : null;
+    knownBootId = /^[0-9a-f-]{8,40}$/.test(id) ? id : null;
   } catch {
-    return null;
+    knownBootId = null;
   }
+  return knownBootId;
 }
+let knownBootId: string | null | undefined;
 
 /**
  * The host: the wall clock; the boot-time clock (CLOCK_BOOTTIME through libc, else sysinfo(2)'s

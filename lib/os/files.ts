@@ -1,5 +1,15 @@
-import { appendAll } from "./atomic.ts";
-import { accessSync, closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from "node:fs";
+import { appendAll, writeAll } from "./atomic.ts";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  statSync,
+  type Stats,
+} from "node:fs";
 import { join } from "node:path";
 
 const WORDS: Record<string, string> = {
@@ -38,30 +48,127 @@ const kindOf = (stats: Stats) =>
 export class FileProblem extends Error {}
 
 /**
- * Read a regular file, at most `limit` bytes. A FIFO, device or directory is an error, never a
- * hang or an endless read; with `noFollow` a symlink is refused too (files in the state dir).
+ * The one reader of files others may have made (SPEC: "one reader"). Every read of a file by its path
+ * goes through here — test/one-reader.test.ts fails on any other module that reads by path: opened
+ * non-blocking (a FIFO planted there fails or is refused, never waited on), without following a final
+ * symlink unless the caller asks (`follow`: a path the user named), checked on the descriptor to be a
+ * regular file (a FIFO, device or directory said in words), and read up to a stated bound.
  */
-export function readRegularFile(path: string, limit: number, { noFollow = false } = {}): string {
+export interface ReadOptions {
+  /** Follow a final symlink: only for a path the user named (the config, a script to import). */
+  follow?: boolean;
+}
+
+/** Open PATH for reading as the one reader does; the descriptor and its fstat (a regular file). */
+export function openRegular(path: string, { follow = false }: ReadOptions = {}): { fd: number; stats: Stats } {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (noFollow ? constants.O_NOFOLLOW : 0));
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (follow ? 0 : constants.O_NOFOLLOW));
   } catch (error) {
     throw Object.assign(new FileProblem(inWords(error)), { code: (error as NodeJS.ErrnoException).code });
   }
+  const stats = fstatSync(fd);
+  if (!stats.isFile()) {
+    closeSync(fd);
+    throw Object.assign(new FileProblem(`is ${kindOf(stats)}, not a regular file`), { code: "EFTYPE" });
+  }
+  return { fd, stats };
+}
+
+/**
+ * At most `limit` bytes of a regular file from its start; `more` when it holds more than that (said
+ * by the caller in its words: "more than 1 MiB"). /proc files say size 0: read up to the limit.
+ */
+export function readBounded(
+  path: string,
+  limit: number,
+  options: ReadOptions = {},
+): { bytes: Buffer; more: boolean; stats: Stats } {
+  const { fd, stats } = openRegular(path, options);
   try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) throw new FileProblem(`is ${kindOf(stats)}, not a regular file`);
-    // /proc files say size 0: read those up to the limit.
-    const buffer = Buffer.alloc(stats.size > 0 ? Math.min(limit, stats.size) : limit);
-    let size = 0;
-    while (size < buffer.length) {
-      const read = readSync(fd, buffer, size, buffer.length - size, null);
-      if (read === 0) break;
-      size += read;
-    }
-    return buffer.subarray(0, size).toString("utf8");
+    return { ...readBoundedOf(fd, stats, limit), stats };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The same, from a descriptor the one reader opened (its fstat given). */
+export function readBoundedOf(fd: number, stats: Stats, limit: number): { bytes: Buffer; more: boolean } {
+  const buffer = Buffer.alloc(stats.size > 0 ? Math.min(limit, stats.size) + 1 : limit + 1);
+  let size = 0;
+  while (size < buffer.length) {
+    const read = readSync(fd, buffer, size, buffer.length - size, null);
+    if (read === 0) break;
+    size += read;
+  }
+  return { bytes: buffer.subarray(0, Math.min(size, limit)), more: size > limit };
+}
+
+/** A regular file's text, at most `limit` bytes (what is past the bound is not read). */
+export function readRegularFile(path: string, limit: number, options: ReadOptions = {}): string {
+  return readBounded(path, limit, options).bytes.toString("utf8");
+}
+
+/** Read a whole regular file through `each` in blocks (a hash, a count), never more than `limit` bytes. */
+export function readBlocks(
+  path: string,
+  limit: number,
+  each: (block: Buffer) => void,
+  options: ReadOptions = {},
+): { size: number; more: boolean } {
+  const { fd } = openRegular(path, options);
+  try {
+    return readBlocksOf(fd, limit, each);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The same, from a descriptor the one reader opened. */
+export function readBlocksOf(
+  fd: number,
+  limit: number,
+  each: (block: Buffer) => void,
+): { size: number; more: boolean } {
+  const block = Buffer.alloc(256 * 1024);
+  let size = 0;
+  for (let read; (read = readSync(fd, block, 0, block.length, null)) > 0;) {
+    if (size + read > limit) return { size, more: true };
+    size += read;
+    each(block.subarray(0, read));
+  }
+  return { size, more: false };
+}
+
+/**
+ * Copy a regular file (never through a final symlink) into a new file made exclusively at `to`
+ * (mode 0600, no symlink followed): a log's rotation, a backup. Bytes copied.
+ */
+export function copyRegular(from: string, to: string, { follow = false, mode = 0o600 } = {}): number {
+  const { fd } = openRegular(from, { follow });
+  try {
+    const out = openSync(to, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    try {
+      return readBlocksOf(fd, Number.MAX_SAFE_INTEGER, (block) => writeAll(out, block)).size;
+    } finally {
+      closeSync(out);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** fsync a regular file another process wrote, by path (never through a symlink); false when it cannot. */
+export function fsyncRegular(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openRegular(path).fd;
+    fsyncSync(fd);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -105,15 +212,14 @@ export function appendNoFollow(path: string, text: string, mode = 0o600): void {
  * symlink, never a FIFO (none then), and where they began.
  */
 export function readRange(path: string, from: number, to = Infinity): { bytes: Buffer; start: number } {
-  let fd: number;
+  let opened: { fd: number; stats: Stats };
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    opened = openRegular(path);
   } catch {
     return { bytes: Buffer.alloc(0), start: 0 };
   }
+  const { fd, stats } = opened;
   try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) return { bytes: Buffer.alloc(0), start: 0 };
     const start = from < 0 ? Math.max(0, stats.size + from) : from;
     const buffer = Buffer.alloc(Math.max(0, Math.min(to, stats.size) - start));
     let size = 0;

@@ -418,7 +418,7 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       if (body!.end) release(body!.end === "complete" ? "end" : "cut");
     };
     const cancel = after(options.timeoutMs, () => {
-      if (!head) return noAnswer(`no answer within ${humanDuration(options.timeoutMs)}`, true);
+      if (!head) return noAnswer(unfinished(received, interim, humanDuration(options.timeoutMs)), true);
       body!.timedOut();
       progress();
     });
@@ -517,4 +517,17 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       )
       .catch((error: NodeJS.ErrnoException) => noAnswer(socketWords(error.code)));
   });
+}
+
+/**
+ * No final head within the timeout, said with what did arrive (SPEC: a head that never completes is
+ * no answer — a hung service — stricter than curl's %{http_code}, which reports its status line).
+ */
+export function unfinished(received: Buffer, interim: string | null, within: string): string {
+  // The last status line that arrived (after any interim 1xx heads): a final one whose headers never ended.
+  const lines = [...received.toString("latin1").matchAll(/(?:^|\n)HTTP\/\d(?:\.\d)? (\d{3})[^\r\n]*\r?\n/g)];
+  const status = lines.at(-1)?.[1];
+  if (status && !status.startsWith("1")) return `HTTP ${status} status line, headers not complete within ${within}`;
+  if (interim) return `HTTP ${interim}, then no final answer within ${within}`;
+  return `no answer within ${within}`;
 }

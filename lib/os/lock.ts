@@ -68,7 +68,7 @@ export async function tryLock(
 export function lockHolder(path: string): string {
   for (const file of [path, path + ".pid"]) {
     try {
-      const text = readRegularFile(file, 256, { noFollow: true }).trim();
+      const text = readRegularFile(file, 256).trim();
       if (text) return text;
     } catch {}
   }
@@ -155,7 +155,7 @@ function tryLockFile(path: string): Lock | null {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       let holder = "";
       try {
-        holder = readRegularFile(path, 256, { noFollow: true });
+        holder = readRegularFile(path, 256);
       } catch {}
       const [pid, startTicks] = holder.trim().split(" ");
       const info = readProc(Number(pid));

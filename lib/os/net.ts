@@ -29,8 +29,11 @@ export const socketWords = (code: string | undefined): string =>
 
 /** A network error in words: "connection refused", "name does not resolve", ... */
 export function networkReason(error: unknown): string {
-  const code = (error as { code?: string }).code;
-  return oneLine((code && CONNECTION_WORDS[code]) ?? code ?? (error as Error).message ?? String(error));
+  // A DOMException's code is a number (a timeout's is 23): only a string code is an errno's name.
+  const raw = (error as { code?: unknown } | null)?.code;
+  const code = typeof raw === "string" ? raw : undefined;
+  const message = (error as Error | null)?.message;
+  return oneLine((code && CONNECTION_WORDS[code]) ?? code ?? (typeof message === "string" ? message : String(error)));
 }
 
 /** Bodies are read up to a bound: a probe's (1 MiB), a notify or heartbeat answer's (64 KiB). */

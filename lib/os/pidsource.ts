@@ -45,7 +45,7 @@ export function readPidfile(path: string): PidfileRead {
   let text: string;
   let writtenAt: number;
   try {
-    text = readRegularFile(path, PIDFILE_LIMIT + 1);
+    text = readRegularFile(path, PIDFILE_LIMIT + 1, { follow: true });
     writtenAt = statSync(path).mtimeMs;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { missing: true };
@@ -63,7 +63,12 @@ export function readPidfile(path: string): PidfileRead {
  */
 export function fromPidfile(
   path: string,
-  recorded?: { pid: number | null; pidStartTicks: string | null; pidBootId?: string | null },
+  recorded?: {
+    pid: number | null;
+    pidStartTicks: string | null;
+    pidBootId?: string | null;
+    watch?: { pid: number; ticks: string; bootId?: string | null } | null;
+  },
   { strict = false } = {},
 ): MainProcess {
   const source = `pidfile ${path}`;
@@ -89,19 +94,29 @@ export function fromPidfile(
     if (info && isRunning(info) && info.startTicks === recorded.pidStartTicks)
       return { source, supervised: false, info, running: true, startedAt: startedAtMs(info), detail: `pid ${pid}` };
   }
+  // The same for a process tend did not start but a pass of this boot verified behind this pidfile (a
+  // service the user started while the phone's clock read 1970): after the clock is set, the file's
+  // 1970 mtime says nothing of which boot it is from; the boot id and the start tick do (#61).
+  const seen = recorded?.watch;
+  if (seen?.pid === pid && seen.bootId && seen.bootId === bootId()) {
+    const info = readProc(pid);
+    if (info && isRunning(info) && info.startTicks === seen.ticks)
+      return { source, supervised: false, info, running: true, startedAt: startedAtMs(info), detail: `pid ${pid}` };
+  }
   // Written before the host booted: its PID is the last boot's, whoever holds that number now (a
   // phone boots the same way every time: the same PID, even the same start tick, is no proof).
   if (writtenAt < bootTimeMs() - 2 * PIDFILE_SLACK_MS) return gone(`pid ${pid} is from before the host booted`);
   const info = readProc(pid);
   if (!info) {
-    if (signalProbe(pid) === "gone") return gone(`pid ${pid} is gone`);
+    const probe = signalProbe(pid);
+    if (probe === "gone") return gone(`pid ${pid} is gone`);
     return {
       source,
       supervised: false,
       info: null,
       running: true,
       startedAt: null,
-      detail: hiddenDetail(pid),
+      detail: hiddenDetail(pid, probe),
       hidden: true,
     };
   }
@@ -127,7 +142,12 @@ export const probeContext = (main: MainProcess | null) => ({
 });
 
 /** What status and safe-kill say of a process that runs but /proc does not show. */
-export const hiddenDetail = (pid: number) => `pid ${pid} runs as another user (not visible)`;
+export const hiddenDetail = (pid: number, probe: "alive" | "hidden" = "hidden") =>
+  probe === "alive"
+    ? // kill(pid, 0) allowed: the same user's, hidden by hidepid because it is not debuggable (#61).
+      `pid ${pid} is hidden from tend (hidepid: a process of your own that is not debuggable; ` +
+      "what works: a pidfile tend verifies by its start time, or restart.command)"
+    : `pid ${pid} runs as another user (not visible)`;
 
 /** A tmux pane's PID (the process tmux started for the pane). */
 export async function fromTmux(target: string, socket: string | null = null): Promise<MainProcess> {
@@ -151,14 +171,16 @@ export async function fromTmux(target: string, socket: string | null = null): Pr
 /** A PID that a manager (systemd, launchd) reports: trusted as the main PID, checked to be running. */
 function supervisedProcess(source: string, pid: number | null, why: string): MainProcess {
   const info = pid ? readProc(pid) : null;
-  if (pid && !info && signalProbe(pid) === "hidden")
+  const probe = pid && !info ? signalProbe(pid) : "gone";
+  // (kill(pid, 0) allowed with /proc silent is hidepid on Linux; on macOS it is a failed ps: not hidden.)
+  if (pid && (probe === "hidden" || (probe === "alive" && process.platform !== "darwin")))
     return {
       source,
       supervised: true,
       info: null,
       running: true,
       startedAt: null,
-      detail: hiddenDetail(pid),
+      detail: hiddenDetail(pid, probe),
       hidden: true,
     };
   const running = isRunning(info);
@@ -174,7 +196,7 @@ function supervisedProcess(source: string, pid: number | null, why: string): Mai
 }
 
 /** Properties a pass reads from systemd once per service: the pid source and the unit facts share them. */
-export const UNIT_PROPERTIES = ["MainPID", "ActiveState", "NRestarts"];
+export const UNIT_PROPERTIES = ["MainPID", "ActiveState", "NRestarts", "Result", "Restart"];
 /** What `systemctl show` answered, or why it could not. */
 export type UnitShown = Record<string, string> | Error;
 
@@ -228,7 +250,9 @@ export async function mainProcess(
 
 /** What the loop watches between passes: a verified process tend would start again (not systemd's or launchd's). */
 export const watchOf = (main: MainProcess | null) =>
-  main?.running && main.info && !main.supervised ? { pid: main.info.pid, ticks: main.info.startTicks } : null;
+  main?.running && main.info && !main.supervised
+    ? { pid: main.info.pid, ticks: main.info.startTicks, bootId: bootId() }
+    : null;
 
 /** The watched process is gone: no such PID, a zombie, or another process under its PID. */
 export function watchedIsGone(watch: { pid: number; ticks: string }): boolean {

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { uptime } from "node:os";
 import { oneLine } from "../core/sanitize.ts";
 import { readRegularFile } from "./files.ts";
@@ -22,7 +22,7 @@ export function readProc(pid: number): ProcInfo | null {
   if (process.platform === "darwin") return readProcDarwin(pid);
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    stat = readRegularFile(`/proc/${pid}/stat`, 4096);
   } catch {
     return null;
   }

@@ -9,7 +9,6 @@ import { appendAll } from "./atomic.ts";
 import {
   closeSync,
   constants,
-  copyFileSync,
   fstatSync,
   ftruncateSync,
   lstatSync,
@@ -18,7 +17,7 @@ import {
   rmSync,
   statSync,
 } from "node:fs";
-import { openAppend } from "./files.ts";
+import { copyRegular, openAppend } from "./files.ts";
 
 export interface Rotation {
   maxBytes: number;
@@ -100,7 +99,7 @@ export function rotateInPlace(path: string, rotation: Rotation = DEFAULT_ROTATIO
     withRotationMark(path, () => {
       if (rotation.keep > 0) {
         shift(path, rotation.keep);
-        copyFileSync(path, `${path}.1`);
+        copyRegular(path, `${path}.1`);
       }
       ftruncateSync(fd, 0);
       rotated = true;

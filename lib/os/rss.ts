@@ -1,9 +1,10 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
+import { readRegularFile } from "./files.ts";
 
 /** A process's resident set in bytes: VmRSS of /proc/PID/status (kB), right on 16 KiB-page kernels too. */
 export function processRss(pid: number): number | null {
   try {
-    const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readRegularFile(`/proc/${pid}/status`, 16_384))?.[1];
     return kib === undefined ? null : Number(kib) * 1024;
   } catch {
     return null;
@@ -21,7 +22,7 @@ export function treeRss(pid: number): number | null {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const stat = readRegularFile(`/proc/${entry}/stat`, 4096);
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
     } catch {}

@@ -8,7 +8,7 @@ import { readRegularFile } from "./files.ts";
 export function idEntry(file: "/etc/passwd" | "/etc/group", id: number): string[] | null {
   try {
     return (
-      readRegularFile(file, 4 * 1024 * 1024)
+      readRegularFile(file, 4 * 1024 * 1024, { follow: true })
         .split("\n")
         .map((line) => line.split(":"))
         .find((fields) => fields.length > 2 && Number(fields[2]) === id) ?? null

@@ -21,7 +21,7 @@ export function logConfigError(path: string | undefined, env: Env, message: stri
     const home = env.HOME || homedir();
     let stateDir = defaultStateDir(env, home);
     try {
-      const setting = /^\s*state_dir\s*=\s*"([^"]+)"/m.exec(readRegularFile(file, 65_536))?.[1];
+      const setting = /^\s*state_dir\s*=\s*"([^"]+)"/m.exec(readRegularFile(file, 65_536, { follow: true }))?.[1];
       if (setting) stateDir = expandPath(setting, home, dirname(resolve(file)));
     } catch {}
     if (!existsSync(stateDir)) return;

@@ -324,8 +324,13 @@ async function readUnit(
   return { name, shown };
 }
 
-const unitFacts = (name: string, { ActiveState, NRestarts }: Record<string, string>): Facts["unit"] => ({
+const unitFacts = (
+  name: string,
+  { ActiveState, NRestarts, Result, Restart }: Record<string, string>,
+): Facts["unit"] => ({
   name,
   activeState: ActiveState ?? "unknown",
+  result: Result || null,
+  restart: Restart || null,
   nRestarts: NRestarts === undefined || NRestarts === "" ? null : Number(NRestarts),
 });

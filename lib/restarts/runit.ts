@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readBounded, readRegularFile } from "../os/files.ts";
 import { isTermux } from "../core/platform.ts";
 import { isAbsolute, join } from "node:path";
 import { show } from "../config/reader.ts";
@@ -27,8 +27,8 @@ export function defaultSvDir(env: Env): string {
  */
 function downOnPurpose(dir: string): string | null {
   try {
-    const stat = readFileSync(join(dir, "supervise", "stat"), "utf8");
-    const status = readFileSync(join(dir, "supervise", "status"));
+    const stat = readRegularFile(join(dir, "supervise", "stat"), 64);
+    const status = readBounded(join(dir, "supervise", "status"), 64).bytes;
     if (stat.startsWith("down") && status.length >= 18 && status[17] === "d".charCodeAt(0))
       return `runit service ${dir} is down on purpose (sv down or a down file)`;
   } catch {} // not supervised (yet): the probe and the restart say so

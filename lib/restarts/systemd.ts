@@ -1,5 +1,6 @@
 import type { ServiceConfig } from "../config/types.ts";
-import type { DoctorRow } from "./kind.ts";
+import { runCommand } from "../os/run.ts";
+import type { DoctorRow, RestartContext } from "./kind.ts";
 import { managerRestart, runAction } from "./run-action.ts";
 
 const doctor: DoctorRow = {
@@ -18,8 +19,16 @@ const doctor: DoctorRow = {
 };
 
 /** `systemctl restart UNIT`; the pass leaves an inactive unit alone and only reports a failed one. */
+const restartUnit = managerRestart("systemd", "unit", (unit) => ["systemctl", "restart", "--", unit]);
+
 export const systemd = {
-  ...managerRestart("systemd", "unit", (unit) => ["systemctl", "restart", "--", unit]),
+  ...restartUnit,
+  // A failed unit (a crash with Restart=no) is reset first: its failed state and start counter must not
+  // hold the restart systemd itself will never make. (One systemd gave up on is never restarted: decide.)
+  async restart(service: ServiceConfig, action: { kind: "systemd"; unit: string }, context: RestartContext) {
+    await runCommand(["systemctl", "reset-failed", "--", action.unit], { timeoutMs: 10_000 });
+    return restartUnit.restart(service, action, context);
+  },
   // The unit whose ActiveState (inactive, failed) and NRestarts a pass reads; its journal is the output.
   pidSource: (action: { unit: string }) => ({ unit: action.unit }),
   sourceKey: "unit" as const,

@@ -31,7 +31,7 @@ export interface Heartbeat {
  */
 export function readHeartbeat(stateDir: string): Heartbeat | null {
   try {
-    const lines = readRegularFile(statePaths(stateDir).heartbeat, 4096, { noFollow: true }).split("\n");
+    const lines = readRegularFile(statePaths(stateDir).heartbeat, 4096).split("\n");
     const [at, interval, clockLine] = lines;
     if (!at?.trim()) return null;
     const intervalMs = parseDuration(interval?.replace(/^interval\s+/, "") ?? "");
@@ -120,7 +120,7 @@ export function markGapSaid(stateDir: string, fromMs: number): void {
   const path = statePaths(stateDir).heartbeat;
   let text: string;
   try {
-    text = readRegularFile(path, 4096, { noFollow: true });
+    text = readRegularFile(path, 4096);
   } catch {
     return;
   }

@@ -2,7 +2,8 @@
 // write left (writeFileAtomic's `.NAME.PID.RANDOM.tmp`, whose writer is gone), and a run of NUL
 // bytes in a log (ext4's delayed allocation, Android's noauto_da_alloc: the size was saved, the
 // data was not) — `grep '\[RESTART\]'` would say "binary file matches".
-import { closeSync, fstatSync, openSync, readdirSync, readSync, rmSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
+import { readRange } from "../os/files.ts";
 import { join } from "node:path";
 import { TEMP_FILE, writeFileAtomic } from "../os/atomic.ts";
 import { statePaths } from "./dir.ts";
@@ -49,33 +50,12 @@ export function removeStaleTemps(stateDir: string, now = Date.now()): number {
 
 /** Take the NUL runs out of a log's tail (rewritten atomically); how many bytes were NUL. */
 export function removeNulRuns(path: string): number {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return 0;
-  }
-  let text: Buffer;
-  let start: number;
-  try {
-    const size = fstatSync(fd).size;
-    start = Math.max(0, size - TAIL_BYTES);
-    text = Buffer.alloc(size - start);
-    readSync(fd, text, 0, text.length, start);
-  } finally {
-    closeSync(fd);
-  }
+  const { bytes: text, start } = readRange(path, -TAIL_BYTES);
   const nuls = text.reduce((count, byte) => count + (byte === 0 ? 1 : 0), 0);
   if (nuls === 0) return 0;
   // Rewrite the whole file: the head as it was, the tail without its NULs (and a line break where
   // a run cut a line off, so the next line starts at the start of a line).
-  const head = Buffer.alloc(start);
-  const again = openSync(path, "r");
-  try {
-    readSync(again, head, 0, start, 0);
-  } finally {
-    closeSync(again);
-  }
+  const head = readRange(path, 0, start).bytes;
   const kept: number[] = [];
   for (let index = 0; index < text.length; index++) {
     if (text[index] !== 0) {

@@ -40,7 +40,7 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
   // Kept while its disk was full (state/spill.ts): newer than its file.
   let text: string | null = spilled(stateDir, name, path);
   try {
-    text ??= readRegularFile(path, STATE_LIMIT, { noFollow: true });
+    text ??= readRegularFile(path, STATE_LIMIT);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { state: fresh(), problem: "missing" };
     return { state: fresh(), problem: `unreadable: ${(error as Error).message}` };
@@ -67,7 +67,7 @@ export function readState(stateDir: string, name: string, { repair = true } = {}
  * with the observations appended after that write (state/observed.ts); no clock step applied, no defaults.
  */
 export function savedState(stateDir: string, name: string): ServiceState {
-  const saved = JSON.parse(readRegularFile(stateFile(stateDir, name), STATE_LIMIT, { noFollow: true }));
+  const saved = JSON.parse(readRegularFile(stateFile(stateDir, name), STATE_LIMIT));
   if (typeof saved?.writeId !== "string") return saved;
   // Without the write it follows: written back as it is (a test's edit), no observation applies twice.
   const { writeId, ...state } = applyObservations(saved, observationsAfter(stateDir, name, saved.writeId));

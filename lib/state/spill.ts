@@ -107,7 +107,7 @@ export function spilled(stateDir: string, name: string, file?: string): string |
   const dir = spillDir(stateDir);
   if (dir) {
     try {
-      return readRegularFile(join(dir, `${name}.json`), 16 * 1024 * 1024, { noFollow: true });
+      return readRegularFile(join(dir, `${name}.json`), 16 * 1024 * 1024);
     } catch {}
   }
   const own = held.get(`${stateDir}\0${name}`);

@@ -3,7 +3,8 @@
 // job's plist), the user's crontab and the scripts its lines run, and any file given. Read only.
 // Each trap is a rule over one file's lines: what happens, and the fix. A file's kind is told by its
 // content. Pure over the text (auditText); the edge (which files, their text) is auditHost.
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import { inWords, readBounded } from "../os/files.ts";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Config, ServiceConfig } from "../config/types.ts";
@@ -34,6 +35,8 @@ export interface AuditContext {
   probedUnit?: (name: string) => boolean;
   /** The file's name as systemd knows it (for a unit read with `systemctl cat`). */
   unitName?: string;
+  /** Whether tend restarts this systemd unit (a configured service's `restart.systemd`). */
+  restartedUnit?: (name: string) => boolean;
 }
 
 /** A file's kind, by its content: `[Unit]`/`[Service]`, `<plist`, five-field cron lines, else a script. */
@@ -154,7 +157,25 @@ function auditUnit(file: string, lines: string[], context: AuditContext): Findin
           "or StartLimitBurst smaller",
       );
     }
-    const name = context.unitName ?? file.split("/").pop() ?? file;
+  }
+  const name = context.unitName ?? file.split("/").pop() ?? file;
+  // #64: a watched unit without Restart= whose restart is not tend's: a crash leaves it failed for good.
+  if (
+    restart === "no" &&
+    type !== "oneshot" &&
+    (context.probedUnit?.(name) ?? false) &&
+    !(context.restartedUnit?.(name) ?? false)
+  ) {
+    found(
+      "high",
+      "no-restart-no-watcher",
+      settings.get("Restart")?.line ?? serviceLine,
+      "no Restart= and no watcher: when it crashes it stays failed — systemd does not restart it, and tend " +
+        "only watches it (its service has no restart.systemd)",
+      `Restart=on-failure in the unit, or restart.systemd = "${name}" in tend's service`,
+    );
+  }
+  if (restart !== "no") {
     if (restart === "on-failure" && !(context.probedUnit?.(name) ?? false)) {
       found(
         "medium",
@@ -370,10 +391,13 @@ export interface AuditReport {
 
 const BYTES = 1024 * 1024;
 
-/** A file's text, bounded (a huge log given by mistake is cut, not read whole). */
-function readBounded(path: string): string {
-  const text = readFileSync(path, "utf8");
-  return text.length > BYTES ? text.slice(0, BYTES) : text;
+/**
+ * A file's text through the one reader, its first MiB (a huge log given by mistake, /dev/zero, is
+ * never read whole; a FIFO is never waited on: said in words). `cut` when there was more.
+ */
+function readAudited(path: string): { text: string; cut: boolean } {
+  const { bytes, more } = readBounded(path, BYTES, { follow: true });
+  return { text: bytes.toString("utf8"), cut: more };
 }
 
 /**
@@ -393,9 +417,20 @@ export async function auditHost(
   const services: ServiceConfig[] = config?.services ?? [];
   const unitsOf = (service: ServiceConfig) => [serviceUnit(service)].filter((unit): unit is string => unit !== null);
   const probedUnit = (name: string) => services.some((service) => unitsOf(service).includes(name));
+  const restartedUnit = (name: string) =>
+    services.some((service) => service.restart !== null && "unit" in service.restart && service.restart.unit === name);
   const add = (file: string, text: string, context: AuditContext = {}) => {
     report.files.push(file);
-    report.findings.push(...auditText(file, text, { p99ForUrl, probedUnit, ...context }));
+    report.findings.push(...auditText(file, text, { p99ForUrl, probedUnit, restartedUnit, ...context }));
+  };
+  const addFile = (path: string) => {
+    try {
+      const { text, cut } = readAudited(path);
+      add(path, text);
+      if (cut) report.unread.push(`${path}: past its first MiB (only that was read)`);
+    } catch (error) {
+      report.unread.push(`${path}: ${inWords(error)}`);
+    }
   };
   const units = new Set(services.flatMap(unitsOf));
   for (const unit of units) {
@@ -411,7 +446,7 @@ export async function auditHost(
       join(home, "Library", "LaunchAgents", `${label}.plist`),
       `/Library/LaunchDaemons/${label}.plist`,
     ].find(existsSync);
-    if (plist) add(plist, readBounded(plist));
+    if (plist) addFile(plist);
     else report.unread.push(`${label}: no plist in ~/Library/LaunchAgents or /Library/LaunchDaemons`);
   }
   const crontab = await runCommand(["crontab", "-l"], { timeoutMs: 10_000, cwd: "/" });
@@ -420,19 +455,12 @@ export async function auditHost(
     for (const line of crontab.stdout.split("\n")) {
       const command = cronCommand(line);
       for (const script of command ? scriptsOf(command, home) : []) {
-        if (!report.files.includes(script)) add(script, readBounded(script));
+        if (!report.files.includes(script)) addFile(script);
       }
     }
   }
   for (const file of given) {
-    const path = resolve(cwd, file);
-    try {
-      add(path, readBounded(path));
-    } catch (error) {
-      report.unread.push(
-        `${path}: ${(error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(error)}`,
-      );
-    }
+    addFile(resolve(cwd, file));
   }
   return report;
 }
@@ -440,13 +468,14 @@ export async function auditHost(
 export const hasHigh = (report: AuditReport) => report.findings.some((finding) => finding.severity === "high");
 
 export function renderAudit(report: AuditReport): string {
+  // File names and what was found in them are outside text: escaped as every view escapes them.
   const lines = report.findings.map(
     (finding) =>
-      `${finding.severity.toUpperCase().padEnd(6)} ${finding.file}:${finding.line}  ${finding.trap}\n` +
-      `       ${finding.what}\n       fix: ${finding.fix}`,
+      `${finding.severity.toUpperCase().padEnd(6)} ${oneLine(finding.file, 400)}:${finding.line}  ${finding.trap}\n` +
+      `       ${oneLine(finding.what, 400)}\n       fix: ${oneLine(finding.fix, 400)}`,
   );
-  const read = `read: ${report.files.length ? report.files.join(", ") : "nothing"}`;
-  const unread = report.unread.map((said) => `not read: ${said}`);
+  const read = `read: ${report.files.length ? report.files.map((file) => oneLine(file, 400)).join(", ") : "nothing"}`;
+  const unread = report.unread.map((said) => `not read: ${oneLine(said, 400)}`);
   const summary = report.findings.length
     ? `${report.findings.length} finding(s), ${report.findings.filter((one) => one.severity === "high").length} high`
     : "no trap found";

@@ -3,16 +3,15 @@
 // configured ([self_update] keys) or the release built in, before anything of the channel is run;
 // the signed file names this host's binary and its sha256, which then pins the download.
 import { createPublicKey, verify, type KeyObject } from "node:crypto";
-import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { refused, TendError } from "../core/errors.ts";
 import { KEY_FORM } from "../core/release-key.ts";
 import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { inWords } from "../os/files.ts";
-import { networkReason } from "../os/net.ts";
+import { inWords, readBounded } from "../os/files.ts";
+import { isTimeout, networkReason } from "../os/net.ts";
 import { hostName, type Host } from "../core/executable.ts";
-import { thisHost, updateBinary, type UpdateIo } from "./update.ts";
+import { DOWNLOAD_LIMIT, installedVersion, thisHost, updateBinary, type UpdateIo } from "./update.ts";
 
 /** The targets a release carries (SPEC "Releases"): `bun build --target=bun-<target>`. */
 export const RELEASE_TARGETS = ["linux-x64", "linux-arm64", "linux-arm64-android", "darwin-arm64"] as const;
@@ -21,7 +20,8 @@ export type ReleaseTarget = (typeof RELEASE_TARGETS)[number];
 /** release.json: what a channel offers, signed as a whole. */
 export interface Release {
   version: string;
-  targets: Partial<Record<ReleaseTarget, { file: string; sha256: string }>>;
+  /** Each target's file, its hash and (releases since 0.6) its size: the download's bound. */
+  targets: Partial<Record<ReleaseTarget, { file: string; sha256: string; size?: number }>>;
 }
 
 /** DER of an Ed25519 SubjectPublicKeyInfo, before its 32 raw bytes (RFC 8410). */
@@ -63,28 +63,25 @@ const isUrl = (channel: string) => /^https?:\/\//i.test(channel);
 async function readChannel(channel: string, name: string, limit: number, fetchImpl: typeof fetch) {
   if (!isUrl(channel)) {
     const path = join(channel, name);
-    let fd: number;
+    let read: { bytes: Buffer; more: boolean };
     try {
-      fd = openSync(path, "r");
+      // The one reader: a FIFO, a device or a directory there is refused in words, never waited on.
+      read = readBounded(path, limit, { follow: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      if ((error as NodeJS.ErrnoException).code === "EFTYPE") throw refused(`${path}: ${inWords(error)}: refused`);
       throw new TendError(`${path}: ${inWords(error)}`, 1);
     }
-    try {
-      const buffer = Buffer.alloc(limit + 1);
-      const length = readSync(fd, buffer, 0, limit + 1, 0);
-      if (length > limit) throw refused(`${path}: more than ${limit} bytes: not a release file`);
-      return buffer.subarray(0, length);
-    } finally {
-      closeSync(fd);
-    }
+    if (read.more) throw refused(`${path}: more than ${limit} bytes: not a release file`);
+    return read.bytes;
   }
   const url = new URL(name, channel.endsWith("/") ? channel : `${channel}/`).toString();
   let response: Response;
   try {
     response = await fetchImpl(url, { signal: AbortSignal.timeout(60_000) });
   } catch (error) {
-    throw new TendError(`channel ${redactUrl(channel)}: ${name}: ${networkReason(error)}`, 1);
+    const reason = isTimeout(error) ? "no answer within 60s" : networkReason(error);
+    throw new TendError(`channel ${redactUrl(channel)}: ${name}: ${reason}`, 1);
   }
   if (response.status === 404 || response.status === 410) return (await response.body?.cancel().catch(() => {}), null);
   if (response.status < 200 || response.status > 299)
@@ -142,6 +139,8 @@ export function parseRelease(bytes: Uint8Array): Release {
       throw refused(`release.json: targets.${target}.file must be a file name in the channel: refused`);
     if (typeof entry.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(entry.sha256))
       throw refused(`release.json: targets.${target}.sha256 must be 64 lowercase hex digits: refused`);
+    if (entry.size !== undefined && !(Number.isSafeInteger(entry.size) && entry.size > 0))
+      throw refused(`release.json: targets.${target}.size must be a positive whole number of bytes: refused`);
   }
   return release;
 }
@@ -180,17 +179,30 @@ export async function updateFromChannel(update: ChannelUpdate, io: UpdateIo): Pr
       `the release has no binary for this host (${target ?? hostName(host)}); it has: ` +
         `${Object.keys(release.targets).join(", ") || "none"}`,
     );
-  if (compareVersions(release.version, update.current) < 0 && !update.allowDowngrade)
-    throw refused(
-      `tend ${release.version} is older than the running ${update.current}: a downgrade (a replayed old release?) ` +
-        "is refused without --allow-downgrade",
-    );
+  // Older than the running binary, or than the one at the target (--target another tend): a downgrade.
+  const installed = await (io.versionOf ?? installedVersion)(update.target);
+  for (const [what, version] of [
+    ["the running", update.current],
+    [`the installed ${update.target}'s`, installed],
+  ] as const)
+    if (version && compareVersions(release.version, version) < 0 && !update.allowDowngrade)
+      throw refused(
+        `tend ${release.version} is older than ${what} ${version}: a downgrade (a replayed old release?) ` +
+          "is refused without --allow-downgrade",
+      );
   const source = isUrl(update.channel)
     ? new URL(entry.file, update.channel.endsWith("/") ? update.channel : `${update.channel}/`).toString()
     : join(update.channel, entry.file);
   io.say(`${target}: ${entry.file} (sha256 ${entry.sha256.slice(0, 12)}…)`);
   await updateBinary(
-    { source, target: update.target, sha256: entry.sha256, config: update.config, signed: release.version },
+    {
+      source,
+      target: update.target,
+      sha256: entry.sha256,
+      config: update.config,
+      signed: release.version,
+      limit: entry.size ?? DOWNLOAD_LIMIT,
+    },
     io,
   );
 }

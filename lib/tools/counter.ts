@@ -12,7 +12,7 @@ const COUNTER_LIMIT = 64;
 export function readCounter(path: string): { value: number; problem: string | null } {
   let text: string;
   try {
-    text = readRegularFile(path, COUNTER_LIMIT);
+    text = readRegularFile(path, COUNTER_LIMIT, { follow: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return { value: 0, problem: code === "ENOENT" ? null : `cannot read ${path}: ${inWords(error)}` };

@@ -1,7 +1,7 @@
-import { existsSync, lstatSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { oneLine } from "../core/sanitize.ts";
-import { inWords } from "../os/files.ts";
+import { inWords, readBounded, readRegularFile } from "../os/files.ts";
 import { fileSystemType, sharedStorage } from "../state/dir.ts";
 import { tryLock } from "../os/lock.ts";
 import { readProc, runningNamed, signalProbe, startedAtMs } from "../os/proc.ts";
@@ -80,7 +80,7 @@ export async function exerciseRows(stateDir: string | null): Promise<Capability[
 /** The kernel's page size, from our own auxiliary vector (AT_PAGESZ = 6): 4096, or 16384 on Android 15. */
 function auxvPageSize(): number | null {
   try {
-    const auxv = readFileSync("/proc/self/auxv");
+    const auxv = readBounded("/proc/self/auxv", 4096).bytes;
     for (let at = 0; at + 16 <= auxv.length; at += 16) {
       if (auxv.readBigUInt64LE(at) === 6n) return Number(auxv.readBigUInt64LE(at + 8));
     }
@@ -106,7 +106,7 @@ export async function termuxRows(env: Env, probe: ToolProbe, stateDir: string | 
 
   const readable = (path: string) => {
     try {
-      readFileSync(path, "utf8");
+      readRegularFile(path, 16 * 1024 * 1024);
       return "ok";
     } catch (error) {
       return inWords(error);
@@ -130,6 +130,19 @@ export async function termuxRows(env: Env, probe: ToolProbe, stateDir: string | 
   });
 
   const sdk = Number((await probe("getprop", "ro.build.version.sdk")).said) || 0;
+  // The Android build links bionic's LIBC_P symbols (getrandom): Android 9 (API 28) or later. An older
+  // phone never gets here (the loader refuses the binary); this row says the floor where it runs.
+  add({
+    name: "Android version",
+    status: sdk && sdk < 28 ? "missing" : "ok",
+    detail: sdk
+      ? `Android API ${sdk}` +
+        (sdk < 28
+          ? ": the Android build needs Android 9 (API 28) or later"
+          : " (tend needs API 28, Android 9, or later)")
+      : "not Android (getprop gives no API level)",
+    affects: "tend itself: the Android build needs bionic's LIBC_P symbols (Android 9, API 28)",
+  });
   add({
     name: "phantom process killer",
     status: sdk >= 31 ? "limited" : "ok",
@@ -165,7 +178,7 @@ export async function termuxRows(env: Env, probe: ToolProbe, stateDir: string | 
     affects: "starting at boot: the wake lock, runsvdir and crond",
   });
 
-  const script = entries.includes("tend-watchdog") ? readFileSync(join(bootDir, "tend-watchdog"), "utf8") : "";
+  const script = entries.includes("tend-watchdog") ? readRegularFile(join(bootDir, "tend-watchdog"), 1024 * 1024) : "";
   add({
     name: "wake lock",
     status: script.includes("termux-wake-lock") ? "ok" : "limited",

@@ -1,11 +1,11 @@
-import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isTermux } from "../core/platform.ts";
 import { join } from "node:path";
 import { connect } from "node:net";
 import type { Config } from "../config/types.ts";
 import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { inWords, resolveOnPath } from "../os/files.ts";
+import { inWords, readRegularFile, resolveOnPath } from "../os/files.ts";
 import { networkReason } from "../os/net.ts";
 import { flockAvailable } from "../os/lock.ts";
 import { readProc, runningNamed } from "../os/proc.ts";
@@ -100,7 +100,7 @@ export async function diagnose({ config, configProblem, env, sendTest }: DoctorO
   let tcpDetail = "/proc/net/tcp";
   let tcp: Health = "ok";
   try {
-    if (readFileSync("/proc/net/tcp", "utf8").split("\n").length < 2)
+    if (readRegularFile("/proc/net/tcp", 16 * 1024 * 1024).split("\n").length < 2)
       [tcp, tcpDetail] = ["limited", "empty (restricted)"];
   } catch (error) {
     // A degrade, not a failure: busy.log still decides (Android 10+ closes /proc/net to apps).

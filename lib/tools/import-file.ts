@@ -31,7 +31,7 @@ export async function importFromFile(script: string, out: string | null, io: Io)
   const path = resolve(script);
   let text: string;
   try {
-    text = readRegularFile(path, SCRIPT_LIMIT);
+    text = readRegularFile(path, SCRIPT_LIMIT, { follow: true });
   } catch (error) {
     throw usageError(`${path}: ${inWords(error)}`);
   }

@@ -2,8 +2,8 @@
 // crontab line, the Termux:Boot script, the systemd units, the launchd plist. Every program an entry
 // calls resolved on its runner's PATH, every file and directory it names present; one that cannot
 // run is `missing`, and doctor exits 1, whatever the configuration uses.
-import { existsSync, readFileSync } from "node:fs";
-import { resolveOnPath } from "../os/files.ts";
+import { existsSync } from "node:fs";
+import { readRegularFile, resolveOnPath } from "../os/files.ts";
 import { dirname, join } from "node:path";
 import { isTermux } from "../core/platform.ts";
 import { BOOT_NEEDS, BOOT_PROGRAMS, tendCronLines, userTimerPath } from "../operator/install.ts";
@@ -79,7 +79,7 @@ const assigned = (script: string, name: string) => {
  * The Termux:Boot script, as Termux:Boot runs it: its #! interpreter, then each program it calls on
  * Termux's PATH ($PREFIX/bin), crond enabled as a termux-services service, tend, its configuration.
  */
-function bootEntry(script: string, env: Record<string, string | undefined>): string[] {
+function bootEntry(script: string, env: Record<string, string | undefined>, crontab: string[]): string[] {
   const prefix = env.PREFIX || "/data/data/com.termux/files/usr";
   const path = join(prefix, "bin");
   const problems: string[] = [];
@@ -104,6 +104,11 @@ function bootEntry(script: string, env: Record<string, string | undefined>): str
       problems.push(`${service} is no service (pkg install cronie termux-services)`);
     else if (existsSync(join(service, "down"))) problems.push(`crond is not enabled (sv-enable crond)`);
   }
+  // crond runs what its crontab says: a boot chain without tend's line there starts nothing of tend's (#61).
+  if (needs.includes("crond") && !tendCronLines(crontab).length)
+    problems.push(
+      "the crontab has no tend line: at boot crond would run nothing of tend's (watchdog install cron --write)",
+    );
   const log = assigned(script, "log");
   problems.push(...tendProblems(assigned(script, "tend"), assigned(script, "config"), log && dirname(log)));
   return problems;
@@ -134,7 +139,7 @@ export function installedRow(env: Record<string, string | undefined>, crontab: s
   const uid = process.getuid?.() ?? 0;
   const read = (path: string) => {
     try {
-      return readFileSync(path, "utf8");
+      return readRegularFile(path, 1024 * 1024);
     } catch {
       return null;
     }
@@ -142,7 +147,8 @@ export function installedRow(env: Record<string, string | undefined>, crontab: s
   const entries: { what: string; problems: string[] }[] = [];
   for (const line of tendCronLines(crontab)) entries.push({ what: "crontab line", problems: cronEntry(line) });
   const boot = read(join(home, ".termux", "boot", "tend-watchdog"));
-  if (boot !== null) entries.push({ what: "Termux:Boot script tend-watchdog", problems: bootEntry(boot, env) });
+  if (boot !== null)
+    entries.push({ what: "Termux:Boot script tend-watchdog", problems: bootEntry(boot, env, crontab) });
   if (!isTermux(env)) {
     const unitDir = uid === 0 ? "/etc/systemd/system" : dirname(userTimerPath(home));
     const unit = read(join(unitDir, "tend-watchdog.service"));

@@ -6,12 +6,11 @@ import {
   lstatSync,
   chmodSync,
   closeSync,
-  copyFileSync,
+  constants,
+  fchmodSync,
   fsyncSync,
   openSync,
-  readSync,
   readdirSync,
-  readFileSync,
   renameSync,
   rmSync,
   statSync,
@@ -25,7 +24,8 @@ import { localStamp } from "../core/time.ts";
 import { redactUrl } from "../core/redact.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { runCommand } from "../os/run.ts";
-import { inWords } from "../os/files.ts";
+import { copyRegular, fsyncRegular, inWords, readBlocks, readBounded, readRegularFile } from "../os/files.ts";
+import { isTimeout, networkReason } from "../os/net.ts";
 import { writeAll, writeFileAtomic } from "../os/atomic.ts";
 import { executableProblem, HEAD_BYTES, type Host } from "../core/executable.ts";
 import { isTermux } from "../core/platform.ts";
@@ -45,6 +45,60 @@ export interface UpdateIo {
   fetch?: typeof fetch;
   /** Backups to keep (--keep N). */
   keep?: number;
+  /** The x.y.z of the tend at PATH (its --version), or null: installedVersion; a test gives its own. */
+  versionOf?: (path: string) => Promise<string | null>;
+  /** The package that owns PATH (dpkg -S, Homebrew's Cellar), or null: packageOwner. */
+  ownerOf?: (path: string) => Promise<PackageOwner | null>;
+}
+
+/** A package manager's claim on a file: which package, and the command that updates it instead. */
+export interface PackageOwner {
+  manager: "dpkg" | "homebrew";
+  name: string;
+  /** How the user updates it instead ("apt install ./tend_X.Y.Z_amd64.deb"). */
+  update: string;
+}
+
+/** The x.y.z the tend binary at PATH says it is, or null (none there, or it does not answer as tend). */
+export async function installedVersion(path: string): Promise<string | null> {
+  if (!existsSync(path)) return null;
+  const said = await runCommand([path, "--version"], { timeoutMs: 30_000 });
+  const line = said.exitCode === 0 ? said.stdout.split("\n")[0].trim() : "";
+  return TEND_VERSION_LINE.test(line) ? line.split(/[\s+]/)[1] : null;
+}
+
+/**
+ * Who owns PATH, if a package manager does: dpkg (Debian, and Termux, whose pkg is dpkg underneath),
+ * Homebrew (a Cellar path). Such a file is updated by its package, never swapped behind its back
+ * (dpkg --verify would flag it and the next upgrade would overwrite it silently).
+ */
+export async function packageOwner(path: string, version = "X.Y.Z"): Promise<PackageOwner | null> {
+  const real = resolveTarget(path);
+  if (/\/Cellar\/[^/]+\//.test(real)) {
+    const name = /\/Cellar\/([^/]+)\//.exec(real)![1];
+    return { manager: "homebrew", name, update: `brew upgrade ${name}` };
+  }
+  const termux = isTermux(process.env);
+  for (const candidate of [...new Set([path, real])]) {
+    const asked = await runCommand(["dpkg", "-S", candidate], { timeoutMs: 30_000 });
+    if (asked.exitCode !== 0) continue;
+    const name = asked.stdout.split(":")[0].trim();
+    if (!name || name.includes(" ")) continue; // "diversion by …" lines
+    const arch = termux ? "aarch64" : process.arch === "arm64" ? "arm64" : "amd64";
+    return { manager: "dpkg", name, update: `${termux ? "pkg" : "apt"} install ./${name}_${version}_${arch}.deb` };
+  }
+  return null;
+}
+
+/** Refuse a target a package manager owns (exit 3), naming the package and the command that updates it. */
+export async function refusePackaged(target: string, io: UpdateIo, version?: string): Promise<void> {
+  const owner = await (io.ownerOf ?? packageOwner)(target, version);
+  if (owner)
+    throw refused(
+      `${target} belongs to the ${owner.manager === "dpkg" ? "Debian" : "Homebrew"} package ${owner.name}: ` +
+        `self-update does not swap it behind ${owner.manager}'s back; update the package instead ` +
+        `(${owner.update}), or give --target another path`,
+    );
 }
 
 /** A binary proves it is tend: `tend X.Y.Z[+BUILD]` as the first line of --version. */
@@ -85,7 +139,7 @@ const manifestOf = (target: string) => join(dirname(target), `.${basename(target
 
 function readManifest(target: string): string[] {
   try {
-    return readFileSync(manifestOf(target), "utf8")
+    return readRegularFile(manifestOf(target), 64 * 1024)
       .split("\n")
       .filter((name) => /^[^/\0]+$/.test(name));
   } catch {
@@ -133,13 +187,8 @@ export function backup(target: string, now: Date, keep = KEEP_BACKUPS): string {
   // (a full disk leaves no truncated backup for --rollback to restore).
   const temp = tempBeside(path);
   try {
-    copyFileSync(target, temp);
-    const fd = openSync(temp, "r+");
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    copyRegular(target, temp, { follow: true });
+    if (!fsyncRegular(temp)) throw new TendError(`backup of ${target}: cannot make the copy durable`, 1);
     if (statSync(temp).size !== info.size)
       throw new TendError(`backup of ${target}: the copy is ${statSync(temp).size} bytes, not ${info.size}`, 1);
     chmodSync(temp, info.mode & 0o7777);
@@ -180,19 +229,18 @@ export const thisHost = (): Host => ({
  * page, a truncated download, the build for another platform (the check that needs no execution).
  */
 function checkExecutable(path: string, what: string, host = thisHost()): void {
-  const head = new Uint8Array(HEAD_BYTES);
-  let length = 0;
+  let head: Uint8Array;
   try {
-    const fd = openSync(path, "r");
-    try {
-      length = readSync(fd, head, 0, HEAD_BYTES, 0);
-    } finally {
-      closeSync(fd);
-    }
+    head = readBounded(path, HEAD_BYTES).bytes;
   } catch (error) {
     throw new TendError(`${what}: ${inWords(error)}`, 1);
   }
-  const problem = executableProblem(head.subarray(0, length), host);
+  checkHead(head, what, host);
+}
+
+/** The same check on the first bytes as they were written (the temp file is never read back by path). */
+function checkHead(head: Uint8Array, what: string, host = thisHost()): void {
+  const problem = executableProblem(head, host);
   if (problem) throw new TendError(`${what} is not an executable for this host: ${problem} (not run)`, 1);
 }
 
@@ -211,19 +259,70 @@ async function run(binary: string, args: string[], what: string): Promise<string
 
 const MAX_REDIRECTS = 5;
 
+/** A download without a size stated for it (release.json's) stops here: a binary is ~120 MB. */
+export const DOWNLOAD_LIMIT = 512 * 1024 * 1024;
+
+/** What was written into the temp file: its sha256 and first bytes, taken as the bytes went in. */
+interface Written {
+  sha256: string;
+  head: Uint8Array;
+}
+
 /**
- * Download SOURCE into `temp`, streamed (never held whole in memory). Redirects are followed by
- * hand, as curl --proto-redir does: never to a weaker scheme (https to http), and only with
- * --sha256 (a redirect moves trust to another place; the hash is what keeps it).
+ * The temp file beside the target: created exclusively (never through a symlink), mode 0700 owned by
+ * tend's user whatever the source's mode, and hashed as it is written — never reopened by path before
+ * it runs, so the bytes verified are the bytes that run and are installed (#62 F1: a 0777 copy was
+ * rewritten by another user after its check, and root ran it).
  */
-async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch, pinned: boolean): Promise<void> {
+function tempWriter(temp: string, limit: number, what: string) {
+  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o700);
+  fchmodSync(fd, 0o700); // whatever the umask left
+  const hash = createHash("sha256");
+  const head = Buffer.alloc(HEAD_BYTES);
+  let size = 0;
+  return {
+    write(chunk: Uint8Array) {
+      if (size + chunk.length > limit)
+        throw new TendError(`${what}: more than ${limit} bytes (the size stated for it): stopped, nothing run`, 1);
+      if (size < HEAD_BYTES) Buffer.from(chunk.subarray(0, HEAD_BYTES - size)).copy(head, size);
+      hash.update(chunk);
+      writeAll(fd, chunk);
+      size += chunk.length;
+    },
+    finish(): Written {
+      fsyncSync(fd);
+      return { sha256: hash.digest("hex"), head: head.subarray(0, Math.min(size, HEAD_BYTES)) };
+    },
+    close: () => closeSync(fd),
+  };
+}
+
+/**
+ * Fetch SOURCE into `temp` (a path through the one reader, or a download streamed, never held whole in
+ * memory), at most `limit` bytes. Redirects are followed by hand, as curl --proto-redir does: never to
+ * a weaker scheme (https to http), and only with --sha256 (a redirect moves trust to another place;
+ * the hash is what keeps it).
+ */
+async function fetchSource(
+  source: string,
+  temp: string,
+  fetchImpl: typeof fetch,
+  pinned: boolean,
+  limit: number,
+): Promise<Written> {
   if (!/^https?:\/\//.test(source)) {
+    const out = tempWriter(temp, limit, source);
     try {
-      copyFileSync(source, temp);
+      readBlocks(source, Number.MAX_SAFE_INTEGER, (block) => out.write(block), { follow: true });
+      return out.finish();
     } catch (error) {
+      if (error instanceof TendError) throw error;
+      // A FIFO, a device, a directory: refused in words, never waited on (a channel's binary planted so).
+      if ((error as NodeJS.ErrnoException).code === "EFTYPE") throw refused(`${source}: ${inWords(error)}: refused`);
       throw new TendError(`${source}: ${inWords(error)}`, 1);
+    } finally {
+      out.close();
     }
-    return;
   }
   let url = source;
   for (let hop = 0; ; hop++) {
@@ -231,7 +330,7 @@ async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch
     try {
       response = await fetchImpl(url, { signal: AbortSignal.timeout(300_000), redirect: "manual" });
     } catch (error) {
-      throw new TendError(`download ${redactUrl(url)}: ${oneLine((error as Error).message)}`, 1);
+      throw new TendError(`download ${redactUrl(url)}: ${downloadReason(error)}`, 1);
     }
     if (response.status >= 300 && response.status < 400 && response.headers.get("location")) {
       await response.body?.cancel().catch(() => {});
@@ -249,18 +348,32 @@ async function fetchSource(source: string, temp: string, fetchImpl: typeof fetch
     }
     if (response.status < 200 || response.status > 299)
       throw new TendError(`download ${redactUrl(url)}: HTTP ${response.status}`, 1);
-    const fd = openSync(temp, "w", 0o700);
+    const out = tempWriter(temp, limit, `download ${redactUrl(url)}`);
+    const reader = response.body?.getReader();
     try {
-      for await (const chunk of response.body ?? []) writeAll(fd, chunk as Uint8Array);
-      fsyncSync(fd);
+      while (reader) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        out.write(value);
+      }
+      return out.finish();
     } catch (error) {
-      throw new TendError(`download ${redactUrl(url)}: ${inWords(error)}`, 1);
+      await reader?.cancel().catch(() => {});
+      if (error instanceof TendError) throw error;
+      throw new TendError(`download ${redactUrl(url)}: ${downloadReason(error)}`, 1);
     } finally {
-      closeSync(fd);
+      out.close();
     }
-    return;
   }
 }
+
+/** A failed download in words: a timeout says its limit, never an internal error. */
+const downloadReason = (error: unknown) =>
+  isTimeout(error)
+    ? "no answer within 300s"
+    : (error as NodeJS.ErrnoException)?.code
+      ? inWords(error)
+      : networkReason(error);
 
 export interface BinaryUpdate {
   source: string;
@@ -269,6 +382,8 @@ export interface BinaryUpdate {
   config: string;
   /** From a signed release (--channel): its version; the hash is the signed one, a mismatch is refused. */
   signed?: string;
+  /** The most bytes the binary may have: the size the release states, else DOWNLOAD_LIMIT. */
+  limit?: number;
 }
 
 /**
@@ -277,7 +392,7 @@ export interface BinaryUpdate {
  * restore the backup if the installed binary does not run. Any failure before the swap changes nothing.
  */
 export async function updateBinary(
-  { source, target, sha256, config, signed }: BinaryUpdate,
+  { source, target, sha256, config, signed, limit = DOWNLOAD_LIMIT }: BinaryUpdate,
   io: UpdateIo,
 ): Promise<void> {
   if (sha256 !== null && !/^[0-9a-f]{64}$/i.test(sha256))
@@ -286,10 +401,11 @@ export async function updateBinary(
   if (/^http:\/\//i.test(source) && !sha256) {
     throw refused(`${redactUrl(source)}: an http:// SOURCE needs --sha256 (the new binary runs, often as root)`);
   }
+  await refusePackaged(target, io, signed);
   const temp = tempBeside(target);
   try {
-    await fetchSource(source, temp, io.fetch ?? fetch, sha256 !== null);
-    const actual = sha256File(temp);
+    const written = await fetchSource(source, temp, io.fetch ?? fetch, sha256 !== null, limit);
+    const actual = written.sha256;
     if (sha256 && actual !== sha256.toLowerCase()) {
       if (signed)
         throw refused(`sha256 mismatch: the signed release says ${sha256}, the file is ${actual}: tampered? not run`);
@@ -301,8 +417,7 @@ export async function updateBinary(
       );
       return;
     }
-    checkExecutable(temp, "the new binary");
-    chmodSync(temp, 0o755);
+    checkHead(written.head, "the new binary");
     const newVersion = (await run(temp, ["--version"], "the new binary's --version")).split("\n")[0].trim();
     if (!TEND_VERSION_LINE.test(newVersion)) {
       throw new TendError(
@@ -332,10 +447,12 @@ export async function updateBinary(
     io.say(`backup: ${saved}`);
     // The new binary keeps the installed one's owner and group (root updating a user's tend must not
     // make it root's).
+    // and its mode (0755 for a new one): the temp file was 0700 while it was checked and run.
     if (existsSync(target)) {
       const owner = statSync(target);
       if (process.getuid?.() === 0) chownSync(temp, owner.uid, owner.gid);
-    }
+      chmodSync(temp, owner.mode & 0o7777);
+    } else chmodSync(temp, 0o755);
     try {
       renameSync(temp, target);
     } catch (error) {
@@ -357,7 +474,7 @@ export async function updateBinary(
 function restore(saved: string, target: string): void {
   const temp = tempBeside(target);
   try {
-    copyFileSync(saved, temp);
+    copyRegular(saved, temp, { mode: 0o700 });
     chmodSync(temp, statSync(saved).mode & 0o7777);
     renameSync(temp, target);
   } catch (error) {
@@ -368,6 +485,7 @@ function restore(saved: string, target: string): void {
 
 /** Restore the newest backup: asked like an update, and the version it restored said. */
 export async function rollback(target: string, io: UpdateIo): Promise<void> {
+  await refusePackaged(target, io);
   const [newest] = listBackups(target);
   if (!newest) throw new TendError(`no backup of ${target} to roll back to`, 1);
   // Only a regular file that proves it is tend (its --version) goes over the binary: never a symlink
@@ -406,7 +524,7 @@ export interface ConfigUpdate {
 export async function applyConfig({ config, next, binary }: ConfigUpdate, io: UpdateIo): Promise<void> {
   const temp = `${tempBeside(config)}${extname(config)}`;
   try {
-    copyFileSync(next, temp);
+    copyRegular(next, temp, { follow: true });
     chmodSync(temp, statSync(config).mode & 0o7777);
     const check = await runCommand([binary, "watchdog", "validate", "--config", temp], { timeoutMs: RUN_TIMEOUT_MS });
     if (check.exitCode !== 0) {
@@ -428,4 +546,9 @@ export async function applyConfig({ config, next, binary }: ConfigUpdate, io: Up
   io.say(`installed ${next} as ${config}`);
 }
 
-const sha256File = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+/** A file's sha256, read through the one reader in blocks (never held whole). */
+function sha256File(path: string): string {
+  const hash = createHash("sha256");
+  readBlocks(path, Number.MAX_SAFE_INTEGER, (block) => hash.update(block), { follow: true });
+  return hash.digest("hex");
+}

@@ -2,7 +2,6 @@
 // post-mortems tell it, second by second, each line marked with its source — tend (its log), the host
 // (its boot), a notification (what the pass sent), the service (its journal, or its output file) — and
 // the numbers at the end, from the same outage record report and downtime.log are made from.
-import { closeSync, openSync, readSync, fstatSync } from "node:fs";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import { EVENTS, eventTitle, gapEventOf } from "../core/events.ts";
@@ -12,6 +11,7 @@ import type { ServiceState } from "../core/state.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { localStamp } from "../core/time.ts";
 import { runCommand } from "../os/run.ts";
+import { readRange } from "../os/files.ts";
 import { ownOutputOf, serviceUnit } from "../restarts/index.ts";
 import { statePaths } from "../state/dir.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
@@ -50,23 +50,12 @@ function tail(path: string, limit = LOG_TAIL): string {
 }
 
 /** The last `limit` bytes of a file from a line's start, and the byte offset in the file where they start. */
+// Through the one reader: a FIFO planted where a service's output file was is none (never waited on:
+// GET /incident under `watchdog run --serve` once stopped the loop there), a symlink is not followed.
 function tailAt(path: string, limit: number): { text: string; offset: number } {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return { text: "", offset: 0 };
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, limit);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    const cut = length < size ? buffer.indexOf(10) + 1 : 0;
-    return { text: buffer.subarray(cut).toString("utf8"), offset: size - length + cut };
-  } finally {
-    closeSync(fd);
-  }
+  const { bytes, start } = readRange(path, -limit);
+  const cut = start > 0 ? bytes.indexOf(10) + 1 : 0;
+  return { text: bytes.subarray(cut).toString("utf8"), offset: start + cut };
 }
 
 /** `YYYY-MM-DD HH:MM:SS` in local time (as tend's log writes it), as epoch ms. */
