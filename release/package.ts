@@ -237,9 +237,63 @@ function buildDeb(binary: string, version: string, deb: Deb, work: string, at: D
     "",
   ].join("\n");
   writeFileSync(join(root, "DEBIAN", "control"), control);
+  const bin = `/${deb.prefix}/bin`;
+  writeFileSync(
+    join(root, "DEBIAN", "prerm"),
+    removalNotice(bin, deb.prefix === "usr" ? "/var/spool/cron/crontabs" : `/${deb.prefix}/var/spool/cron/crontabs`),
+    { mode: 0o755 },
+  );
+  writeFileSync(join(root, "DEBIAN", "postrm"), backupsRemoval(bin), { mode: 0o755 });
   writeFileSync(join(root, "DEBIAN", "md5sums"), md5sums(root));
   run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", root, deb.out]);
   rmSync(root, { recursive: true, force: true });
+}
+
+/**
+ * The package's prerm: the scheduler entries tend installed (crontab lines marked `# tend watchdog`, the
+ * systemd timer) run the binary the removal takes away, and would then fail every period without a word
+ * (#64): each is said, with the command that removes it — one that needs no tend.
+ */
+function removalNotice(bin: string, crontabs: string): string {
+  return `#!/bin/sh
+# tend's removal: what tend installed to run it stops working with it; said, with what removes each.
+[ "$1" = remove ] || [ "$1" = purge ] || exit 0
+found=
+say() { found=1; echo "tend: $*"; }
+for tab in ${crontabs}/*; do
+  [ -f "$tab" ] || continue
+  user=$(basename "$tab")
+  grep '# tend watchdog$' "$tab" 2>/dev/null | while IFS= read -r line; do
+    echo "tend: crontab of $user still runs: $line"
+    echo "tend:   remove it: crontab -u $user -l | grep -v '# tend watchdog\$' | crontab -u $user -"
+  done
+  grep -q '# tend watchdog$' "$tab" 2>/dev/null && found=1
+done
+system=/etc/systemd/system
+for unit in $system/tend-watchdog.timer /root/.config/systemd/user/tend-watchdog.timer \\
+  /home/*/.config/systemd/user/tend-watchdog.timer; do
+  [ -e "$unit" ] || continue
+  case "$unit" in
+    /etc/*)
+      say "systemd timer $unit still runs ${bin}/tend; remove it:" \\
+        "systemctl disable --now tend-watchdog.timer && rm $system/tend-watchdog.timer $system/tend-watchdog.service" ;;
+    *)
+      say "systemd user timer $unit still runs ${bin}/tend; remove it as its user:" \\
+        "systemctl --user disable --now tend-watchdog.timer, then delete it and its .service" ;;
+  esac
+done
+[ -z "$found" ] || echo "tend: (tend watchdog uninstall cron|systemd --write, run before the removal, does the same)"
+exit 0
+`;
+}
+
+/** The package's postrm: self-update's backups of the package's binary never outlive the package. */
+function backupsRemoval(bin: string): string {
+  return `#!/bin/sh
+[ "$1" = remove ] || [ "$1" = purge ] || exit 0
+rm -f ${bin}/tend.bak-* ${bin}/.tend.backups
+exit 0
+`;
 }
 
 /** The Homebrew tap: Formula/tend.rb installs the darwin-arm64 binary and the command links. */
@@ -298,6 +352,9 @@ function packageRelease(version: string, keyPath: string, dir: string, url: stri
     if (deb.prefix === "usr") deb.depends = `libc6 (>= ${glibcNeeded(binary)})`;
     buildDeb(binary, version, deb, work, at);
   }
+  // The key's public half, as [self_update] keys takes it (`bun release/package.ts public-key KEY` derives
+  // it again): what a user pins before the first --channel update of a binary built without it.
+  writeFileSync(join(dir, "release.pub"), `${publicKeyText(key)}\n`);
   mkdirSync(join(dir, "Formula"), { recursive: true });
   writeFileSync(join(dir, "Formula", "tend.rb"), formula(version, base, release.targets["darwin-arm64"].sha256));
   rmSync(work, { recursive: true, force: true });

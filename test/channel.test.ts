@@ -378,19 +378,20 @@ test("a download past its stated size, a FIFO in the channel, a downgrade of the
   expect(streamed).toBeLessThan(size + 64 * (1 << 20));
   nothingRun();
 
-  // A FIFO where release.json is, then where the binary is: refused at once, never waited on.
-  const fifo = channel(join(box.dir, "fifo"), "9.2.0", signer.pem).dir;
-  rmSync(join(fifo, "release.json"));
-  Bun.spawnSync(["mkfifo", join(fifo, "release.json")]);
-  const asked = await selfUpdate("--channel", fifo);
-  expect(asked.code).toBe(3);
-  expect(asked.stderr).toContain(`${join(fifo, "release.json")}: is a FIFO, not a regular file: refused`);
-  const binary = channel(join(box.dir, "fifo-binary"), "9.2.0", signer.pem);
-  rmSync(join(binary.dir, binary.release.targets[HOST_TARGET].file));
-  Bun.spawnSync(["mkfifo", join(binary.dir, binary.release.targets[HOST_TARGET].file)]);
-  const waited = await selfUpdate("--channel", binary.dir);
-  expect(waited.code).toBe(3);
-  expect(waited.stderr).toContain("is a FIFO, not a regular file: refused");
+  // A FIFO where release.json is, its signature, then the binary: refused at once, never waited on.
+  const binaryFile = `tend-9.2.0-${HOST_TARGET}`;
+  for (const [name, file] of [
+    ["fifo", "release.json"],
+    ["fifo-sig", "release.json.sig"],
+    ["fifo-binary", binaryFile],
+  ]) {
+    const dir = channel(join(box.dir, name), "9.2.0", signer.pem).dir;
+    rmSync(join(dir, file));
+    Bun.spawnSync(["mkfifo", join(dir, file)]);
+    const asked = await selfUpdate("--channel", dir);
+    expect({ file, code: asked.code }).toEqual({ file, code: 3 });
+    expect(asked.stderr).toContain(`${join(dir, file)}: is a FIFO, not a regular file: refused`);
+  }
   nothingRun();
 
   // --target names a tend newer than the release (and than the running one): a downgrade of that target.
@@ -424,6 +425,25 @@ test("a file a package owns: dpkg -S names it; rollback over it refused, exit 3,
     "/usr/bin/dpkg belongs to the Debian package dpkg: self-update does not swap it behind dpkg's back",
   );
 }, 60_000);
+
+// #62 F12 through the binary: a server that takes the connection and never answers, for the whole 60 s.
+test("a channel server that never answers: after 60 s, exit 1 in words, never an internal error", async () => {
+  box = new Sandbox();
+  const { selfUpdate } = install([keyPair("release").key]);
+  const silent = (await import("node:net")).createServer((socket) => socket.on("error", () => {}));
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  try {
+    const port = (silent.address() as { port: number }).port;
+    const done = await selfUpdate("--channel", `http://127.0.0.1:${port}/`);
+    expect(done.code).toBe(1);
+    expect(done.stderr).toMatch(
+      new RegExp(`channel http://127\\.0\\.0\\.1:${port}/\\S*: release\\.json: no answer within 60s`),
+    );
+    expect(done.stderr).not.toContain("internal error");
+  } finally {
+    silent.close();
+  }
+}, 120_000);
 
 // #62 F12: a channel server that never answers said `internal error: t.trim is not a function` after 60 s.
 test("a channel that never answers: exit 1, in words (the fetch's timeout given in)", async () => {

@@ -3,6 +3,7 @@
 // the Termux-shaped phone (test/places.ts).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { alive, controlledServer, freePort, recordingReceiver, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
@@ -272,22 +273,7 @@ for (const where of PLACES)
 // placed at its end, after everything stamped finer in it — its last millisecond too (a look at
 // 36.9992 once sorted after a line stamped 36, in make fresh-check: +999 was not the end of the second).
 test("a line seen by a look in the last millisecond of a second comes before the log line of that second", async () => {
-  const { mkdtempSync, mkdirSync, rmSync } = await import("node:fs");
-  const { tmpdir } = await import("node:os");
-  const { join } = await import("node:path");
-  const { parseConfig } = await import("../lib/config/load.ts");
-  const { freshState } = await import("../lib/core/state.ts");
-  const { localStamp } = await import("../lib/core/time.ts");
-  const { collectIncident } = await import("../lib/views/incident.ts");
-  const dir = mkdtempSync(join(tmpdir(), "tend-incident-"));
-  try {
-    const state = join(dir, "state");
-    mkdirSync(join(state, "services"), { recursive: true, mode: 0o700 });
-    const text =
-      `[watchdog]\nstate_dir = "${state}"\n[[service]]\nname = "tour"\npidfile = "${dir}/tour.pid"\n` +
-      `[service.check]\nhttp = "http://127.0.0.1:9/"\n[service.restart]\nspawn = ["true"]\n`;
-    const config = parseConfig(text, join(dir, "tend.toml"));
-    const second = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+  await inAStateDir(async ({ state, config, second, freshState, localStamp, collectIncident }) => {
     writeFileSync(join(state, "services", "tour.out"), "out of memory: giving up\n");
     const log = `[${localStamp(new Date(second))}] [WARN] tour is not running (pid 7 is gone): starting it (crash)\n`;
     writeFileSync(join(state, "watchdog.log"), log);
@@ -306,31 +292,14 @@ test("a line seen by a look in the last millisecond of a second comes before the
     const found = texts.findIndex((line) => line.startsWith("[WARN] tour is not running"));
     expect(said).toBeGreaterThanOrEqual(0);
     expect(said).toBeLessThan(found);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 // A restart, its verification and the look after it in one second (the loaded flake of `a freeze`): the
 // log says only the second, the state's events say each line's millisecond — the new process's line,
 // seen by the look after the verification, comes after [RESTART] and before [RECOVERED].
 test("a restart, its new process's line and its recovery in one second are told in that order", async () => {
-  const { mkdtempSync, mkdirSync, rmSync } = await import("node:fs");
-  const { tmpdir } = await import("node:os");
-  const { join } = await import("node:path");
-  const { parseConfig } = await import("../lib/config/load.ts");
-  const { freshState } = await import("../lib/core/state.ts");
-  const { localStamp } = await import("../lib/core/time.ts");
-  const { collectIncident } = await import("../lib/views/incident.ts");
-  const dir = mkdtempSync(join(tmpdir(), "tend-incident-"));
-  try {
-    const state = join(dir, "state");
-    mkdirSync(join(state, "services"), { recursive: true, mode: 0o700 });
-    const text =
-      `[watchdog]\nstate_dir = "${state}"\n[[service]]\nname = "tour"\npidfile = "${dir}/tour.pid"\n` +
-      `[service.check]\nhttp = "http://127.0.0.1:9/"\n[service.restart]\nspawn = ["true"]\n`;
-    const config = parseConfig(text, join(dir, "tend.toml"));
-    const second = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+  await inAStateDir(async ({ state, config, second, freshState, localStamp, collectIncident }) => {
     writeFileSync(join(state, "services", "tour.out"), "listening on 8080 pid 42\n");
     const stamp = `[${localStamp(new Date(second))}]`;
     const lines = [
@@ -364,7 +333,38 @@ test("a restart, its new process's line and its recovery in one second are told 
     ];
     expect(story.every((index) => index >= 0)).toBe(true);
     expect([...story].sort((a, b) => a - b)).toEqual(story);
+  });
+});
+
+/** A state dir with one spawn service `tour`, its config, and a second a minute ago: the ordering tests' place. */
+async function inAStateDir(
+  body: (place: {
+    state: string;
+    config: import("../lib/config/types.ts").Config;
+    second: number;
+    freshState: typeof import("../lib/core/state.ts").freshState;
+    localStamp: typeof import("../lib/core/time.ts").localStamp;
+    collectIncident: typeof import("../lib/views/incident.ts").collectIncident;
+  }) => Promise<void>,
+) {
+  const { mkdtempSync, mkdirSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { parseConfig } = await import("../lib/config/load.ts");
+  const { freshState } = await import("../lib/core/state.ts");
+  const { localStamp } = await import("../lib/core/time.ts");
+  const { collectIncident } = await import("../lib/views/incident.ts");
+  const dir = mkdtempSync(join(tmpdir(), "tend-incident-"));
+  try {
+    const state = join(dir, "state");
+    mkdirSync(join(state, "services"), { recursive: true, mode: 0o700 });
+    const text =
+      `[watchdog]\nstate_dir = "${state}"\n[[service]]\nname = "tour"\npidfile = "${dir}/tour.pid"\n` +
+      `[service.check]\nhttp = "http://127.0.0.1:9/"\n[service.restart]\nspawn = ["true"]\n`;
+    const config = parseConfig(text, join(dir, "tend.toml"));
+    const second = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+    await body({ state, config, second, freshState, localStamp, collectIncident });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-});
+}

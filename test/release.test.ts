@@ -58,6 +58,10 @@ test("make release: four binaries saying the version, release.json and SHA256SUM
     expect(sha(join(out, entry.file))).toBe(entry.sha256);
   }
   expect(sh([join(out, "tend-linux-x64"), "--version"]).stdout.trim()).toBe(`tend ${VERSION}`);
+  // release.pub: the key's public half as [self_update] keys takes it, the same the binaries have built in.
+  const pub = readFileSync(join(out, "release.pub"), "utf8").trim();
+  expect(pub).toMatch(/^ed25519:[A-Za-z0-9+/]{43}=$/);
+  expect(made.stdout).toContain(`signed by ${pub}`);
   // Each signature, as the base64 of the raw 64 bytes, verified by openssl with the key's public half.
   for (const file of ["release.json", "SHA256SUMS"]) {
     const raw = Buffer.from(readFileSync(join(out, `${file}.sig`), "utf8").trim(), "base64");
@@ -180,7 +184,12 @@ done
 ls $root/root/.config/tend/tend.toml $root/root/.local/state/tend/heartbeat
 echo "== apt install /release/${deb}"; inside apt-get install -y -q /release/${deb} | tail -2
 inside tend --version
-echo "== apt remove"; inside apt-get remove -y -q tend | tail -1
+echo '*/5 * * * * /usr/bin/tend watchdog pass --interval 5m --config /root/tend.toml # tend watchdog' | inside crontab -
+echo "1" > $root/usr/bin/tend.bak-20261205-000000
+echo "== apt remove"; inside apt-get remove -y -q tend 2>&1 | grep -E '^tend: |^Removing'
+[ ! -e $root/usr/bin/tend.bak-20261205-000000 ] && echo "no backup left"
+echo "== after removal"; inside crontab -l | { grep -v '# tend watchdog$' || true; } | inside crontab -
+[ -z "$(inside crontab -l)" ] && echo "the printed command emptied the crontab"
 [ ! -e $root/usr/bin/tend ] && echo "removed"
 `;
   const done = sh(["unshare", "--mount", "--propagation", "private", "bash", "-c", script]);
@@ -196,6 +205,17 @@ echo "== apt remove"; inside apt-get remove -y -q tend | tail -1
   expect(done.stdout).toContain("/root/.config/tend/tend.toml\n"); // the user's config and state: kept
   expect(done.stdout).toContain(`Setting up tend (${VERSION})`);
   expect(done.stdout.trimEnd().endsWith("removed")).toBe(true);
+  // #64: the removal says what tend installed that stops working, and the command that removes it
+  // (that command, run: the crontab is empty after it); self-update's backups go with the package.
+  expect(done.stdout).toContain(
+    "tend: crontab of root still runs: */5 * * * * /usr/bin/tend watchdog pass --interval 5m --config " +
+      "/root/tend.toml # tend watchdog",
+  );
+  expect(done.stdout).toContain(
+    "tend:   remove it: crontab -u root -l | grep -v '# tend watchdog$' | crontab -u root -",
+  );
+  expect(done.stdout).toContain("no backup left");
+  expect(done.stdout).toContain("the printed command emptied the crontab");
   expect(existsSync("/usr/bin/tend")).toBe(hostHadTend); // the host itself: untouched
 }, 180_000);
 

@@ -164,6 +164,14 @@ systemd = "broken.service"
     expect(await plainAnswers()).toBe(true);
   }, 90_000);
 
+  // #64: root's doctor said "systemctl limited: no user bus … affects: restart.systemd" while restarts worked.
+  test("doctor as root: the systemctl row is ok (root's system units need no user bus)", () => {
+    const doctor = systemd.ct(systemd.tend, "doctor", "--json", "--config", config);
+    const row = JSON.parse(doctor.stdout).capabilities.find((one: { name: string }) => one.name === "systemctl");
+    expect(row).toMatchObject({ status: "ok" });
+    expect(row.detail).toMatch(/^systemd \S+ \(system units, as root\)$/);
+  });
+
   test("track_restarts: a silent auto-restart (NRestarts up) is reported; a manual one moves the base", async () => {
     pass();
     const before = Number(systemd.show(WEB, "NRestarts"));
