@@ -94,7 +94,8 @@ test("the README is a front page: at most 200 lines, and its quickstart configur
   expect(readme.split("\n").length).toBeLessThanOrEqual(200);
   const quickstart = /```toml\n([\s\S]*?)```/.exec(readme)![1];
   const config = parseConfig(quickstart, "/c/tend.toml", { HOME: "/h" });
-  expect(config.services.map((service) => service.name)).toEqual(["blog", "api"]);
+  expect(config.services.map((service) => service.name)).toEqual(["blog", "api", "web"]);
+  expect(config.watchdog.intervalMs).toBe(60_000);
 });
 
 test("every link in the README, CONTRIBUTING.md and docs/ stays in the repository (but SPEC.md's) and exists", () => {
