@@ -336,6 +336,34 @@ test("a restart, its new process's line and its recovery in one second are told 
   });
 });
 
+// #64: an open outage said "not detected as down; not restarted" beside the 🚨 it sent, and its timeline was
+// the service's whole access log. Now: open, detected by the 🚨, and the service's lines around events only.
+test("an open outage: said open, detected by its 🚨, and only the service's lines around the events", async () => {
+  await inAStateDir(async ({ state, config, second, freshState, localStamp, collectIncident }) => {
+    const { renderIncident } = await import("../lib/views/incident.ts");
+    const stamp = (ms: number) => localStamp(new Date(ms));
+    // An access log: a stamped line every 100 ms for 50 s, across the outage.
+    const access = Array.from({ length: 500 }, (_, i) => `${stamp(second - 20_000 + i * 100)} GET / 200 ${i}`);
+    writeFileSync(join(state, "services", "tour.out"), access.join("\n") + "\n");
+    const failed = "tour: tour.service is failed: restart held";
+    writeFileSync(join(state, "watchdog.log"), `[${stamp(second)}] [WARN] ${failed}\n`);
+    const recorded = {
+      ...freshState(),
+      outage: { since: second, reason: "failing", notified: true },
+      events: [{ at: second + 5, tag: "WARN", message: failed, event: "failed" }],
+    };
+    const now = second + 30_000;
+    const incident = await collectIncident(config, "tour", { now, read: () => recorded });
+    expect(incident.outage.open).toBe(true);
+    expect(incident.numbers.detected_s).toBe(0); // the 🚨 sent with the first WARN
+    const own = incident.timeline.filter((line) => line.source === "service");
+    expect(own.length).toBeGreaterThan(0);
+    expect(own.length).toBeLessThanOrEqual(2 * 20 * 2); // two events (the line, its 🚨): 20 before and after each
+    expect(renderIncident(incident)).toContain(`open: down since ${stamp(second)}, not yet recovered`);
+    expect(renderIncident(incident)).not.toContain("not detected as down");
+  });
+});
+
 /** A state dir with one spawn service `tour`, its config, and a second a minute ago: the ordering tests' place. */
 async function inAStateDir(
   body: (place: {

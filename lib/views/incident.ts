@@ -208,10 +208,33 @@ export async function collectIncident(
   }
   const key = (line: IncidentLine) => keys.get(line) ?? line.at;
   timeline.sort((a, b) => key(a) - key(b) || order(a.source) - order(b.source));
+  // The service's own lines around the events only (at most 20 before and after each), never its whole
+  // log: an access log would bury the story.
+  const kept = new Set<IncidentLine>();
+  timeline.forEach((line, index) => {
+    if (line.source === "service") return;
+    for (const [step, from] of [
+      [-1, index - 1],
+      [1, index + 1],
+    ]) {
+      let taken = 0;
+      for (let at = from; at >= 0 && at < timeline.length && taken < AROUND; at += step) {
+        if (timeline[at].source !== "service") continue;
+        kept.add(timeline[at]);
+        taken++;
+      }
+    }
+  });
+  const told = timeline.filter((line) => line.source !== "service" || kept.has(line));
+  timeline.length = 0;
+  timeline.push(...told);
   const first = (test: (line: IncidentLine) => boolean) =>
     timeline.find((line) => line.at >= from - SECOND && test(line));
+  // Detected: tend said it down (HUNG, FAILED, a crash, a failed unit), or sent its 🚨/⚠️.
   const detected = first(
-    (line) => line.source === "tend" && /^\[(HUNG|FAILED|MEMORY)\]|crash|not running/.test(line.text),
+    (line) =>
+      (line.source === "tend" && /^\[(HUNG|FAILED|MEMORY)\]|crash|not running| is failed | is down /.test(line.text)) ||
+      (line.source === "notification" && /^(🚨|⚠️)/u.test(line.text)),
   );
   const restarted = first((line) => line.source === "tend" && /^\[RESTART\]/.test(line.text));
   const recovered = restarted
@@ -240,6 +263,9 @@ export async function collectIncident(
 
 /** A notification as it was sent: its event's emoji first. */
 const emojiOf = (event: string) => (event in EVENTS ? `${EVENTS[event as keyof typeof EVENTS].emoji} ` : "");
+
+/** How many of the service's own lines are told before and after each event. */
+const AROUND = 20;
 
 const order = (source: Source) => ["host", "tend", "service", "notification"].indexOf(source);
 
@@ -294,8 +320,9 @@ async function serviceLines(
 
 const clock = (at: number) => localStamp(new Date(at));
 
-function numbersLine({ numbers }: Incident): string {
+function numbersLine({ numbers, outage }: Incident): string {
   const said = [
+    outage.open ? `open: down since ${clock(Date.parse(outage.from))}, not yet recovered` : null,
     numbers.detected_s !== null ? `detected after ${numbers.detected_s}s` : "not detected as down",
     numbers.restarted_s !== null ? `restarted after ${numbers.restarted_s}s` : "not restarted",
     numbers.recovered_s !== null ? `recovered ${numbers.recovered_s}s after the restart` : null,
