@@ -230,12 +230,13 @@ export async function collectIncident(
   timeline.push(...told);
   const first = (test: (line: IncidentLine) => boolean) =>
     timeline.find((line) => line.at >= from - SECOND && test(line));
-  // Detected: tend said it down (HUNG, FAILED, a crash, a failed unit), or sent its 🚨/⚠️.
-  const detected = first(
-    (line) =>
-      (line.source === "tend" && /^\[(HUNG|FAILED|MEMORY)\]|crash|not running| is failed | is down /.test(line.text)) ||
-      (line.source === "notification" && /^(🚨|⚠️)/u.test(line.text)),
-  );
+  // Detected: tend said it down (HUNG, FAILED, a crash, a failed unit); else the 🚨/⚠️ it sent (a
+  // notification is timed to the millisecond, a log line to its second: the line first, when there is one).
+  const detected =
+    first(
+      (line) =>
+        line.source === "tend" && /^\[(HUNG|FAILED|MEMORY)\]|crash|not running| is failed | is down /.test(line.text),
+    ) ?? first((line) => line.source === "notification" && /^(🚨|⚠️)/u.test(line.text));
   const restarted = first((line) => line.source === "tend" && /^\[RESTART\]/.test(line.text));
   const recovered = restarted
     ? timeline.find((line) => line.at >= restarted.at && /^\[(RECOVERED|FAILED)\]/.test(line.text))
