@@ -30,6 +30,8 @@ export type GetResult =
 export const HEADER_LIMIT = 300 * 1024;
 /** Interim answers (1xx) before the final one: bounded in count as in bytes (an endless 100 Continue). */
 export const INTERIM_LIMIT = 32;
+/** curl's bound on one header line (the status line included): CURL_MAX_HTTP_HEADER, 100 KB. */
+export const LINE_LIMIT = 100 * 1024;
 /**
  * A status line as curl reads it (7.88's `sscanf(" HTTP/%1d.%1d%c%3d%c")`, measured against it):
  * HTTP/1.0, 1.1 or 2.0 (or `HTTP/2`), one space, blanks, then at most three digits, a reason glued
@@ -203,6 +205,10 @@ export function parseHead(buffer: Buffer, closed = false): HeadParse {
   let interims = 0;
   let interim: string | null = null;
   const larger = { kind: "bad", words: `headers larger than ${HEADER_LIMIT / 1024} KB` } as const;
+  const tooLong = {
+    kind: "bad",
+    words: `not an HTTP answer (a header line longer than ${LINE_LIMIT / 1024} KB)`,
+  } as const;
   for (;;) {
     const prefix = buffer
       .subarray(start, start + 5)
@@ -213,6 +219,8 @@ export function parseHead(buffer: Buffer, closed = false): HeadParse {
     let end = -1;
     for (let from = start; ;) {
       const newline = buffer.indexOf(10, from);
+      // curl's bound: a header line (the status line included) past 100 KB is no answer, however it came.
+      if ((newline < 0 ? buffer.length : newline) - from > LINE_LIMIT) return tooLong;
       if (newline < 0) break; // a line cut short is no line
       const line = buffer.subarray(from, newline).toString("latin1").replace(/\r$/, "");
       from = newline + 1;
