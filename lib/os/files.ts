@@ -94,14 +94,25 @@ export function readBounded(
 
 /** The same, from a descriptor the one reader opened (its fstat given). */
 export function readBoundedOf(fd: number, stats: Stats, limit: number): { bytes: Buffer; more: boolean } {
-  const buffer = Buffer.alloc(stats.size > 0 ? Math.min(limit, stats.size) + 1 : limit + 1);
+  // A size said (a file): one buffer of it. None said (/proc files say 0): blocks as they come, so a
+  // bound of 16 MiB costs what the file holds, not 16 MiB on every read of a 150-byte table.
+  const blocks: Buffer[] = [];
   let size = 0;
-  while (size < buffer.length) {
-    const read = readSync(fd, buffer, size, buffer.length - size, null);
-    if (read === 0) break;
-    size += read;
+  for (let block = Buffer.alloc(stats.size > 0 ? Math.min(limit, stats.size) + 1 : Math.min(limit + 1, 65_536)); ;) {
+    let filled = 0;
+    while (filled < block.length) {
+      const read = readSync(fd, block, filled, block.length - filled, null);
+      if (read === 0) break;
+      filled += read;
+    }
+    blocks.push(block.subarray(0, filled));
+    size += filled;
+    if (filled < block.length || size > limit) break;
+    block = Buffer.alloc(Math.min(limit + 1 - size, 65_536));
+    if (block.length === 0) break;
   }
-  return { bytes: buffer.subarray(0, Math.min(size, limit)), more: size > limit };
+  const bytes = blocks.length === 1 ? blocks[0] : Buffer.concat(blocks);
+  return { bytes: bytes.subarray(0, Math.min(size, limit)), more: size > limit };
 }
 
 /** A regular file's text, at most `limit` bytes (what is past the bound is not read). */
