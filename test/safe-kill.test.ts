@@ -118,7 +118,10 @@ for (const where of PLACES)
       const here = await place.hostPid(pid);
       // The pane's process as the kernel names it: `sleep 300` where the shell execs it (bash), the shell
       // itself where it does not (the phone's dash: `sh -c sleep 300`).
-      const cmdline = readFileSync(`/proc/${here}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+      // (bash execs it a moment after the pane starts: read once it has, or tend reads another name.)
+      const read = () => readFileSync(`/proc/${here}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+      let cmdline = read();
+      await waitFor(() => !/^\S*bash -c /.test((cmdline = read())), 5000, "bash to exec the pane's command");
       expect(cmdline).toMatch(/(^| )sleep 300$/);
       const result = await place.tend(["safe-kill", "-s", "KILL", "tmux:work:tour"]);
       expect(result.stdout).toContain(`sent SIGKILL to work:tour (pid ${pid}: ${cmdline})`);
