@@ -101,3 +101,71 @@ test("localhost in the phone (no resolv.conf): every check reaches it; an uncert
   phone.configure({ services: [{ name: "other", check: { http: `https://other.localhost:${tlsPort}/`, ca } }] });
   expect((await phone.tend(["watchdog", "pass"])).stdout).toContain("certificate not valid for other.localhost");
 }, 60_000);
+
+/** A shell in a mount namespace whose /etc/hosts is `hosts`. */
+function withHosts(hosts: string, script: string) {
+  writeFileSync(join(box.dir, "hosts"), hosts);
+  return run(
+    [
+      "unshare",
+      "--mount",
+      "--propagation",
+      "private",
+      "sh",
+      "-c",
+      `mount --bind ${box.dir}/hosts /etc/hosts && ${script}`,
+    ],
+    {
+      env: box.env(),
+      timeoutMs: 30_000,
+    },
+  );
+}
+
+test("names resolve in the resolver's order, each address tried in turn: where curl connects, tend does", async () => {
+  // Two different servers on one port, one on 127.0.0.1 and one on ::1; a second port on 127.0.0.1 only.
+  const v4 = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("v4", { status: 200 }) });
+  const v6 = Bun.serve({ hostname: "::1", port: v4.port, fetch: () => new Response("v6", { status: 503 }) });
+  const lone = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("v4", { status: 200 }) });
+  const banner = (text: string) => ({ open: (socket: { end(text: string): void }) => socket.end(text), data() {} });
+  const tcp4 = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: banner("v4\n") });
+  const tcp6 = Bun.listen({ hostname: "::1", port: tcp4.port, socket: banner("v6\n") });
+  try {
+    // localhost is not special: /etc/hosts names 127.0.0.1 alone, as Debian's and this host's do. both.test
+    // has both, ::1 written last: the resolver (RFC 6724) still gives ::1 first.
+    const hosts = "127.0.0.1 localhost\n127.0.0.1 both.test\n::1 both.test\n";
+    const urls = {
+      local: `http://localhost:${v4.port}/`,
+      both: `http://both.test:${v4.port}/`,
+      refused6: `http://both.test:${lone.port}/`, // nothing on ::1 there: refused, then 127.0.0.1
+    };
+    const curl = await withHosts(
+      hosts,
+      Object.values(urls)
+        .map((url) => `curl -s -o /dev/null --max-time 5 -w '%{http_code} %{remote_ip}\\n' ${url}`)
+        .join("; "),
+    );
+    // The oracle: curl reached the v4 server by localhost, the v6 one by both.test, the v4 one after a refusal.
+    expect(curl.stdout).toBe("200 127.0.0.1\n503 ::1\n200 127.0.0.1\n");
+    box.configure({
+      services: [
+        ...Object.entries(urls).map(([name, http]) => ({ name, check: { http } })),
+        { name: "banner-local", check: { tcp: `localhost:${tcp4.port}`, send: "?", expect: "v4" } },
+        { name: "banner-both", check: { tcp: `both.test:${tcp4.port}`, send: "?", expect: "v6" } },
+      ],
+    });
+    const pass = await withHosts(hosts, `${TEND} watchdog pass --config ${box.config}`);
+    expect(pass.stderr).toBe("");
+    const status = await withHosts(hosts, `${TEND} watchdog status --cached --json --config ${box.config}`);
+    const seen = states(status.stdout);
+    // Each http check as curl judged it (2xx healthy), the tcp checks as the banner each address says.
+    const [local, both, refused6] = curl.stdout
+      .split("\n")
+      .map((line) => (line.startsWith("2") ? "healthy" : "failing"));
+    expect(seen).toEqual({ local, both, refused6, "banner-local": "healthy", "banner-both": "healthy" });
+    expect(pass.stdout).toContain("both failed health check (HTTP 503");
+  } finally {
+    for (const server of [v4, v6, lone]) server.stop(true);
+    for (const listener of [tcp4, tcp6]) listener.stop(true);
+  }
+}, 60_000);

@@ -1,7 +1,7 @@
 import { humanDuration } from "../core/duration.ts";
 import { show, type Reader } from "../config/reader.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { connectName, networkReason } from "../os/net.ts";
+import { addressesOf, networkReason, nextAddressHelps } from "../os/net.ts";
 import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 
@@ -55,18 +55,20 @@ export const tcp = defineCheck<TcpCheck>({
   async probe(check) {
     const { connect } = await import("node:net"); // not at start-up: a pass without TCP checks never needs it
     const finish = stopwatch();
-    const host = await connectName(check.host);
     const expect = check.expect ? Buffer.from(check.expect) : null;
     return new Promise<ProbeResult>((resolve) => {
-      const socket = connect({ host, port: check.port });
+      let socket: import("node:net").Socket | null = null;
+      let settled = false;
       let answer = Buffer.alloc(0);
       let connected = false;
       const got = () => (answer.length ? ` (it said ${JSON.stringify(oneLine(answer.toString("utf8"), 80))})` : "");
       const done = (result: ProbeResult) => {
+        if (settled) return;
+        settled = true;
         cancel();
         // Closed with FIN once the answer is in: the service logs an ordinary connection, not a reset.
-        if (result.ok) socket.end();
-        else socket.destroy();
+        if (result.ok) socket?.end();
+        else socket?.destroy();
         resolve(result);
       };
       const cancel = after(check.timeoutMs, () => {
@@ -75,24 +77,40 @@ export const tcp = defineCheck<TcpCheck>({
           : `no answer within ${humanDuration(check.timeoutMs)}`;
         done(finish(false, words, { timedOut: true }));
       });
-      socket.once("connect", () => {
-        connected = true;
-        if (!expect) return done(finish(true, `connected to ${address(check)}`));
-        if (check.send) socket.write(check.send);
-      });
-      socket.on("data", (data: Buffer) => {
+      // The resolver's addresses in its order (the deadline counts the lookup), the next after a refusal.
+      const connectTo = (addresses: string[], index: number) => {
+        if (settled) return;
+        const attempt = (socket = connect({ host: addresses[index], port: check.port }));
+        attempt.once("connect", () => {
+          connected = true;
+          if (!expect) return done(finish(true, `connected to ${address(check)}`));
+          if (check.send) attempt.write(check.send);
+        });
+        attempt.on("data", (data: Buffer) => received(data));
+        attempt.once("end", () => {
+          if (connected && expect)
+            done(finish(false, `connection closed without ${JSON.stringify(check.expect)}${got()}`));
+        });
+        attempt.once("error", (error: NodeJS.ErrnoException) => {
+          if (!connected && index + 1 < addresses.length && nextAddressHelps(error.code) && !settled) {
+            attempt.destroy();
+            return connectTo(addresses, index + 1);
+          }
+          done(finish(false, `no connection: ${networkReason(error)}`));
+        });
+      };
+      const received = (data: Buffer) => {
         if (!expect) return;
         answer = Buffer.concat([answer, data]).subarray(0, TCP_ANSWER_LIMIT);
         if (answer.includes(expect))
           return done(finish(true, `${address(check)} answered ${JSON.stringify(check.expect)}`));
         if (answer.length >= TCP_ANSWER_LIMIT)
           done(finish(false, `no ${JSON.stringify(check.expect)} in the first ${TCP_ANSWER_LIMIT / 1024} KiB${got()}`));
-      });
-      socket.once("end", () => {
-        if (connected && expect)
-          done(finish(false, `connection closed without ${JSON.stringify(check.expect)}${got()}`));
-      });
-      socket.once("error", (error) => done(finish(false, `no connection: ${networkReason(error)}`)));
+      };
+      addressesOf(check.host).then(
+        (addresses) => connectTo(addresses, 0),
+        (error) => done(finish(false, `no connection: ${networkReason(error)}`)),
+      );
     });
   },
   describe: (check) =>

@@ -1,7 +1,7 @@
 import type { TLSSocket } from "node:tls";
 import { humanDuration } from "../core/duration.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { connectName, networkReason } from "../os/net.ts";
+import { addressesOf, networkReason, nextAddressHelps } from "../os/net.ts";
 import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 import { address, readHostPort } from "./tcp.ts";
@@ -63,25 +63,45 @@ export const tls = defineCheck<TlsCheck>({
     const [{ connect }, { isIP }] = await Promise.all([import("node:tls"), import("node:net")]);
     const finish = stopwatch();
     const now = context.now ?? Date.now;
-    const host = await connectName(check.host);
     return new Promise<ProbeResult>((resolve) => {
-      let socket: TLSSocket;
-      try {
-        // SNI takes a name, never an address; an address is still checked against the certificate's IP names.
-        const servername = isIP(check.servername) ? undefined : check.servername;
-        socket = connect({ host, port: check.port, servername, rejectUnauthorized: !check.insecure });
-      } catch (error) {
-        return resolve(finish(false, `TLS handshake failed: ${oneLine((error as Error).message)}`));
-      }
+      let socket: TLSSocket | null = null;
+      let settled = false;
       const done = (result: ProbeResult) => {
+        if (settled) return;
+        settled = true;
         cancel();
-        socket.destroy();
+        socket?.destroy();
         resolve(result);
       };
       const cancel = after(check.timeoutMs, () =>
         done(finish(false, `no TLS handshake within ${humanDuration(check.timeoutMs)}`, { timedOut: true })),
       );
-      socket.once("secureConnect", () => {
+      // The resolver's addresses in its order (the deadline counts the lookup), the next after a refusal.
+      const connectTo = (addresses: string[], index: number) => {
+        if (settled) return;
+        try {
+          // SNI takes a name, never an address; an address is still checked against the certificate's IP names.
+          const servername = isIP(check.servername) ? undefined : check.servername;
+          socket = connect({
+            host: addresses[index],
+            port: check.port,
+            servername,
+            rejectUnauthorized: !check.insecure,
+          });
+        } catch (error) {
+          return done(finish(false, `TLS handshake failed: ${oneLine((error as Error).message)}`));
+        }
+        const attempt = socket;
+        attempt.once("secureConnect", () => judge(attempt));
+        attempt.once("error", (error: NodeJS.ErrnoException) => {
+          if (index + 1 < addresses.length && nextAddressHelps(error.code) && !settled) {
+            attempt.destroy();
+            return connectTo(addresses, index + 1);
+          }
+          failed(error);
+        });
+      };
+      const judge = (socket: TLSSocket) => {
         const notAfter = Date.parse(socket.getPeerCertificate()?.valid_to ?? "");
         if (Number.isNaN(notAfter)) return done(finish(false, "the peer sent no certificate"));
         const left = notAfter - now();
@@ -104,8 +124,8 @@ export const tls = defineCheck<TlsCheck>({
               `below warn_days ${check.warnDays}`
             : null;
         done(finish(true, detail, { warning, ...expiry }));
-      });
-      socket.once("error", (error: NodeJS.ErrnoException) => {
+      };
+      const failed = (error: NodeJS.ErrnoException) => {
         const network = ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"].includes(
           error.code ?? "",
         );
@@ -115,7 +135,8 @@ export const tls = defineCheck<TlsCheck>({
             network ? `no connection: ${networkReason(error)}` : `TLS handshake failed: ${handshakeReason(error)}`,
           ),
         );
-      });
+      };
+      addressesOf(check.host).then((addresses) => connectTo(addresses, 0), failed);
     });
   },
   describe: (check) =>

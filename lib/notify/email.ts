@@ -10,7 +10,7 @@ import { oneLine } from "../core/sanitize.ts";
 import { humanDuration } from "../core/duration.ts";
 import { scrubbedLine } from "../core/redact.ts";
 import type { SendResult } from "./send.ts";
-import { connectName, systemAddress } from "../os/net.ts";
+import { systemAddress } from "../os/net.ts";
 
 export interface Mail {
   from: string;
@@ -60,7 +60,7 @@ export async function sendMail(url: string, mail: Mail, timeoutMs: number): Prom
   // resolver does not know is the loopback (os/net.ts). The certificate still answers for the name.
   let host: string;
   try {
-    host = await systemAddress(await connectName(target.host), timeoutMs);
+    host = await systemAddress(target.host, timeoutMs);
   } catch (error) {
     return { ok: false, status: null, detail: `SMTP ${scrubbedLine((error as Error).message, url)}`, attempts: 1 };
   }

@@ -1,14 +1,4 @@
-import {
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  fsyncSync,
-  ftruncateSync,
-  openSync,
-  readSync,
-  rmSync,
-} from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import type { Config, NotifyFormat } from "../config/types.ts";
 import { oneLine } from "../core/sanitize.ts";
@@ -21,7 +11,7 @@ import { libc } from "../os/libc.ts";
 import { waitLock } from "../os/lock.ts";
 import { clockSteps, tendNow } from "../state/clock.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { isFullDisk, spillDir } from "../state/spill.ts";
+import { isFullDisk, removeSpilled, spillDir } from "../state/spill.ts";
 import { buildRequest, lateNote, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
 
 /** The spool and the dead letters keep at most this many messages each. */
@@ -703,7 +693,7 @@ function saveSpool(stateDir: string, entries: Spooled[]) {
       return;
     }
   }
-  if (spare) rmSync(spare, { force: true });
+  if (spare) removeSpilled(spare);
 }
 
 function saveLines(path: string, entries: object[]) {

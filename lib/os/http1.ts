@@ -3,7 +3,7 @@
 // and every way of not answering has its own words. fetch cannot do this: it waits for a body it
 // was not asked to read, and reports a clean close, a reset and a malformed answer all as ECONNRESET.
 import { humanDuration } from "../core/duration.ts";
-import { connectName, socketWords } from "./net.ts";
+import { addressesOf, nextAddressHelps, socketWords } from "./net.ts";
 import { after } from "./timer.ts";
 import { stillClosing } from "./closing.ts";
 
@@ -479,50 +479,60 @@ export async function httpGet(url: string, options: GetOptions): Promise<GetResu
       (asked = true),
       open.write(requestText(target, options.headers))
     );
-    connectName(host)
-      .then((hostname) =>
-        Bun.connect({
-          hostname,
-          port,
-          tls: secure
-            ? {
-                // tend judges the certificate itself, in handshake(), as curl does: -k skips every check,
-                // and a certificate without subjectAltName is matched on its CN (an IP address included).
-                rejectUnauthorized: false,
-                serverName: IP_LITERAL.test(host) ? undefined : host,
-                ...(options.ca ? { ca: options.ca } : {}),
-              }
-            : undefined,
-          socket: {
-            open(open) {
-              // Answered meanwhile (the deadline passed while a localhost name was looked up): closed at once.
-              if (done) return void (open.terminate?.() ?? open.end());
-              socket = open;
-              if (!secure) send(open);
-            },
-            handshake(open, ok, error) {
-              const code = (error as NodeJS.ErrnoException | null)?.code;
-              // Bun says a certificate's problem as `error`, with `ok` true or false: the problem decides.
-              const verified = error
-                ? acceptedAnyway(code, options.insecure === true, host, () => open.getPeerCertificate?.())
-                : ok;
-              if (verified) return void send(open);
-              const words = tlsWords(code, error?.message ?? "", host);
-              if (words !== "TLS version not supported by the server") return noAnswer(words ?? "TLS handshake failed");
-              refused = true; // its close is not the answer: the words wait for the version it offers
-              const left = options.timeoutMs - (performance.now() - started);
-              void offeredTlsVersion(hostname, host, port, left).then((version) =>
-                noAnswer(version ? `${words} (it offers ${version})` : words),
-              );
-            },
-            data: (_open, data) => onData(data),
-            end: () => closed(true),
-            close: (_open, error) => closed(!error, error as NodeJS.ErrnoException | undefined),
-            error: (_open, error) => closed(false, error as NodeJS.ErrnoException),
-            connectError: (_open, error) => noAnswer(socketWords((error as NodeJS.ErrnoException).code)),
+    // The resolver's addresses in its order, each tried as curl tries them: the next after a refusal.
+    const connectTo = (addresses: string[], index: number) => {
+      const hostname = addresses[index];
+      let failed = false;
+      const cannot = (error: NodeJS.ErrnoException) => {
+        if (failed || done) return;
+        failed = true;
+        if (index + 1 < addresses.length && nextAddressHelps(error.code)) return connectTo(addresses, index + 1);
+        noAnswer(socketWords(error.code));
+      };
+      Bun.connect({
+        hostname,
+        port,
+        tls: secure
+          ? {
+              // tend judges the certificate itself, in handshake(), as curl does: -k skips every check,
+              // and a certificate without subjectAltName is matched on its CN (an IP address included).
+              rejectUnauthorized: false,
+              serverName: IP_LITERAL.test(host) ? undefined : host,
+              ...(options.ca ? { ca: options.ca } : {}),
+            }
+          : undefined,
+        socket: {
+          open(open) {
+            // Answered meanwhile (the deadline passed while the name was looked up): closed at once.
+            if (done) return void (open.terminate?.() ?? open.end());
+            socket = open;
+            if (!secure) send(open);
           },
-        }),
-      )
+          handshake(open, ok, error) {
+            const code = (error as NodeJS.ErrnoException | null)?.code;
+            // Bun says a certificate's problem as `error`, with `ok` true or false: the problem decides.
+            const verified = error
+              ? acceptedAnyway(code, options.insecure === true, host, () => open.getPeerCertificate?.())
+              : ok;
+            if (verified) return void send(open);
+            const words = tlsWords(code, error?.message ?? "", host);
+            if (words !== "TLS version not supported by the server") return noAnswer(words ?? "TLS handshake failed");
+            refused = true; // its close is not the answer: the words wait for the version it offers
+            const left = options.timeoutMs - (performance.now() - started);
+            void offeredTlsVersion(hostname, host, port, left).then((version) =>
+              noAnswer(version ? `${words} (it offers ${version})` : words),
+            );
+          },
+          data: (_open, data) => onData(data),
+          end: () => closed(true),
+          close: (_open, error) => closed(!error, error as NodeJS.ErrnoException | undefined),
+          error: (_open, error) => closed(false, error as NodeJS.ErrnoException),
+          connectError: (_open, error) => cannot(error as NodeJS.ErrnoException),
+        },
+      }).catch(cannot);
+    };
+    addressesOf(host)
+      .then((addresses) => connectTo(addresses, 0))
       .catch((error: NodeJS.ErrnoException) => noAnswer(socketWords(error.code)));
   });
 }

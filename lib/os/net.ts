@@ -64,26 +64,20 @@ export async function readBounded(response: Response, limit: number): Promise<st
 }
 
 /**
- * Where the system's resolver (getaddrinfo: /etc/hosts, then DNS; on Android, netd through bionic)
- * says `host` is: an address as given stays itself. Rejects within `timeoutMs`, saying why.
+ * One address for `host`, by the system's resolver (addressesOf), IPv4 first where the name has
+ * both (as nodemailer's own resolving did: an SMTP server on 127.0.0.1 alone is found by "localhost"
+ * where /etc/hosts says ::1 first). Rejects within `timeoutMs`, saying why.
  */
 export async function systemAddress(host: string, timeoutMs: number): Promise<string> {
-  const { isIP } = await import("node:net");
-  if (isIP(host)) return host;
-  const { lookup } = await import("node:dns/promises");
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const found = await Promise.race([
-      lookup(host, { all: true }),
+      addressesOf(host),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
-    // IPv4 first where the name has both (as nodemailer's own resolving did): a server on 127.0.0.1
-    // alone is found by "localhost" where the resolver says ::1 first (a fresh Debian: no /etc/hosts).
-    const chosen = found.find((entry) => entry.family === 4) ?? found[0];
-    if (!chosen) throw Object.assign(new Error("no address"), { code: "ENOTFOUND" });
-    return chosen.address;
+    return found.find((address) => !address.includes(":")) ?? found[0];
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === "ENOTFOUND" ? "no such name" : (error as Error).message;
@@ -96,29 +90,41 @@ export async function systemAddress(host: string, timeoutMs: number): Promise<st
 /** "localhost" and every name under ".localhost" (RFC 6761 section 6.3). */
 export const isLocalhostName = (host: string) => /^(?:[^.]+\.)*localhost\.?$/i.test(host);
 
-const localhostResolves = new Map<string, { resolves: boolean; until: number }>();
+/** An IPv4 or IPv6 address as written (a URL's brackets already removed). */
+const IP_ADDRESS = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)$/i;
+
+/** A connection to one address failed so that the next one is tried (as curl moves on along its list). */
+export const nextAddressHelps = (code: string | undefined) =>
+  ["ECONNREFUSED", "ConnectionRefused", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT"].includes(
+    code ?? "",
+  );
 
 /**
- * The name to connect to for `host`: itself, but a localhost name the resolver does not know is
- * 127.0.0.1 (a host without /etc/hosts — debootstrap writes none — and a DNS server that answers
- * NXDOMAIN for it, as RFC 6761 asks). curl does the same without asking the resolver (7.78+,
- * *.localhost 7.85+); where the resolver knows the name, what it says is kept. Asked once a minute.
+ * The addresses to connect to for `host`, in the system resolver's order (getaddrinfo: /etc/hosts,
+ * then DNS, sorted by RFC 6724 and gai.conf; on Android, netd through bionic): the list curl gets and
+ * tries one by one. Not Bun's own resolver, which answers "localhost" with ::1 where /etc/hosts says
+ * 127.0.0.1 and gives one address of a name that has two. An address as given stays itself. A
+ * localhost name the resolver does not know (a host without /etc/hosts — debootstrap writes none —
+ * and a DNS server that answers NXDOMAIN for it, as RFC 6761 asks) is 127.0.0.1, which curl connects
+ * to without asking. Rejects with code ENOTFOUND when the name does not resolve; the caller's own
+ * deadline bounds a resolver that does not answer.
  */
-export async function connectName(host: string, now = Date.now()): Promise<string> {
-  if (!isLocalhostName(host)) return host;
-  let known = localhostResolves.get(host);
-  if (!known || known.until < now) {
-    const { lookup } = await import("node:dns/promises");
-    // A resolver that does not answer (no /etc/hosts, a DNS server away) is not waited for past a second.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const resolves = await Promise.race([
-      lookup(host).then(
-        () => true,
-        () => false,
-      ),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 1000))),
-    ]).finally(() => clearTimeout(timer));
-    localhostResolves.set(host, (known = { resolves, until: now + 60_000 }));
+export async function addressesOf(host: string): Promise<string[]> {
+  if (IP_ADDRESS.test(host)) return [host];
+  let found: { address: string }[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const lookup = Bun.dns.lookup(host, { backend: "system" });
+    // A localhost name is not waited for past a second (no /etc/hosts, a DNS server away): the loopback.
+    found = isLocalhostName(host)
+      ? await Promise.race([lookup, new Promise<[]>((resolve) => (timer = setTimeout(() => resolve([]), 1000)))])
+      : await lookup;
+  } catch {
+  } finally {
+    clearTimeout(timer);
   }
-  return known.resolves ? host : "127.0.0.1";
+  const addresses = [...new Set(found.map((entry) => entry.address))];
+  if (addresses.length) return addresses;
+  if (isLocalhostName(host)) return ["127.0.0.1"];
+  throw Object.assign(new Error(`cannot resolve ${host}`), { code: "ENOTFOUND" });
 }

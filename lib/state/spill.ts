@@ -1,5 +1,5 @@
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { readRegularFile } from "../os/files.ts";
 
@@ -87,14 +87,16 @@ export const PRIVATE_MEMORY = "in this process's memory only";
 /** Keep a state that cannot be written: in memory, and on /dev/shm where there is one. Where it went. */
 export function spill(stateDir: string, name: string, text: string): string {
   held.set(`${stateDir}\0${name}`, { text, at: Date.now() });
-  const dir = spillDir(stateDir, { create: true });
-  if (!dir) return `${PRIVATE_MEMORY} (no /dev/shm)`;
-  try {
-    writeFileAtomic(join(dir, `${name}.json`), text, 0o600, { durable: false });
-    return `in memory (${dir})`;
-  } catch {
-    return PRIVATE_MEMORY;
+  // Twice: another process may remove the directory it found empty between our finding and writing.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const dir = spillDir(stateDir, { create: true });
+    if (!dir) return `${PRIVATE_MEMORY} (no /dev/shm)`;
+    try {
+      writeFileAtomic(join(dir, `${name}.json`), text, 0o600, { durable: false });
+      return `in memory (${dir})`;
+    } catch {}
   }
+  return PRIVATE_MEMORY;
 }
 
 /**
@@ -132,6 +134,18 @@ export function unspill(stateDir: string, name: string): boolean {
   } catch {
     return had;
   }
-  rmSync(path, { force: true });
+  removeSpilled(path);
   return true;
+}
+
+/**
+ * A spilled copy is no longer needed: removed, and its directory with it once it holds nothing (a
+ * host whose disk filled once keeps no empty directory on /dev/shm until its next reboot). A copy
+ * another process spills meanwhile makes the directory again (spillDir lists /dev/shm anew).
+ */
+export function removeSpilled(path: string) {
+  rmSync(path, { force: true });
+  try {
+    rmdirSync(dirname(path)); // only when empty: ENOTEMPTY otherwise, and the directory stays
+  } catch {}
 }

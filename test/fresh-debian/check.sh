@@ -3,7 +3,8 @@
 # Debian 12 booted with systemd: a debootstrapped minbase root (systemd and dbus only: no make, no
 # git, no Node, no /etc/hosts, no sendmail, no emoji font) booted by test/systemd-container/up.sh, the
 # repository cloned into /root/tend as root. Then `make test` a second time, and what the runs left
-# in /tmp and /etc/passwd. Prints each step's time and the test counts; exit 1 if anything failed.
+# in /tmp, /dev/shm, /etc/passwd, the crontabs and the processes. BURNERS=N runs N `yes` beside it all
+# (a busy machine). Prints each step's time and the test counts; exit 1 if anything failed.
 # The debootstrapped tree is kept (/var/lib/machines/tend-fresh, ~75 s to build); every boot starts
 # from it pristine (an overlay); PURGE=1 removes it afterwards.
 set -uo pipefail
@@ -16,13 +17,19 @@ SRC=$(mktemp -d /tmp/tend-fresh-src.XXXXXX)
 export EXTRA_NSPAWN_ARGS="--bind-ro=$SRC:/mnt/tend-src --capability=CAP_NET_ADMIN,CAP_SYS_PTRACE"
 T0=$(date +%s)
 say() { printf '[fresh-check %4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
+BURNERS=${BURNERS:-0}
+burners=()
 cleanup() {
+  [ ${#burners[@]} -gt 0 ] && kill "${burners[@]}" 2>/dev/null
   bash "$HERE/test/systemd-container/down.sh" >/dev/null 2>&1
   rm -rf "$SRC" "$SYSTEMD_SANDBOX_DIR"
   [ "${PURGE:-0}" = 1 ] && rm -rf /var/lib/machines/tend-fresh
 }
 trap cleanup EXIT
 [ "$(id -u)" = 0 ] || { echo "fresh-check: needs root (debootstrap, systemd-nspawn)" >&2; exit 2; }
+
+for _ in $(seq 1 "$BURNERS"); do yes > /dev/null & burners+=($!); done
+[ "$BURNERS" -gt 0 ] && say "$BURNERS \`yes\` burning beside it on this machine's $(nproc) cores"
 
 # The repository as a clone would give it: what is committed (HEAD), nothing built or installed.
 git clone -q --no-local "$HERE" "$SRC/tend" || exit 1
@@ -44,7 +51,7 @@ inside() {
   nsenter -t "$(cat "$SYSTEMD_SANDBOX_DIR/state-$MACHINE/leader.pid")" -a -- env -i HOME=/root TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -lc "$1"
 }
-say "inside: $(inside '. /etc/os-release; echo "$PRETTY_NAME, PID 1 $(cat /proc/1/comm)"'); \
+say "inside: $(inside '. /etc/os-release; echo "$PRETTY_NAME, PID 1 $(cat /proc/1/comm), $(nproc) cores"'); \
 /etc/hosts $(inside 'test -e /etc/hosts && echo present || echo absent'); \
 sendmail $(inside 'command -v sendmail >/dev/null && echo present || echo absent'); \
 emoji fonts: $(inside 'ls /usr/share/fonts 2>/dev/null | wc -l')"
@@ -71,13 +78,27 @@ step setup "export DEBIAN_FRONTEND=noninteractive; $SETUP"
 if [ "$EXTRA_CAS" -gt 0 ]; then
   say "the host's $EXTRA_CAS local CA certificate(s) (its network's) trusted inside: $(inside 'update-ca-certificates 2>&1 | tail -1')"
 fi
-inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-before.txt"
+# What a run may leave behind: files in /tmp and /dev/shm, users, crontab lines, processes (by owner
+# and command line; not this snapshot's own shell, nor systemd's own helpers, which come and go on
+# their own: hostnamed, timedated and the like exit when idle).
+snapshot() {
+  inside 'echo "== /tmp"; ls -A /tmp; echo "== /dev/shm"; ls -A /dev/shm; echo "== /etc/passwd"; cat /etc/passwd
+    echo "== crontabs"; for f in /var/spool/cron/crontabs/* /etc/cron.d/*; do [ -f "$f" ] && sed "s|^|$f: |" "$f"; done
+    echo "== processes"
+    for p in /proc/[0-9]*; do
+      pid=${p#/proc/}; [ "$pid" = $$ ] && continue
+      [ "$(cut -d" " -f4 "$p/stat" 2>/dev/null)" = $$ ] && continue
+      c=$(tr "\0" " " < "$p/cmdline" 2>/dev/null); [ -n "$c" ] || continue
+      echo "$(stat -c %U "$p") $c"
+    done | grep -vE "^[^ ]+ (/usr)?/lib/systemd/systemd-|^root \(sd-pam\)" | sort' > "$1"
+}
+snapshot "$HERE/build/fresh-check-before.txt"
 step clone "git clone -q /mnt/tend-src/tend /root/tend"
 step demo "cd /root/tend && make demo"
 step test "cd /root/tend && make test"
-inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-between.txt"
+snapshot "$HERE/build/fresh-check-between.txt"
 step test-again "cd /root/tend && make test"
-inside 'ls -A /tmp; cat /etc/passwd' > "$HERE/build/fresh-check-after.txt"
+snapshot "$HERE/build/fresh-check-after.txt"
 # A release made there, its Debian package installed and removed with apt on that fresh Debian, as a user
 # would (test/release.test.ts does the same in an overlay of the host's root, in make test).
 step release "cd /root/tend && openssl genpkey -algorithm ed25519 -out /root/release.pem && \
@@ -88,16 +109,17 @@ step release "cd /root/tend && openssl genpkey -algorithm ed25519 -out /root/rel
   ! test -e /usr/bin/tend && ! test -e /usr/share/man/man1/watchdog.1.gz && rm -rf /root/release && echo RELEASE-OK"
 grep -q RELEASE-OK "$HERE/build/fresh-check-release.log" || failed=1
 # The first run installs the tests' tools with apt, and packages may add system users (runit's
-# runit-log): said, not counted. The second run installs nothing: what it leaves is the tests'.
+# runit-log), crontabs and daemons (cron): said, not counted. The second run installs nothing: what
+# it leaves is the tests'.
 first=$(diff "$HERE/build/fresh-check-before.txt" "$HERE/build/fresh-check-between.txt" | grep '^>' || true)
 [ -n "$first" ] && { say "after the first make test (its apt installs included):"; echo "$first" | sed 's/^/    /'; }
 left=$(diff "$HERE/build/fresh-check-between.txt" "$HERE/build/fresh-check-after.txt" | grep '^>' || true)
 if [ -n "$left" ]; then
   failed=1
-  say "left behind by the second make test in /tmp or /etc/passwd:"
+  say "left behind by the second make test (/tmp, /dev/shm, /etc/passwd, crontabs, processes):"
   echo "$left" | sed 's/^/    /'
 else
-  say "the second make test left nothing in /tmp or /etc/passwd"
+  say "the second make test left nothing in /tmp, /dev/shm, /etc/passwd, the crontabs or the processes"
 fi
 say "$([ $failed = 0 ] && echo PASSED || echo FAILED) in $(($(date +%s) - T0))s"
 exit $failed
