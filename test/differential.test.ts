@@ -534,7 +534,8 @@ test("the differential: 300+ behaviours (TLS included) under both rules, tend's 
           rows
             .map(
               (row) =>
-                `| ${row.name} | ${row.curl.code} (exit ${row.curl.exit}) | ${row.tend.ok ? "healthy" : "failing"}: ${row.tend.detail} |` +
+                `| ${row.name} | ${row.curl.code} (exit ${row.curl.exit}) | ` +
+                `${row.tend.ok ? "healthy" : "failing"}: ${row.tend.detail} |` +
                 (row.curlHealthy !== row.tend.ok
                   ? EXCEPTIONS[row.base]
                     ? ` named: ${EXCEPTIONS[row.base]}`
