@@ -8,7 +8,7 @@ import { VERSION, type Io } from "./io.ts";
 
 export { processIo, VERSION, type Io } from "./io.ts";
 
-export interface CommandSpec {
+interface CommandSpec {
   name: string;
   usage: string;
   string?: string[];

@@ -100,7 +100,7 @@ async function lingerFor(io: Io): Promise<string> {
 const COMMON_FLAGS = ["config", "help", "version"];
 
 /** `watchdog SUBCOMMAND`: each loaded on demand. */
-export const SUBCOMMANDS: Record<string, Subcommand> = {
+const SUBCOMMANDS: Record<string, Subcommand> = {
   pass: {
     takes: "none",
     flags: ["dry-run", "interval"],

@@ -2,7 +2,7 @@ import { humanDuration } from "../core/duration.ts";
 import { runCommand, saidBy } from "../os/run.ts";
 import { defineCheck, stopwatch } from "./kind.ts";
 
-export type CommandCheck = {
+type CommandCheck = {
   kind: "command";
   argv: string[];
   timeoutMs: number;

@@ -6,7 +6,7 @@ import { defineCheck, stopwatch } from "./kind.ts";
 /** A floor of free space: bytes, or a share of the filesystem (0-100 %). */
 type Floor = { bytes: number } | { percent: number };
 
-export type DiskCheck = {
+type DiskCheck = {
   kind: "disk";
   path: string;
   minFree: Floor | null;

@@ -3,7 +3,7 @@ import { formatDuration, humanDuration } from "../core/duration.ts";
 import { inWords } from "../os/files.ts";
 import { defineCheck, stopwatch } from "./kind.ts";
 
-export type LogCheck = {
+type LogCheck = {
   kind: "log";
   path: string;
   freshMs: number;

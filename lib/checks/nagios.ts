@@ -3,7 +3,7 @@ import { runCommand } from "../os/run.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { defineCheck, stopwatch, type Perfdata } from "./kind.ts";
 
-export type NagiosCheck = {
+type NagiosCheck = {
   kind: "nagios";
   argv: string[];
   timeoutMs: number;
@@ -16,7 +16,7 @@ const firstLine = (stdout: string) => oneLine(stdout.split("\n")[0].split("|")[0
  * Perfdata `time=0.12s` (check_http, check_tcp: the response time, in s or ms) as the probe's
  * latency; without it, the plugin's own run time.
  */
-export function perfdataLatencyMs(stdout: string): number | null {
+function perfdataLatencyMs(stdout: string): number | null {
   const perfdata = stdout.split("\n")[0].split("|")[1] ?? "";
   const match = /(?:^|\s)'?time'?=([\d.]+)(us|ms|s)?(?:;|\s|$)/.exec(perfdata);
   if (!match) return null;
@@ -34,7 +34,7 @@ const PERFDATA_LIMIT = 32;
  * Every perfdata item of the plugin's first line (the Nagios plugin guidelines: `'label'=value[UOM];
  * [warn];[crit];[min];[max]`, space-separated, a label quoted when it holds spaces): kept as given.
  */
-export function parsePerfdata(stdout: string): Perfdata[] {
+function parsePerfdata(stdout: string): Perfdata[] {
   const text = stdout.split("\n")[0].split("|").slice(1).join("|");
   const items: Perfdata[] = [];
   for (const match of text.matchAll(

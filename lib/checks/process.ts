@@ -2,7 +2,7 @@ import { show } from "../config/reader.ts";
 import { isStopped, isZombie } from "../os/proc.ts";
 import { defineCheck, stopwatch } from "./kind.ts";
 
-export type ProcessCheck = {
+type ProcessCheck = {
   kind: "process";
   timeoutMs: number;
 };

@@ -5,7 +5,7 @@ import { addressesOf, networkReason, nextAddressHelps } from "../os/net.ts";
 import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 
-export type TcpCheck = {
+type TcpCheck = {
   kind: "tcp";
   host: string;
   port: number;
@@ -17,7 +17,7 @@ export type TcpCheck = {
 };
 
 /** At most this much of a tcp answer is read for `expect`. */
-export const TCP_ANSWER_LIMIT = 64 * 1024;
+const TCP_ANSWER_LIMIT = 64 * 1024;
 
 /** "host:port" as written, IPv6 in brackets. */
 export const address = ({ host, port }: { host: string; port: number }) =>
@@ -127,7 +127,7 @@ export const tcp = defineCheck<TcpCheck>({
  * A tcp check without `expect` on a service tend restarts: it cannot see the service frozen (the
  * kernel accepts for a SIGSTOPped process). Said by validate and doctor, never an error.
  */
-export const blindTcp = (check: { kind: string; expect?: string | null }, restarts: boolean) =>
+const blindTcp = (check: { kind: string; expect?: string | null }, restarts: boolean) =>
   restarts && check.kind === "tcp" && !check.expect;
 
 /** What validate and doctor say of each service whose tcp check cannot see it frozen (blindTcp). */

@@ -6,7 +6,7 @@ import { after } from "../os/timer.ts";
 import { defineCheck, stopwatch, type ProbeResult } from "./kind.ts";
 import { address, readHostPort } from "./tcp.ts";
 
-export type TlsCheck = {
+type TlsCheck = {
   kind: "tls";
   host: string;
   port: number;

@@ -4,7 +4,7 @@ import { loadConfig } from "./load.ts";
 import type { Config, Env } from "./types.ts";
 
 /** What a long-running process learns when it looks at its configuration file again. */
-export interface Refreshed {
+interface Refreshed {
   config: Config;
   /** The file changed and is now invalid (said once per distinct error): the last good one stays. */
   broken: string | null;

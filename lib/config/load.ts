@@ -28,7 +28,7 @@ import {
 /** A configuration larger than this is not one. */
 const CONFIG_LIMIT = 4 * 1024 * 1024;
 
-export interface LoadOptions {
+interface LoadOptions {
   /** --config; wins over everything. */
   path?: string;
   env?: Env;
@@ -96,7 +96,7 @@ export function loadConfigOrDefaults(options: LoadOptions = {}): Config {
   return loadConfig(options);
 }
 
-export function parseDocument(text: string, path: string): unknown {
+function parseDocument(text: string, path: string): unknown {
   const json = path.endsWith(".json") || (!path.endsWith(".toml") && text.trimStart().startsWith("{"));
   let document: unknown;
   try {

@@ -16,7 +16,7 @@ export const show = (value: unknown) =>
  * never quotes the value, whatever its type (a type slip in `headers` must not print the Bearer).
  */
 const SECRET_KEY = /(^|\.)(url|http|heartbeat_url|token|headers|env|peers)(\.|\[|$)/;
-export const isSecretKey = (path: string) => SECRET_KEY.test(path);
+const isSecretKey = (path: string) => SECRET_KEY.test(path);
 const typeName = (value: unknown) =>
   Array.isArray(value) ? "an array" : isTable(value) ? "a table" : `a ${typeof value}`;
 

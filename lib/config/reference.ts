@@ -7,7 +7,7 @@ import { RESTARTS } from "../restarts/index.ts";
  * it to the code: the same keys the readers accept (WATCHDOG_KEYS, the kinds' `keys`, ...), and
  * the defaults an empty configuration parses to. A key the code takes and this does not say fails there.
  */
-export interface KeyDoc {
+interface KeyDoc {
   key: string;
   type: string;
   /** As it would be written in the file; "" when there is none (required, or off). */
@@ -15,7 +15,7 @@ export interface KeyDoc {
   doc: string;
 }
 
-export interface SectionDoc {
+interface SectionDoc {
   /** `[watchdog]`, `[service.check] http`, ... */
   title: string;
   /** The table the keys are in, as a key path begins: "watchdog", "service.check". */

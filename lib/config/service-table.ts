@@ -66,7 +66,7 @@ export const BUSY_KEYS = ["port", "log", "fresh", "max"];
 export const MEMORY_KEYS = ["limit", "warn_within", "restart_above"];
 
 /** The probes a strike window may span: those a flapping verdict looks at (FLAP_WINDOW). */
-export const MAX_FAILURES_WITHIN = 20;
+const MAX_FAILURES_WITHIN = 20;
 
 /** failures_within = M: at least `failures` (N of the last M), at most the 20 probes tend keeps. */
 export function checkWithin(table: Reader, tunables: Tunables) {

@@ -84,7 +84,7 @@ function refuseIfUnsafe(what: string, place: string, stats: Stats, acl: AclWrite
  * Every directory from `/` down to the configuration, and down to each symlink on the way and its
  * target (as OpenSSH's safe_path walks up): whoever may write in one of them may swap what is below.
  */
-export function directoriesOnTheWay(path: string): [string, string][] {
+function directoriesOnTheWay(path: string): [string, string][] {
   const found = new Map<string, string>();
   const chain = (dir: string, what: string) => {
     for (let place = dir; ; place = dirname(place)) {

@@ -59,16 +59,16 @@ export interface Frame {
 const HOUR_MS = 3_600_000;
 
 /** Steps kept in the heartbeat: a state older than all of them is older than any clock step matters for. */
-export const STEPS_KEPT = 20;
+const STEPS_KEPT = 20;
 
 /**
  * How far the two clocks may drift apart and still be no step: NTP slews at most 500 ppm, and
  * sysinfo(2) counts whole seconds where the boot-time clock cannot be read.
  */
-export const stepTolerance = (elapsedMs: number) => Math.max(2000, Math.abs(elapsedMs) * 0.001);
+const stepTolerance = (elapsedMs: number) => Math.max(2000, Math.abs(elapsedMs) * 0.001);
 
 /** Is this reading of the same boot as the record? null: cannot tell (then the wall clock decides). */
-export function sameBoot(record: ClockRecord, reading: ClockReading): boolean | null {
+function sameBoot(record: ClockRecord, reading: ClockReading): boolean | null {
   if (record.bootId && reading.bootId) return record.bootId === reading.bootId;
   if (record.bootMs !== null && reading.bootMs !== null) return reading.bootMs >= record.bootMs;
   return null;

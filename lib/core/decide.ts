@@ -73,7 +73,7 @@ export interface Facts {
  * `owned`: not judged this time — another owner (a verification, an operator) holds the service's
  * lock, or the pass was stopped (SIGTERM) before its answer was recorded.
  */
-export type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error" | "owned";
+type SkipReason = "disabled" | "paused" | "boot_delay" | "stopped" | "grace" | "error" | "owned";
 /** start: the first start of a service tend never started nor saw healthy (not a restart: not counted). */
 /** `start`: a new service's first start; `boot`: found not running after a reboot (neither is counted). */
 export type RestartReason = "start" | "boot" | "crash" | "hung_restart" | "busy_timeout" | "memory";
@@ -195,7 +195,7 @@ const SKIPPED: Record<SkipReason, StateWord> = {
 };
 
 /** The state word and reason of a decision, as the pass records it. */
-export function verdictOf(service: ServiceConfig, decision: Decision, now: number): Verdict {
+function verdictOf(service: ServiceConfig, decision: Decision, now: number): Verdict {
   const reason = explain(decision);
   const verdict = (word: StateWord, until: number | null = null): Verdict => ({
     kind: decision.kind,
@@ -728,7 +728,7 @@ const givenUpLine = (service: ServiceConfig, why: string): LogLine => ({
     `giving up until it is healthy again or \`watchdog reset ${service.name}\``,
 });
 
-export interface RestartOutcome {
+interface RestartOutcome {
   /** The restart action itself ran (false: it failed; detail says why). */
   issued: boolean;
   recovered: boolean;

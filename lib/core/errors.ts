@@ -1,12 +1,12 @@
 /** Exit codes shared by every command (SPEC "Exit codes"). */
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3 } as const;
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 /**
  * What went wrong, for code to branch on (the message is for people and may change):
  * failed / usage / refused are the exit codes' own; the others name a condition a caller handles.
  */
-export type ErrorCode =
+type ErrorCode =
   | "failed"
   /** Arguments or configuration are wrong: nothing was done. */
   | "usage"

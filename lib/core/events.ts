@@ -29,7 +29,7 @@ export type NotifyEvent = keyof typeof EVENTS;
  * The notification a heartbeat gap is said with, by whose gap it is (core/health.ts findGap): the
  * watchdog's 💤, the host's (a reboot) 🔌; a device asleep is said by its DOWNTIME line alone.
  */
-export const GAP_EVENT: Record<"watchdog" | "host" | "device", NotifyEvent | null> = {
+const GAP_EVENT: Record<"watchdog" | "host" | "device", NotifyEvent | null> = {
   watchdog: "gap",
   host: "reboot",
   device: null,

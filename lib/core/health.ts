@@ -1,7 +1,7 @@
 import type { Downtime } from "./events.ts";
 
 /** The heartbeat is older than this: the watchdog did not run (or the host was down). */
-export const staleAfter = (intervalMs: number) => 2 * intervalMs + 30_000;
+const staleAfter = (intervalMs: number) => 2 * intervalMs + 30_000;
 
 /** The watchdog itself is not running: its last pass is older than 2 x interval + 30 s. */
 export const isStale = (lastPassAt: number | null, intervalMs: number, now: number) =>

@@ -24,7 +24,7 @@ export function slope(samples: [number, number][]): number | null {
 
 const MIB = 1024 * 1024;
 
-export interface MemoryVerdict {
+interface MemoryVerdict {
   /** Above restart_above: restart preventively. */
   restart: string | null;
   /** The projection reaches the limit within warn_within. */

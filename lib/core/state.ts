@@ -186,7 +186,7 @@ export interface OutageRecord {
   /** It reached N strikes (notified) or waited on a dependency: an incident, whose probes stats leaves out. */
   incident?: boolean;
 }
-export interface GapRecord {
+interface GapRecord {
   from: number;
   to: number;
   reason: string;
@@ -195,13 +195,13 @@ export const EVENT_HISTORY = 1000;
 
 /** timedOut 1: no answer within `cutMs`, the timeout in force then (older samples: their latency). */
 export type LatencySample = [at: number, latencyMs: number, ok: number, timedOut?: number, cutMs?: number];
-export interface HistoryEntry {
+interface HistoryEntry {
   at: number;
   what: "restart" | "recovered" | "failed" | "auto-restart";
   count?: number;
 }
 
-export const RECENT_EVENTS = 20;
+const RECENT_EVENTS = 20;
 
 /** An event the pass wrote for the service: its last, and one of its recent ones. */
 export const withEvent = (state: ServiceState, event: EventRecord): ServiceState => ({
@@ -400,7 +400,7 @@ export const OBSERVATIONS: ReadonlySet<string> = new Set<string>([
 
 /** Whether `next` differs from `previous` only in observations (strikes, outages, restarts, events: no). */
 /** How many looks at the output file a state keeps: a pass each, while the file grows. */
-export const OUTPUT_MARKS = 64;
+const OUTPUT_MARKS = 64;
 
 /** The marks with this look added: unchanged when the size is; restarted when the file shrank (rotated, cut). */
 export function markOutput(

@@ -23,7 +23,7 @@ export type StateWord =
   | "new";
 
 /** What a word means to each reader: the one table (SPEC "watchdog status"), read by every view. */
-export interface WordMeaning {
+interface WordMeaning {
   /** status exits 0 for it: it needs nobody. */
   calm: boolean;
   /** The Nagios / Icinga / Consul level: 0 OK, 1 WARNING, 2 CRITICAL. */
@@ -73,7 +73,7 @@ export const WORDS: Readonly<Record<StateWord, WordMeaning>> = {
 export const STATE_WORDS: ReadonlySet<string> = new Set(Object.keys(WORDS));
 
 /** What kind of decision it was: decide()'s kinds, and `verified` for the outcome of a restart or start. */
-export type VerdictKind = "skip" | "ok" | "strike" | "busy" | "wait" | "held" | "restart" | "give-up" | "verified";
+type VerdictKind = "skip" | "ok" | "strike" | "busy" | "wait" | "held" | "restart" | "give-up" | "verified";
 
 export interface Verdict {
   kind: VerdictKind;

@@ -104,7 +104,7 @@ export async function sendEvents(config: Config, events: Message[], logger: Logg
  * Kuma push URL) they are filled in (`{ping}`: the pass's duration in ms); without, "/fail" goes on
  * the path, never inside the query (healthchecks.io).
  */
-export function heartbeatTarget(base: string, down: boolean, message: string, pingMs = 0): string {
+function heartbeatTarget(base: string, down: boolean, message: string, pingMs = 0): string {
   if (PLACEHOLDERS.test(base)) {
     return base
       .replaceAll("{status}", down ? "down" : "up")

@@ -23,12 +23,7 @@ const HOUR_MS = 3_600_000;
  * failed, given up), busy, memory growing toward its limit, a silent systemd auto-restart, a
  * certificate that expires soon. One alert each, with stable labels.
  */
-export function conditionsOf(
-  service: ServiceConfig,
-  state: ServiceState,
-  now: number,
-  intervalMs: number,
-): Condition[] {
+function conditionsOf(service: ServiceConfig, state: ServiceState, now: number, intervalMs: number): Condition[] {
   const name = service.name;
   const found: Condition[] = [];
   const last = state.lastProbe?.detail ?? "no probe yet";

@@ -31,7 +31,7 @@ interface SmtpError extends Error {
 }
 
 /** The SMTP server an email URL names, and its envelope. */
-export function smtpTarget(url: string): { secure: boolean; host: string; port: number; user: string; pass: string } {
+function smtpTarget(url: string): { secure: boolean; host: string; port: number; user: string; pass: string } {
   const parsed = new URL(url);
   const secure = parsed.protocol === "smtps:";
   return {

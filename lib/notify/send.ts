@@ -51,7 +51,7 @@ export interface Channel {
   retries: number;
 }
 
-export interface HttpRequest {
+interface HttpRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
@@ -97,7 +97,7 @@ export function cut(text: string, limit: number): string {
 }
 
 /** At most `limit` UTF-8 bytes, cut on a character boundary (never inside one), with "…" where it was cut. */
-export function cutBytes(text: string, limit: number): string {
+function cutBytes(text: string, limit: number): string {
   const bytes = Buffer.from(text);
   if (bytes.length <= limit) return text;
   const room = limit - Buffer.byteLength("…");
@@ -118,7 +118,7 @@ const headerValue = (text: string) =>
  * The message as its receiver gets it: only a Message's own fields, whatever else the value holds
  * (a spooled one carries its id, URL and format: a webhook's secret path must never reach a payload).
  */
-export function liveMessage({ message, title, priority, tags, event, service, time, alerts, key }: Message): Message {
+function liveMessage({ message, title, priority, tags, event, service, time, alerts, key }: Message): Message {
   return {
     message,
     title,

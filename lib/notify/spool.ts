@@ -15,14 +15,14 @@ import { isFullDisk, removeSpilled, spillDir } from "../state/spill.ts";
 import { buildRequest, lateNote, send, type Channel, type Message, type SendOptions, type SendResult } from "./send.ts";
 
 /** The spool and the dead letters keep at most this many messages each. */
-export const SPOOL_LIMIT = 1000;
+const SPOOL_LIMIT = 1000;
 /** Blocks kept past the spool's end for a full disk: 64 KiB, some 60 messages. */
 const SPOOL_RESERVE = 64 * 1024;
 /** 1000 messages of up to 64 KiB each, with room: a larger file is not tend's. */
 const SPOOL_BYTES_LIMIT = 128 * 1024 * 1024;
 const STATE_LIMIT = 4 * 1024 * 1024;
 export const spoolFile = (stateDir: string) => statePaths(stateDir).spool;
-export const deadFile = (stateDir: string) => statePaths(stateDir).dead;
+const deadFile = (stateDir: string) => statePaths(stateDir).dead;
 const stateFile = (stateDir: string) => statePaths(stateDir).notifyState;
 const lockFile = (stateDir: string) => statePaths(stateDir).notifyLock;
 
@@ -56,10 +56,10 @@ export const deliveryOptions = (config: Config, channel: Channel | null, now?: (
 });
 
 /** What one run (a pass, a `notify`) spends on the spool in all, whatever the number of destinations. */
-export const SPOOL_BUDGET_MS = 15_000;
+const SPOOL_BUDGET_MS = 15_000;
 
 /** A message its receiver refused for good (a 3xx, a 4xx but 408/429): kept, never holding up others. */
-export interface DeadLetter extends Spooled {
+interface DeadLetter extends Spooled {
   status: number | null;
   /** The first 200 characters of the answer, escaped. */
   answer: string;
@@ -67,7 +67,7 @@ export interface DeadLetter extends Spooled {
 }
 
 /** What notify remembers between runs, beside the spool itself. */
-export interface NotifyState {
+interface NotifyState {
   /** Messages dropped from a full spool, not yet reported in a delivered message. */
   dropped: number;
   /** Per service+event: when one was last accepted, and how many were suppressed since. */
@@ -92,7 +92,7 @@ export interface FiringAlert {
   startsAt: string;
 }
 
-export interface DeliverOptions extends SendOptions {
+interface DeliverOptions extends SendOptions {
   stateDir: string;
   /** Where new messages go; null: only the spool is sent (`notify --flush` without a URL). */
   channel: Channel | null;
@@ -201,7 +201,7 @@ function stepEntry<T extends Spooled & { deadAt?: string }>(entry: T, steps: Clo
  * What is wrong with a spool line, field by field (a hand edit, another program, an older tend): a
  * line with a wrong type must never stop the spool (`tags: "x"` once wedged it for good).
  */
-export function spooledProblem(entry: Record<string, unknown>): string | null {
+function spooledProblem(entry: Record<string, unknown>): string | null {
   const optionalString = (key: string) =>
     entry[key] === undefined || entry[key] === null || typeof entry[key] === "string";
   if (typeof entry.message !== "string") return "message is not a string";
@@ -295,7 +295,7 @@ export function readDead(stateDir: string): DeadLetter[] {
  * How many messages a spool file holds, counted without parsing it (status and /api/status ask on
  * every request): its lines, read in 64 KiB blocks, never the whole file at once.
  */
-export function countLines(path: string): number {
+function countLines(path: string): number {
   let fd: number;
   try {
     fd = openRegular(path).fd;

@@ -9,16 +9,16 @@ import { formatDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { runCommand, saidBy } from "../os/run.ts";
 
-export const SCHEDULERS = ["cron", "termux-boot", "systemd", "launchd"] as const;
-export type Scheduler = (typeof SCHEDULERS)[number];
+const SCHEDULERS = ["cron", "termux-boot", "systemd", "launchd"] as const;
+type Scheduler = (typeof SCHEDULERS)[number];
 
-export interface InstallFile {
+interface InstallFile {
   path: string;
   content: string;
   mode: number;
 }
 
-export interface InstallOptions {
+interface InstallOptions {
   /** The tend binary the entry runs. */
   binary: string;
   home: string;
@@ -53,7 +53,7 @@ const CRON_PERIODS: [number, string][] = [
 ];
 
 /** interval -> the cron schedule of the nearest period cron can run at exactly (e.g. 90s -> every 2 minutes). */
-export function cronSchedule(intervalMs: number): { schedule: string; periodMs: number } {
+function cronSchedule(intervalMs: number): { schedule: string; periodMs: number } {
   // A tie goes to the longer period: fewer passes than asked, never more.
   const [periodMs, schedule] = CRON_PERIODS.reduce((best, candidate) =>
     Math.abs(candidate[0] - intervalMs) <= Math.abs(best[0] - intervalMs) ? candidate : best,
@@ -95,7 +95,7 @@ export function cronLine(config: Config, { binary, intervalMs, mail = cronCanMai
 const REPLACED_MARK = " # replaced by tend";
 
 /** Crontab lines that run another watchdog: a watchdog.sh, or the user's --replace PATTERN. */
-export function otherWatchdogs(lines: string[], pattern: string | null): string[] {
+function otherWatchdogs(lines: string[], pattern: string | null): string[] {
   return lines.filter(
     (line) =>
       !line.trimStart().startsWith("#") &&
@@ -108,7 +108,7 @@ export function otherWatchdogs(lines: string[], pattern: string | null): string[
  * A line install wrote: it ends with the marker and runs `watchdog pass` (a user's own line that
  * merely mentions "# tend watchdog" is not tend's to replace or remove).
  */
-export const isTendLine = (line: string) =>
+const isTendLine = (line: string) =>
   !line.trimStart().startsWith("#") && line.trimEnd().endsWith(CRON_MARK) && / watchdog pass /.test(line);
 
 /** tend's own lines in a crontab (the exact marker install writes). */
@@ -171,7 +171,7 @@ export async function crontabWarnings(pattern: string | null): Promise<string[]>
  * One word of an ExecStart line: double-quoted when it holds a space or a quote, `\` and `"` escaped
  * inside; `%` as `%%` (a specifier) and `$` as `$$` (a variable) everywhere.
  */
-export function systemdWord(word: string): string {
+function systemdWord(word: string): string {
   const literal = word.replace(/%/g, "%%").replace(/\$/g, "$$$$");
   return /^[\w@%+=:,./$-]+$/.test(literal) ? literal : `"${literal.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 }

@@ -9,7 +9,7 @@ import { exactWindow, parseTarget, serverArgs } from "../os/tmux.ts";
 import { outputOf } from "../restarts/index.ts";
 import { serviceNamed } from "./operate.ts";
 
-export interface LogsOptions {
+interface LogsOptions {
   lines: number;
   follow: boolean;
   /** Each line of the service's output, escaped (not cut). */

@@ -9,9 +9,9 @@ import type { ServiceState } from "../core/state.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";
 
-export type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
+type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
 
-export interface MaintenanceOptions {
+interface MaintenanceOptions {
   now?: () => number;
   /** How long to wait for a running pass to finish (its verify can take verify_timeout). */
   lockWaitMs?: number;

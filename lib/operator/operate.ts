@@ -16,7 +16,7 @@ import { tendNow } from "../state/clock.ts";
 
 export type Operation = "restart" | "stop" | "start";
 
-export interface OperateOptions {
+interface OperateOptions {
   echo: (line: string) => void;
   env?: Record<string, string | undefined>;
   now?: () => number;

@@ -18,7 +18,7 @@ const TAG = { userObj: 0x01, user: 0x02, groupObj: 0x04, group: 0x08, mask: 0x10
 const WRITE = 0x02;
 
 /** Parse the `system.posix_acl_access` value; null when it is not one. */
-export function aclWritersOf(value: Uint8Array): AclWriters | null {
+function aclWritersOf(value: Uint8Array): AclWriters | null {
   const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
   if (value.byteLength < 4 || (value.byteLength - 4) % 8 !== 0 || view.getUint32(0, true) !== 2) return null;
   const entries: { tag: number; perm: number; id: number }[] = [];

@@ -130,7 +130,7 @@ export function syncFile(path: string): boolean {
 }
 
 /** fsync a directory (its entries: a rename, a new file); best effort where a file system refuses it. */
-export function syncDirectory(path: string): void {
+function syncDirectory(path: string): void {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);

@@ -33,7 +33,7 @@ function listeningInodes(port: number): Set<string> | { unreadable: string } {
 }
 
 /** The PID holding a listening socket on `port` (through /proc/PID/fd), or null when none listens. */
-export function listenerOf(port: number): { pid: number | null } | { unreadable: string } | null {
+function listenerOf(port: number): { pid: number | null } | { unreadable: string } | null {
   const inodes = listeningInodes(port);
   if (!(inodes instanceof Set)) return inodes;
   if (inodes.size === 0) return null;

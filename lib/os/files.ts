@@ -45,7 +45,7 @@ const kindOf = (stats: Stats) =>
           : "not a regular file";
 
 /** A file that is not what it should be: the message says what is wrong, in words. */
-export class FileProblem extends Error {}
+class FileProblem extends Error {}
 
 /**
  * The one reader of files others may have made (SPEC: "one reader"). Every read of a file by its path
@@ -54,7 +54,7 @@ export class FileProblem extends Error {}
  * symlink unless the caller asks (`follow`: a path the user named), checked on the descriptor to be a
  * regular file (a FIFO, device or directory said in words), and read up to a stated bound.
  */
-export interface ReadOptions {
+interface ReadOptions {
   /** Follow a final symlink: only for a path the user named (the config, a script to import). */
   follow?: boolean;
 }
@@ -136,11 +136,7 @@ export function readBlocks(
 }
 
 /** The same, from a descriptor the one reader opened. */
-export function readBlocksOf(
-  fd: number,
-  limit: number,
-  each: (block: Buffer) => void,
-): { size: number; more: boolean } {
+function readBlocksOf(fd: number, limit: number, each: (block: Buffer) => void): { size: number; more: boolean } {
   const block = Buffer.alloc(256 * 1024);
   let size = 0;
   for (let read; (read = readSync(fd, block, 0, block.length, null)) > 0;) {

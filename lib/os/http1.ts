@@ -7,7 +7,7 @@ import { addressesOf, nextAddressHelps, socketWords } from "./net.ts";
 import { after } from "./timer.ts";
 import { stillClosing } from "./closing.ts";
 
-export interface GetOptions {
+interface GetOptions {
   headers: Record<string, string>;
   timeoutMs: number;
   /** Look for this in the body (read within the same timeout, at most `bodyLimit` bytes). */
@@ -20,18 +20,18 @@ export interface GetOptions {
 }
 
 /** Why the body search ended without finding the string. */
-export type BodyEnd = "complete" | "timeout" | "limit" | "broke";
+type BodyEnd = "complete" | "timeout" | "limit" | "broke";
 
-export type GetResult =
+type GetResult =
   | { answered: true; status: number; headersMs: number; found: boolean | null; bodyEnd: BodyEnd | null }
   | { answered: false; timedOut: boolean; words: string };
 
 /** curl's limit on an answer's headers, interim answers' included: past it, no answer. */
-export const HEADER_LIMIT = 300 * 1024;
+const HEADER_LIMIT = 300 * 1024;
 /** Interim answers (1xx) before the final one: bounded in count as in bytes (an endless 100 Continue). */
-export const INTERIM_LIMIT = 32;
+const INTERIM_LIMIT = 32;
 /** curl's bound on one header line (the status line included): CURL_MAX_HTTP_HEADER, 100 KB. */
-export const LINE_LIMIT = 100 * 1024;
+const LINE_LIMIT = 100 * 1024;
 /**
  * A status line as curl reads it (7.88's `sscanf(" HTTP/%1d.%1d%c%3d%c")`, measured against it):
  * HTTP/1.0, 1.1 or 2.0 (or `HTTP/2`), one space, blanks, then at most three digits, a reason glued
@@ -52,7 +52,7 @@ function readStatus(line: string): { status: number } | { words: string } {
 }
 
 /** TLS errors as the SPEC says them; `name` is the host the certificate had to be valid for. */
-export function tlsWords(code: string | undefined, message: string, name: string): string | null {
+function tlsWords(code: string | undefined, message: string, name: string): string | null {
   switch (code) {
     case "CERT_HAS_EXPIRED":
       return "certificate expired";
@@ -105,7 +105,7 @@ const CERTIFICATE_CODES = new Set([
  * whatever the certificate problem; without, only a name mismatch on a certificate that has no
  * subjectAltName and whose CN is the name asked (an IP address included), the chain being good.
  */
-export function acceptedAnyway(
+function acceptedAnyway(
   code: string | undefined,
   insecure: boolean,
   host: string,
@@ -126,7 +126,7 @@ export function acceptedAnyway(
  * that allows the old ones (node:tls: Bun.connect has no minVersion); null when it will not say
  * within `timeoutMs`. Only after a refusal: a probe that succeeds never pays for it.
  */
-export async function offeredTlsVersion(
+async function offeredTlsVersion(
   address: string,
   name: string,
   port: number,
@@ -166,7 +166,7 @@ export async function offeredTlsVersion(
 }
 
 /** The request's bytes: Host, a User-Agent, Basic auth from the URL's user info; the check's headers win. */
-export function requestText(url: URL, headers: Record<string, string>): string {
+function requestText(url: URL, headers: Record<string, string>): string {
   const given = new Set(Object.keys(headers).map((name) => name.toLowerCase()));
   const lines = [`GET ${url.pathname || "/"}${url.search} HTTP/1.1`];
   if (!given.has("host")) lines.push(`Host: ${url.host}`);
@@ -189,7 +189,7 @@ interface Head {
 }
 
 /** What the bytes so far hold: the final head, not yet (and the last interim answer seen), or no answer. */
-export type HeadParse =
+type HeadParse =
   { kind: "head"; head: Head } | { kind: "more"; interim: string | null } | { kind: "bad"; words: string };
 
 /**
@@ -200,7 +200,7 @@ export type HeadParse =
  * is no answer, as in curl. `closed`: nothing more comes (the server closed): a head cut short after
  * its status line is taken as it is.
  */
-export function parseHead(buffer: Buffer, closed = false): HeadParse {
+function parseHead(buffer: Buffer, closed = false): HeadParse {
   let start = 0;
   let interims = 0;
   let interim: string | null = null;

@@ -88,7 +88,7 @@ export async function systemAddress(host: string, timeoutMs: number): Promise<st
 }
 
 /** "localhost" and every name under ".localhost" (RFC 6761 section 6.3). */
-export const isLocalhostName = (host: string) => /^(?:[^.]+\.)*localhost\.?$/i.test(host);
+const isLocalhostName = (host: string) => /^(?:[^.]+\.)*localhost\.?$/i.test(host);
 
 /** An IPv4 or IPv6 address as written (a URL's brackets already removed). */
 const IP_ADDRESS = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)$/i;

@@ -38,7 +38,7 @@ const PIDFILE_SLACK_MS = 1000;
 /** A pidfile is one line of decimal digits: a few bytes, never more than this. */
 const PIDFILE_LIMIT = 64;
 
-export type PidfileRead = { pid: number; writtenAt: number } | { missing: true } | { problem: string };
+type PidfileRead = { pid: number; writtenAt: number } | { missing: true } | { problem: string };
 
 /** A pidfile holds one line of decimal digits and nothing else (so `kill $(cat FILE)` works). */
 export function readPidfile(path: string): PidfileRead {
@@ -142,7 +142,7 @@ export const probeContext = (main: MainProcess | null) => ({
 });
 
 /** What status and safe-kill say of a process that runs but /proc does not show. */
-export const hiddenDetail = (pid: number, probe: "alive" | "hidden" = "hidden") =>
+const hiddenDetail = (pid: number, probe: "alive" | "hidden" = "hidden") =>
   probe === "alive"
     ? // kill(pid, 0) allowed: the same user's, hidden by hidepid because it is not debuggable (#61).
       `pid ${pid} is hidden from tend (hidepid: a process of your own that is not debuggable; ` +
@@ -212,7 +212,7 @@ export async function fromUnit(unit: string, shown?: UnitShown): Promise<MainPro
   );
 }
 
-export async function fromLaunchd(label: string): Promise<MainProcess> {
+async function fromLaunchd(label: string): Promise<MainProcess> {
   const found = await launchdPid(label);
   return supervisedProcess(
     `launchd job ${label}`,
@@ -222,7 +222,7 @@ export async function fromLaunchd(label: string): Promise<MainProcess> {
 }
 
 /** runsv's supervise/pid (what `sv status` reads): runsv restarts its process itself, as systemd does. */
-export function fromRunit(serviceDir: string): MainProcess {
+function fromRunit(serviceDir: string): MainProcess {
   const source = `runit service ${serviceDir}`;
   let text = "";
   try {

@@ -3,7 +3,7 @@ import { closeSync } from "node:fs";
 import { runCommand, saidBy } from "./run.ts";
 
 /** The tmux server a pane lives on: null = tmux's default; a name = `-L NAME`; an absolute path = `-S PATH`. */
-export type TmuxSocket = string | null;
+type TmuxSocket = string | null;
 
 /** The argv that selects the server. */
 /** A tmux socket name for -L: a file name in tmux's socket dir (else an absolute path, -S). */
@@ -69,7 +69,7 @@ const IDLE = "exec sleep 86400";
 /** A path in single quotes for the shell tmux runs pipe-pane's command with. */
 const shellQuoted = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
 
-export interface RespawnOptions {
+interface RespawnOptions {
   socket?: TmuxSocket;
   /** Append the pane's output here (pipe-pane), from its first byte: the file outlives the pane. */
   output?: string | null;

@@ -32,7 +32,7 @@ function collectAfterPass(): void {
   } else Bun.gc(false);
 }
 
-export interface LoopOptions {
+interface LoopOptions {
   config: Config;
   intervalMs: number;
   echo?: (line: string) => void;
@@ -49,7 +49,7 @@ export interface LoopOptions {
  * What the loop watches between passes, read from the services' states once: after each pass, each
  * start of its own, and when something it watches looks gone (never a look at every state a second).
  */
-export interface WatchPlan {
+interface WatchPlan {
   /** Services whose verified process tend would start again (not systemd's, launchd's or runit's). */
   watched: { name: string; pid: number; ticks: string }[];
   /** Services whose last probe failed: probed again at `at` (tend's time), `everyMs` (retry_interval) after it. */
@@ -57,7 +57,7 @@ export interface WatchPlan {
 }
 
 /** The watch plan of CONFIG's services (those in `only`, when given) as their states say now. */
-export function watchPlan(
+function watchPlan(
   config: Config,
   intervalMs: number,
   read = stateReader(config.watchdog.stateDir),
@@ -84,7 +84,7 @@ export function watchPlan(
  * The services of a plan due now: a watched process gone (crashed: started again at once, as a pass
  * would: rule 0), or a retry's time come. No probes here: a /proc read per process looked at.
  */
-export function dueNow(
+function dueNow(
   plan: WatchPlan,
   now: number,
   gone: (watch: { pid: number; ticks: string }) => boolean = watchedIsGone,

@@ -33,7 +33,7 @@ import { judgeService, leftAsRecorded, type JudgeOptions, type ServiceOutcome } 
 
 export type { ServiceOutcome } from "./judge.ts";
 
-export interface PassOptions {
+interface PassOptions {
   config: Config;
   /** Probe and decide, change nothing. */
   dryRun?: boolean;
@@ -68,7 +68,7 @@ export interface PassOptions {
   stop?: AbortSignal;
 }
 
-export interface PassReport {
+interface PassReport {
   /** false: another pass held the lock (SKIP). */
   ran: boolean;
   services: ServiceOutcome[];

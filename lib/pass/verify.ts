@@ -18,7 +18,7 @@ import { bootId } from "../os/clock.ts";
 /** How long after its start a process tend started must still run to count as recovered. */
 const SETTLE_MS = 1000;
 
-export interface VerifyOptions {
+interface VerifyOptions {
   now: () => number;
   /** The host's monotonic clock (a ClockSource's): a restart and its verification are timed on it from their start. */
   monotonic?: () => number;

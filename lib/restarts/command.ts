@@ -2,7 +2,7 @@ import { redactArgv, shortArgv } from "../core/redact.ts";
 import { defineRestart } from "./kind.ts";
 import { runAction } from "./run-action.ts";
 
-export type CommandRestart = {
+type CommandRestart = {
   kind: "command";
   argv: string[];
 };

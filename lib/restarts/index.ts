@@ -50,7 +50,7 @@ export const kindsUsedBy = (service: ServiceConfig): RestartKind[] =>
     (kind) => service.restart?.kind === kind.kind || (kind.sourceKey !== undefined && service[kind.sourceKey] !== null),
   );
 
-export interface RestartOptions {
+interface RestartOptions {
   sleep?: (ms: number) => Promise<void>;
   env?: Record<string, string | undefined>;
 }

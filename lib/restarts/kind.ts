@@ -28,7 +28,7 @@ export interface RestartContext {
 }
 
 /** A service-level pid source key that names the same backend as a restart kind (`tmux =`, `unit =`, `launchd =`). */
-export type SourceKey = "tmux" | "unit" | "launchd" | "runit";
+type SourceKey = "tmux" | "unit" | "launchd" | "runit";
 
 /** Where a service's main PID comes from when the service names no source of its own. */
 export type ImpliedSource = { tmux: string; socket?: string | null } | { unit: string } | { runit: string };

@@ -6,7 +6,7 @@ import type { Env, ServiceConfig } from "../config/types.ts";
 import { defineRestart } from "./kind.ts";
 import { runAction } from "./run-action.ts";
 
-export type RunitRestart = {
+type RunitRestart = {
   kind: "runit";
   service: string;
   /** The service's directory: SV_DIR/SERVICE. */

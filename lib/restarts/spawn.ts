@@ -11,7 +11,7 @@ import { oneLine } from "../core/sanitize.ts";
 import { defineRestart } from "./kind.ts";
 import { stopCurrent } from "./run-action.ts";
 
-export type SpawnRestart = {
+type SpawnRestart = {
   kind: "spawn";
   argv: string[];
   cwd: string | null;

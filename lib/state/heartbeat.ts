@@ -9,9 +9,9 @@ import { bootTimeMs } from "../os/proc.ts";
 import type { ClockRecord, ClockStep, Frame } from "../core/clock.ts";
 import { statePaths } from "./dir.ts";
 
-export type Clocks = { bootMs: number; awakeMs: number };
+type Clocks = { bootMs: number; awakeMs: number };
 
-export interface Heartbeat {
+interface Heartbeat {
   /** ISO-8601 time of the last completed pass. */
   at: string;
   /** The interval that pass ran for (cron's period as configured, or `run --interval`); null: not recorded. */

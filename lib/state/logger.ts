@@ -4,7 +4,7 @@ import { formatLine, type Tag } from "../core/time.ts";
 import { isFullDisk } from "./spill.ts";
 import { inWords } from "../os/files.ts";
 
-export interface LogEntry {
+interface LogEntry {
   tag: Tag;
   message: string;
   at: Date;

@@ -17,7 +17,7 @@ const mostFor = (services: number) => 4 * compactAt(services);
 /** What a reader reads of it at most (outside text is bounded): beyond any journal appends leave. */
 const READ_BOUND = 16 * 1024 * 1024;
 
-export interface Journal {
+interface Journal {
   /** Its inode, birth and size: the same key, the same records (a long-running reader keeps them). */
   key: string;
   size: number;

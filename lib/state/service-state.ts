@@ -15,7 +15,7 @@ import { holderRecord, tryLock, type Holder, type Lock } from "../os/lock.ts";
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
 
-export type StateLoad = {
+type StateLoad = {
   state: ServiceState;
   problem: null | "missing" | string;
   /**
@@ -239,7 +239,7 @@ export async function compactObservations(stateDir: string, names: string[], hol
   }
 }
 
-export interface SavedState {
+interface SavedState {
   /** Where a state that could not be written was kept (state/spill.ts's words), or null. */
   spilledTo: string | null;
   unspilled: boolean;

@@ -13,8 +13,8 @@ import { runCommand } from "../os/run.ts";
 import { serviceUnit } from "../restarts/index.ts";
 import { shellWords } from "./installed.ts";
 
-export type Severity = "high" | "medium";
-export type FileKind = "unit" | "plist" | "crontab" | "script";
+type Severity = "high" | "medium";
+type FileKind = "unit" | "plist" | "crontab" | "script";
 
 export interface Finding {
   severity: Severity;
@@ -28,7 +28,7 @@ export interface Finding {
 }
 
 /** What the audit knows besides the file: tend's measured p99 per URL, the units tend probes. */
-export interface AuditContext {
+interface AuditContext {
   /** The p99 latency tend measured for an http check's URL (ms). */
   p99ForUrl?: (url: string) => number | null;
   /** Whether tend probes this systemd unit (a configured service with it as `unit`/`restart.systemd`). */
@@ -59,7 +59,7 @@ function cronCommand(line: string): string | null {
 }
 
 /** A systemd time span in ms ("5s", "1min 30s", "100ms", a bare number of seconds), or null. */
-export function systemdSpan(text: string): number | null {
+function systemdSpan(text: string): number | null {
   const units: Record<string, number> = {
     us: 0.001,
     usec: 0.001,
@@ -245,7 +245,7 @@ const SENDS = new RegExp(
 );
 
 /** The curl invocations in a line: each from `curl` up to the end of its command (|, ;, &&, ||, `)`). */
-export function curlCalls(line: string): string[] {
+function curlCalls(line: string): string[] {
   return [...line.matchAll(/(?:^|[\s;|&(`$])curl\s([^;|&`)]*)/g)].map((match) => match[1]);
 }
 
@@ -369,7 +369,7 @@ export function auditText(file: string, text: string, context: AuditContext = {}
 }
 
 /** The scripts a crontab line runs: its command's first word, or the file a shell is given, if readable. */
-export function scriptsOf(command: string, home = homedir()): string[] {
+function scriptsOf(command: string, home = homedir()): string[] {
   const words = shellWords(command.replace(/\s(>>?|2>>?|2>&1|<).*$/, ""));
   const candidates = /^(ba|da|z)?sh$|\/(ba|da|z)?sh$/.test(words[0] ?? "")
     ? words
@@ -382,7 +382,7 @@ export function scriptsOf(command: string, home = homedir()): string[] {
     .filter((path) => path.startsWith("/") && existsSync(path) && statSync(path).isFile());
 }
 
-export interface AuditReport {
+interface AuditReport {
   files: string[];
   findings: Finding[];
   /** What could not be read, in words. */

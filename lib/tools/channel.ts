@@ -14,8 +14,8 @@ import { hostName, type Host } from "../core/executable.ts";
 import { DOWNLOAD_LIMIT, installedVersion, thisHost, updateBinary, type UpdateIo } from "./update.ts";
 
 /** The targets a release carries (SPEC "Releases"): `bun build --target=bun-<target>`. */
-export const RELEASE_TARGETS = ["linux-x64", "linux-arm64", "linux-arm64-android", "darwin-arm64"] as const;
-export type ReleaseTarget = (typeof RELEASE_TARGETS)[number];
+const RELEASE_TARGETS = ["linux-x64", "linux-arm64", "linux-arm64-android", "darwin-arm64"] as const;
+type ReleaseTarget = (typeof RELEASE_TARGETS)[number];
 
 /** release.json: what a channel offers, signed as a whole. */
 export interface Release {
@@ -47,7 +47,7 @@ export function targetOf(host: Host): ReleaseTarget | null {
 }
 
 /** -1, 0, 1: x.y.z compared as numbers (a +build or -pre suffix does not order). */
-export function compareVersions(a: string, b: string): number {
+function compareVersions(a: string, b: string): number {
   const [left, right] = [SEMVER.exec(a), SEMVER.exec(b)];
   if (!left || !right) throw new TendError(`cannot compare versions ${a} and ${b}`, 1);
   for (let index = 1; index <= 3; index++) {
@@ -103,7 +103,7 @@ async function readChannel(channel: string, name: string, limit: number, fetchIm
 }
 
 /** Which trusted key signed these bytes (base64 of the raw 64-byte signature), or a refusal. */
-export function verifiedBy(bytes: Uint8Array, signature: Uint8Array | null, keys: string[], what: string): string {
+function verifiedBy(bytes: Uint8Array, signature: Uint8Array | null, keys: string[], what: string): string {
   if (signature === null) throw refused(`${what}.sig: not in the channel: an unsigned release is never installed`);
   const text = Buffer.from(signature).toString("utf8").trim();
   const raw = /^[A-Za-z0-9+/]+={0,2}$/.test(text) ? Buffer.from(text, "base64") : Buffer.alloc(0);
@@ -119,10 +119,10 @@ export function verifiedBy(bytes: Uint8Array, signature: Uint8Array | null, keys
   return signer;
 }
 
-export const shortKey = (key: string) => `${key.slice(0, 16)}…`;
+const shortKey = (key: string) => `${key.slice(0, 16)}…`;
 
 /** release.json read as a release, every field checked (it is trusted only for what it says exactly). */
-export function parseRelease(bytes: Uint8Array): Release {
+function parseRelease(bytes: Uint8Array): Release {
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(bytes).toString("utf8"));
@@ -145,7 +145,7 @@ export function parseRelease(bytes: Uint8Array): Release {
   return release;
 }
 
-export interface ChannelUpdate {
+interface ChannelUpdate {
   channel: string;
   target: string;
   config: string;

@@ -21,7 +21,7 @@ import { checkKind } from "../checks/index.ts";
 import { blindTcpNotes } from "../checks/tcp.ts";
 import { kindsUsedBy, restartKind, RESTARTS } from "../restarts/index.ts";
 
-export type Health = "ok" | "missing" | "limited";
+type Health = "ok" | "missing" | "limited";
 
 /** One thing this host offers tend (or does not), and what it affects. */
 export interface Capability {
@@ -34,7 +34,7 @@ export interface Capability {
   used: boolean;
 }
 
-export interface DoctorOptions {
+interface DoctorOptions {
   config: Config | null;
   /** Why there is no usable configuration (not found, invalid). */
   configProblem: string | null;

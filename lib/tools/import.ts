@@ -9,7 +9,7 @@ import { Reader, type Sourced } from "./import/reader.ts";
 import { parseScript } from "./import/shell.ts";
 import { shellWords } from "./installed.ts";
 
-export interface ImportResult {
+interface ImportResult {
   /** The draft's text: TOML with comments. */
   draft: string;
   /** How many services it mapped (0: nothing could be mapped). */
@@ -18,7 +18,7 @@ export interface ImportResult {
   missing: string[];
 }
 
-export interface ImportOptions {
+interface ImportOptions {
   /** The crontab line that runs the script, if any: its period, and the arguments it passes. */
   cronLine?: string | null;
   /** The sender mail(1) would use on this host (USER@HOST). */
@@ -111,7 +111,7 @@ function why(text: string): string {
 }
 
 /** A cron schedule's period, when it has one: `*\/5 * * * *` 5m, `* * * * *` 1m, `0 * * * *` 1h. */
-export function cronPeriod(line: string): string | null {
+function cronPeriod(line: string): string | null {
   const special = /^\s*@(hourly|daily|midnight)\b/.exec(line);
   if (special) return special[1] === "hourly" ? "1h" : "1d";
   const fields = line.trim().split(/\s+/).slice(0, 5);

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { isTermux } from "../core/platform.ts";
 import { BOOT_NEEDS, BOOT_PROGRAMS, tendCronLines, userTimerPath } from "../operator/install.ts";
 
-export interface InstalledRow {
+interface InstalledRow {
   name: string;
   status: "ok" | "missing" | "limited";
   detail: string;

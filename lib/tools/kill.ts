@@ -27,7 +27,7 @@ export function parseSignal(text: string): Signal {
   return { name: `SIG${bare}`, number: signals[`SIG${bare}`] };
 }
 
-export interface KillOptions {
+interface KillOptions {
   signal: Signal;
   /** After the signal, wait this long for exit, then SIGKILL. */
   escalateMs?: number | null;

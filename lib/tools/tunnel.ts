@@ -21,7 +21,7 @@ import { tendNow } from "../state/clock.ts";
 /** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
 const LOCK_WAIT_MS = 180_000;
 
-export interface TunnelOptions {
+interface TunnelOptions {
   url: string;
   timeoutMs: number;
   strikes: number;
@@ -31,7 +31,7 @@ export interface TunnelOptions {
   pane: TunnelRecord["pane"];
 }
 
-export interface TunnelResult {
+interface TunnelResult {
   healthy: boolean;
   strikes: number;
   restarted: boolean;

@@ -15,7 +15,6 @@ import {
   rmSync,
   statSync,
   utimesSync,
-  writeFileSync,
 } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 import { unifiedDiff } from "../core/diff.ts";
@@ -31,7 +30,7 @@ import { executableProblem, HEAD_BYTES, type Host } from "../core/executable.ts"
 import { isTermux } from "../core/platform.ts";
 
 /** Backups kept by default (--keep N): each is the size of the binary, and a phone's storage is small. */
-export const KEEP_BACKUPS = 3;
+const KEEP_BACKUPS = 3;
 const RUN_TIMEOUT_MS = 120_000;
 
 export interface UpdateIo {
@@ -52,7 +51,7 @@ export interface UpdateIo {
 }
 
 /** A package manager's claim on a file: which package, and the command that updates it instead. */
-export interface PackageOwner {
+interface PackageOwner {
   manager: "dpkg" | "homebrew";
   name: string;
   /** How the user updates it instead ("apt install ./tend_X.Y.Z_amd64.deb"). */
@@ -91,7 +90,7 @@ export async function packageOwner(path: string, version = "X.Y.Z"): Promise<Pac
 }
 
 /** Refuse a target a package manager owns (exit 3), naming the package and the command that updates it. */
-export async function refusePackaged(target: string, io: UpdateIo, version?: string): Promise<void> {
+async function refusePackaged(target: string, io: UpdateIo, version?: string): Promise<void> {
   const owner = await (io.ownerOf ?? packageOwner)(target, version);
   if (owner)
     throw refused(
@@ -102,10 +101,10 @@ export async function refusePackaged(target: string, io: UpdateIo, version?: str
 }
 
 /** A binary proves it is tend: `tend X.Y.Z[+BUILD]` as the first line of --version. */
-export const TEND_VERSION_LINE = /^tend \d+\.\d+\.\d+(\+[\w.-]+)?$/;
+const TEND_VERSION_LINE = /^tend \d+\.\d+\.\d+(\+[\w.-]+)?$/;
 
 /** `watchdog plan` output: [blocks] of `key = JSON value` lines, a [watchdog] block among them. */
-export function parsesAsPlan(text: string): boolean {
+function parsesAsPlan(text: string): boolean {
   const lines = text.split("\n").filter((line) => line.trim());
   if (!lines.includes("[watchdog]")) return false;
   return lines.every((line) => {
@@ -375,7 +374,7 @@ const downloadReason = (error: unknown) =>
       ? inWords(error)
       : networkReason(error);
 
-export interface BinaryUpdate {
+interface BinaryUpdate {
   source: string;
   target: string;
   sha256: string | null;
@@ -509,7 +508,7 @@ export async function rollback(target: string, io: UpdateIo): Promise<void> {
   io.say(`restored ${newest} over ${target}: ${restored}`);
 }
 
-export interface ConfigUpdate {
+interface ConfigUpdate {
   /** The live configuration file. */
   config: string;
   next: string;

@@ -19,13 +19,13 @@ import { watchedServices } from "./watched.ts";
 
 export type Source = "tend" | "host" | "notification" | "service";
 
-export interface IncidentLine {
+interface IncidentLine {
   at: number;
   source: Source;
   text: string;
 }
 
-export interface Incident {
+interface Incident {
   service: string;
   outage: { from: string; to: string | null; reason: string; open: boolean };
   timeline: IncidentLine[];

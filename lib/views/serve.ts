@@ -86,7 +86,7 @@ function cookieValue(header: string, name: string): string | undefined {
  * "not a tend /api/status answer" (unreachable), never a page that fails (a hostile peer's `detail`
  * may be an object whose toString is not a function).
  */
-export function peerStatus(answer: unknown): StatusReport | null {
+function peerStatus(answer: unknown): StatusReport | null {
   const data = answer as Record<string, any> | null;
   const text = (value: unknown) => typeof value === "string";
   if (typeof data !== "object" || data === null || !Array.isArray(data.services)) return null;
@@ -318,7 +318,7 @@ export interface Serving {
 }
 
 /** A Host header that names this loopback server: localhost, 127.0.0.1 or [::1], with its port or none. */
-export function loopbackHost(host: string | null, port: number | undefined): boolean {
+function loopbackHost(host: string | null, port: number | undefined): boolean {
   const match = /^(localhost|127\.0\.0\.1|\[::1\])(?::(\d+))?$/i.exec(host?.trim() ?? "");
   return match !== null && (match[2] === undefined || Number(match[2]) === port);
 }

@@ -35,7 +35,7 @@ export interface ServiceStats {
 const MIN_ADVICE_SAMPLES = 20;
 
 /** Nearest-rank percentile of sorted values. */
-export function percentile(sorted: number[], p: number): number | null {
+function percentile(sorted: number[], p: number): number | null {
   if (!sorted.length) return null;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }

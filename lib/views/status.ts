@@ -78,7 +78,7 @@ export interface StatusReport {
   notify: { spooled: number; dead: number; last_error: { at: string; detail: string } | null };
 }
 
-export interface StatusOptions {
+interface StatusOptions {
   names?: string[];
   /** Use the last pass's probe instead of probing now. */
   cached?: boolean;

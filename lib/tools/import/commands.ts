@@ -9,7 +9,7 @@ export function shellLine(argv: string[]): string {
   return argv.map((word) => (/^[\w@%+=:,./~-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)).join(" ");
 }
 
-export interface HttpCall {
+interface HttpCall {
   url: string;
   post: boolean;
   fail: boolean;

@@ -6,7 +6,7 @@
 import type { Check, Reading, Restart, ScriptAction, Sourced } from "./reader.ts";
 import { durationText, shellLine } from "./reader.ts";
 
-export interface DraftService {
+interface DraftService {
   name: string;
   nameWhy: string;
   line: number;
@@ -17,7 +17,7 @@ export interface DraftService {
   comments: string[];
 }
 
-export interface Draft {
+interface Draft {
   text: string;
   services: number;
   /** Restarts the script makes that the draft does not: said on stderr, exit 1. */
@@ -27,7 +27,7 @@ export interface Draft {
 const IDENT = /^[A-Za-z][\w.@-]{0,63}$/;
 const DEFAULT_TIMEOUT = "5s";
 
-export interface DraftInput {
+interface DraftInput {
   path: string;
   reading: Reading;
   period: Sourced<string> | null;

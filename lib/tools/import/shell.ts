@@ -19,13 +19,13 @@ export interface Word {
   line: number;
 }
 
-export interface Redirect {
+interface Redirect {
   op: string;
   fd: string;
   target: Word | null;
 }
 
-export interface Assignment {
+interface Assignment {
   name: string;
   value: Word | null;
   /** `NAME=(a b c)`: a bash array. */
@@ -655,11 +655,6 @@ export class Parser {
     this.pos += simple[0].length;
     return true;
   }
-}
-
-/** The words of an arithmetic or test text: operators and parentheses as words of their own. */
-export function tokensOf(text: string, line = 1): Word[] {
-  return new Parser(text, line).tokens();
 }
 
 /** A word's text when it has no expansions (a here-document's delimiter, a function's name). */
