@@ -1,9 +1,10 @@
 // flock(2) through libc: held is a skip; any other error is said as itself (Android's shared storage: ENOSYS).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { tryLock } from "../lib/os/lock.ts";
+import { holderWords, readHolder, tryLock, type LockHolder } from "../lib/os/lock.ts";
 import { holdLock, Sandbox, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place } from "./places.ts";
 
@@ -119,9 +120,9 @@ describe("one owner per service, blogtunnel and an operator wait for their servi
         expect(judged).toBeGreaterThan(before.lastProbe.at); // judged, not left
         // The loop's lock the same: the new loop starts, it does not say another loop watches.
         const loopLock = box.stateFile("loop.lock");
-        const loopChild = holdLock(loopLock, "", "sleep 0.8", gone);
+        const loopChild = holdLock(loopLock, "loop", "sleep 0.8", gone);
         stops.push(loopChild.end);
-        await waitFor(() => readFileSync(loopLock, "utf8").startsWith(`pid ${gone}`), 5000, "the loop's record");
+        await waitFor(() => readFileSync(loopLock, "utf8").startsWith(`loop pid ${gone}`), 5000, "the loop's record");
         const loop = await box.spawnTend(["watchdog", "run", "--interval", "1s"]);
         await waitFor(() => box.stateOf("web").lastProbe.at > judged, 10_000, "the loop's pass");
         expect(loop.running()).toBe(true);
@@ -265,4 +266,29 @@ describe("a run that loses its service's wait", () => {
       box.cleanup();
     }
   }, 30_000);
+});
+
+test("a lock's record is read by one function: who and PID, the old bare `pid N` a loop's, anything else none", () => {
+  const dir = mkdtempSync(join(tmpdir(), "tend-holder-"));
+  try {
+    const path = join(dir, "x.lock");
+    const cases: [string, LockHolder | null][] = [
+      ["pass pid 12\n", { who: "pass", pid: 12 }],
+      ["loop pid 7", { who: "loop", pid: 7 }],
+      ["operator pid 99\n", { who: "operator", pid: 99 }],
+      ["blogtunnel pid 5\n", { who: "blogtunnel", pid: 5 }],
+      ["pid 41\n", { who: "loop", pid: 41 }], // a loop of the binary before a self-update
+      ["stranger pid 3\n", null],
+      ["pass pid 12 and more\n", null],
+      ["", null],
+    ];
+    for (const [record, holder] of cases) {
+      writeFileSync(path, record);
+      expect({ record, holder: readHolder(path) }).toEqual({ record, holder });
+    }
+    expect(holderWords(readHolder(join(dir, "none.lock")))).toBe("its holder unrecorded");
+    expect(holderWords({ who: "pass", pid: 12 })).toBe("pass pid 12");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

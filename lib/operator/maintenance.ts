@@ -1,7 +1,7 @@
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { lockHolder, waitLock, type Lock } from "../os/lock.ts";
+import { holderWords, readHolder, waitLock, type Lock } from "../os/lock.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { readState, saveForOperator } from "../state/service-state.ts";
@@ -62,7 +62,7 @@ export async function serviceLock(
   const path = statePaths(stateDir).serviceLock(name);
   const lock = await waitLock(path, waitMs, sleep, "operator");
   if (lock) return lock;
-  const holder = lockHolder(path) || "its holder unrecorded";
+  const holder = holderWords(readHolder(path));
   throw new TendError(`${name} is being judged by another (${holder}) for ${humanDuration(waitMs)}: try again`, 1);
 }
 

@@ -64,23 +64,44 @@ export async function tryLock(
   return tryLockFile(path + ".pid");
 }
 
-/** What the holder of a lock recorded in it (a loop's PID), or "". */
-export function lockHolder(path: string): string {
-  for (const file of [path, path + ".pid"]) {
-    try {
-      const text = readRegularFile(file, 256).trim();
-      if (text) return text;
-    } catch {}
-  }
-  return "";
-}
-
 /**
- * Who holds a lock, as its holder records it (for the words, never for the decision): a pass
- * (watchdog.lock, or a service's lock while it judges it), the loop, blogtunnel, an operator's command.
+ * Who holds a lock, as its holder records it: a pass (watchdog.lock, or a service's lock while it
+ * judges it), the loop, blogtunnel, an operator's command.
  */
 export type Holder = "pass" | "loop" | "blogtunnel" | "operator";
+const HOLDERS: readonly Holder[] = ["pass", "loop", "blogtunnel", "operator"];
+
+/** A lock's record: who holds it and its PID. */
+export interface LockHolder {
+  who: Holder;
+  pid: number;
+}
+
+/** The record a holder writes in its lock: `WHO pid N`, one line. */
 export const holderRecord = (who: Holder) => `${who} pid ${process.pid}\n`;
+
+/**
+ * The one reader of a lock's record (the file, or the O_EXCL lock file beside it): null when there is
+ * none or it is not one. A bare `pid N` is a loop's record as tend wrote it before the record named
+ * its holder (a loop still running the old binary after a self-update).
+ */
+export function readHolder(path: string): LockHolder | null {
+  for (const file of [path, path + ".pid"]) {
+    let text = "";
+    try {
+      text = readRegularFile(file, 256).trim();
+    } catch {}
+    const record = /^(?:(\w+) )?pid (\d+)$/.exec(text);
+    if (!record) continue;
+    const who = (record[1] ?? "loop") as Holder;
+    if (HOLDERS.includes(who)) return { who, pid: Number(record[2]) };
+  }
+  return null;
+}
+
+/** A lock's holder in words, for the one that finds it held. */
+export const holderWords = (holder: LockHolder | null) =>
+  holder ? `${holder.who} pid ${holder.pid}` : "its holder unrecorded";
 
 /** How long a lock whose recorded holder is gone is waited for (see takeLock). */
 const ORPHAN_WAIT_MS = 1000;
@@ -96,8 +117,8 @@ const ORPHAN_WAIT_MS = 1000;
 export async function takeLock(path: string, record: string, sleep = Bun.sleep): Promise<Lock | null> {
   let lock = await tryLock(path);
   if (!lock) {
-    const pid = /\bpid (\d+)/.exec(lockHolder(path))?.[1];
-    if (pid !== undefined && processGone(Number(pid))) lock = await waitLock(path, ORPHAN_WAIT_MS, sleep);
+    const holder = readHolder(path);
+    if (holder && processGone(holder.pid)) lock = await waitLock(path, ORPHAN_WAIT_MS, sleep);
   }
   lock?.record(record);
   return lock;
@@ -121,7 +142,7 @@ export async function waitLock(
 }
 
 /**
- * A `watchdog run` loop holds this lock (and says `pid N` in it). Another pass that is only looking,
+ * A `watchdog run` loop holds this lock (and says `loop pid N` in it). Another pass that is only looking,
  * as this one does, holds it for a moment and says nothing: that is no loop (five passes started at
  * once must not take each other for loops).
  */
@@ -135,8 +156,8 @@ export async function loopRuns(path: string, sleep: (ms: number) => Promise<void
     }
     // A loop's record names a live process (a loop killed as it started a child leaves its record
     // with the lock in that child's hands for a moment: the second below covers it).
-    const pid = /^pid (\d+)/.exec(lockHolder(path))?.[1];
-    if (pid !== undefined && !processGone(Number(pid))) return true;
+    const holder = readHolder(path);
+    if (holder?.who === "loop" && !processGone(holder.pid)) return true;
     if (performance.now() - started > 1000) return true; // held a second without a word: a loop starting up
     await sleep(5);
   }

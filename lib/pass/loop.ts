@@ -3,7 +3,7 @@ import type { ServiceState } from "../core/state.ts";
 import { formatLine } from "../core/time.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { lockHolder, takeLock } from "../os/lock.ts";
+import { holderRecord, readHolder, takeLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
 import { judgeServices, runPass } from "./pass.ts";
 import { LiveConfig } from "../config/live.ts";
@@ -151,14 +151,15 @@ export async function runLoop({
   // two loops would strike twice as fast. The kernel drops the lock when this process dies.
   ensureStateDir(config.watchdog.stateDir);
   const loopLock = statePaths(config.watchdog.stateDir).loopLock;
-  const held = await takeLock(loopLock, `pid ${process.pid}\n`);
+  const held = await takeLock(loopLock, holderRecord("loop"));
   if (!held) {
     // Two loops started together: the holder writes its PID a moment after it took the lock.
-    let holder: string | undefined;
-    for (let waited = 0; !(holder = /^pid (\d+)/.exec(lockHolder(loopLock))?.[1]) && waited < 1000; waited += 20)
+    let holder = readHolder(loopLock);
+    for (let waited = 0; !holder && waited < 1000; waited += 20) {
       await Bun.sleep(20);
-    holder ??= "unrecorded";
-    logger.write("SKIP", `another loop watches (pid ${holder}): this one exits`);
+      holder = readHolder(loopLock);
+    }
+    logger.write("SKIP", `another loop watches (pid ${holder?.pid ?? "unrecorded"}): this one exits`);
     return 0;
   }
   process.on("SIGTERM", stop);

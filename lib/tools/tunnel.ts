@@ -2,7 +2,7 @@ import type { HttpCheck } from "../checks/http.ts";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { sendEvents } from "../notify/alert.ts";
-import { lockHolder, waitLock } from "../os/lock.ts";
+import { holderWords, readHolder, waitLock } from "../os/lock.ts";
 import { failingNow } from "../pass/wait.ts";
 
 import { ensureStateDir, statePaths } from "../state/dir.ts";
@@ -125,7 +125,7 @@ export async function watchTunnel(
   // A run lost all the same is said in the log (cron may not mail).
   let lock = await waitLock(lockPath, lockWaitMs, Bun.sleep, "blogtunnel");
   if (!lock) {
-    const holder = lockHolder(lockPath) || "its holder unrecorded";
+    const holder = holderWords(readHolder(lockPath));
     const said = `${name} was being judged by another for ${humanDuration(lockWaitMs)} (${holder})`;
     logger.write("ERROR", `${name}: ${said}: this check did not run; the counter is unchanged`);
     throw new TendError(`${said}: try again`, 1);

@@ -13,7 +13,7 @@ import { clocks } from "../os/libc.ts";
 import { systemClock } from "../os/clock.ts";
 import { findGap } from "../state/heartbeat.ts";
 import type { Downtime } from "../core/events.ts";
-import { lockHolder } from "../os/lock.ts";
+import { readHolder } from "../os/lock.ts";
 import { statePaths } from "../state/dir.ts";
 import { tendClock, tendNow } from "../state/clock.ts";
 import { fittingConcurrency } from "../os/fdlimit.ts";
@@ -195,8 +195,8 @@ export function watchdogFreshness(config: Config, now: number): StatusReport["wa
   const intervalMs = heartbeat?.intervalMs ?? config.watchdog.intervalMs;
   const lastPass = heartbeat ? Date.parse(heartbeat.at) : null;
   // A pass running right now (a long one: slow probes) is the watchdog running, not a stale one.
-  const holder = /^pass pid (\d+)/.exec(lockHolder(statePaths(config.watchdog.stateDir).lock))?.[1];
-  const running = holder && isRunning(readProc(Number(holder))) ? Number(holder) : null;
+  const holder = readHolder(statePaths(config.watchdog.stateDir).lock);
+  const running = holder?.who === "pass" && isRunning(readProc(holder.pid)) ? holder.pid : null;
   // Never run (no heartbeat yet) is said as stale is: nothing watches, so nothing is fine.
   return {
     last_pass: heartbeat?.at ?? null,
