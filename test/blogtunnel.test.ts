@@ -238,7 +238,7 @@ for (const where of PLACES)
         expect(report.services.map((service: { name: string }) => service.name)).toEqual(["tunnel", "blogtunnel"]);
         // And the status page shows it.
         const page = await (await fetch(await place.serve())).text();
-        expect(page).toMatch(/<h2>blogtunnel <span class="state s-calm">healthy<\/span><\/h2>/);
+        expect(page).toMatch(/<h2>blogtunnel <span class="state s-ok">healthy<\/span><\/h2>/);
       } finally {
         hook.stop();
       }

@@ -93,7 +93,9 @@ function install(where: PlaceName) {
       { cwd: dirname(out), stderr: "pipe", stdout: "pipe" },
     );
     if (compiled.exitCode !== 0) throw new Error(`cannot build the stand-in ${name}: ${compiled.stderr.toString()}`);
-    return put(name, built(readFileSync(out)));
+    const installed = put(name, built(readFileSync(out)));
+    rmSync(out); // a compiled stand-in is 100 MB: one copy at a time (a /tmp on tmpfs is a few GB)
+    return installed;
   };
   /** tend as a stand-in's script runs it there. */
   const tend = at.tendPath;
@@ -218,25 +220,28 @@ esac`,
 
     test("only tend is installed: a script answering like tend is refused before anything changes", async () => {
       const { targetHere, selfUpdate, original, standIn, put, file, backups, fresh, built, want } = install(where);
-      const cases: [string, string][] = [
+      // Each stand-in is made when its case runs and removed after it: 100 MB each, one at a time.
+      const cases: [string | (() => string), string][] = [
         [
-          standIn("two-liner", `echo "tend 9.9.9"\nexit 0`),
+          () => standIn("two-liner", `echo "tend 9.9.9"\nexit 0`),
           "the new binary is not tend: its `watchdog plan` is not a plan",
         ],
-        [standIn("hello", `echo "hello 1.0"`), 'the new binary is not tend: its --version says "hello 1.0"'],
-        [standIn("dead", "exit 1"), "the new binary's --version: exit 1"],
+        [() => standIn("hello", `echo "hello 1.0"`), 'the new binary is not tend: its --version says "hello 1.0"'],
+        [() => standIn("dead", "exit 1"), "the new binary's --version: exit 1"],
         [
-          standIn(
-            "no-validate",
-            `[ "$1" = --version ] && { echo "tend 0.0.1"; exit 0; }\necho "validate: nope" >&2\nexit 2`,
-          ),
+          () =>
+            standIn(
+              "no-validate",
+              `[ "$1" = --version ] && { echo "tend 0.0.1"; exit 0; }\necho "validate: nope" >&2\nexit 2`,
+            ),
           "the new binary's watchdog validate: exit 2: validate: nope",
         ],
         [
-          standIn(
-            "no-pass",
-            `[ "$1" = --version ] && { echo "tend 0.0.2"; exit 0; }\n[ "$2" = validate ] && exit 0\nexit 1`,
-          ),
+          () =>
+            standIn(
+              "no-pass",
+              `[ "$1" = --version ] && { echo "tend 0.0.2"; exit 0; }\n[ "$2" = validate ] && exit 0\nexit 1`,
+            ),
           "the new binary's watchdog pass --dry-run: exit 1",
         ],
         [file("missing-file").inside, "missing-file: no such file"], // in words, not ENOENT
@@ -264,12 +269,14 @@ esac`,
           put("glibc-build", readFileSync(TEND)),
           `an ELF for linux-${process.arch} (glibc's, which Termux cannot run); take the linux-arm64-android build`,
         ]);
-      for (const [source, message] of cases) {
+      for (const [made, message] of cases) {
+        const source = typeof made === "function" ? made() : made;
         const result = await selfUpdate(source, "--yes");
         expect(result.code).toBe(1);
         expect(result.stderr).toContain(message);
         expect(sha(targetHere)).toBe(original);
         expect(backups()).toEqual([]);
+        rmSync(file(basename(source)).outside, { force: true });
       }
       expect(existsSync(ran.outside)).toBe(false);
       const good = fresh("tend-good");

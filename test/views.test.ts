@@ -5,6 +5,7 @@ import { hostname } from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { colourOf } from "../lib/core/verdict.ts";
 import {
   ageHeartbeat,
   alive,
@@ -90,6 +91,9 @@ for (const place of PLACES)
       const page = await (await fetch(`${base}/`)).text();
       expect(page).toContain("starting</span>");
       expect(page).not.toContain("failing");
+      // Its colour the terminal's (yellow: starting, nobody acts yet), never the page's own green.
+      expect(page).toContain(`<span class="state s-${colourOf("starting")}">starting</span>`);
+      expect(colourOf("starting")).toBe("warn");
     });
 
     test("inside grace of a process tend did not start: starting (its own start time), not failing", async () => {

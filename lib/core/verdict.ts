@@ -72,6 +72,10 @@ export const WORDS: Readonly<Record<StateWord, WordMeaning>> = {
 /** Every state word, to check a word read from a file or a peer. */
 export const STATE_WORDS: ReadonlySet<string> = new Set(Object.keys(WORDS));
 
+/** A state word's colour, the terminal's and the page's alike; a word not known (a peer's newer one) is bad. */
+export const colourOf = (state: string): WordMeaning["colour"] =>
+  STATE_WORDS.has(state) ? WORDS[state as StateWord].colour : "bad";
+
 /** What kind of decision it was: decide()'s kinds, and `verified` for the outcome of a restart or start. */
 type VerdictKind = "skip" | "ok" | "strike" | "busy" | "wait" | "held" | "restart" | "give-up" | "verified";
 

@@ -3,7 +3,7 @@ import { EVENTS } from "../core/events.ts";
 import type { EventRecord, LatencySample } from "../core/state.ts";
 import { localStamp } from "../core/time.ts";
 import { escapeControls } from "../core/sanitize.ts";
-import { STATE_WORDS as KNOWN_WORDS } from "../core/verdict.ts";
+import { colourOf, STATE_WORDS as KNOWN_WORDS } from "../core/verdict.ts";
 import { rowIsCalm } from "./status.ts";
 import { percent, type Cell, type Report, type ServiceReport } from "./report.ts";
 import type { ServiceStats } from "./stats.ts";
@@ -328,7 +328,7 @@ function card(row: StatusRow, data: PageData): string {
       : undefined,
   }));
   return `<section class="card ${calm ? "calm" : "alarm"}">
-<h2>${html(row.name)} <span class="state s-${calm ? "calm" : "alarm"}">${html(row.state)}</span></h2>
+<h2>${html(row.name)} <span class="state s-${colourOf(row.state)}">${html(row.state)}</span></h2>
 <p>${probe}</p>
 <p>strikes ${row.strikes}/${row.failures} · restarts ${row.restarts} ${recoveries}</p>
 ${history(data, row.name)}
@@ -341,19 +341,18 @@ ${stats ? histogram(stats) : ""}
 function peer(view: PeerView, now: number): string {
   if (!view.status)
     return (
-      `<section class="peer"><h3>${html(view.url)} <span class="state s-alarm">unreachable</span></h3>` +
+      `<section class="peer"><h3>${html(view.url)} <span class="state s-bad">unreachable</span></h3>` +
       `<p class="muted">${html(view.problem ?? "")}</p></section>`
     );
   const { status } = view;
   const rows = status.services.map((row) => {
-    const calm = calmRow(row);
     return (
-      `<tr><td>${html(row.name)}</td><td><span class="state s-${calm ? "calm" : "alarm"}">` +
+      `<tr><td>${html(row.name)}</td><td><span class="state s-${colourOf(row.state)}">` +
       `${html(row.state)}</span></td><td>${row.probe ? html(String(row.probe.detail)) : "-"}</td></tr>`
     );
   });
   const fresh = status.watchdog.stale
-    ? `<span class="state s-alarm">stale</span> last pass ${ago(status.last_pass, now)}`
+    ? `<span class="state s-bad">stale</span> last pass ${ago(status.last_pass, now)}`
     : `last pass ${ago(status.last_pass, now)}`;
   return `<section class="peer"><h3>${html(view.url)}</h3><p class="muted">${fresh}</p>
 <table><tr><th>service</th><th>state</th><th>last probe</th></tr>${rows.join("")}</table></section>`;
@@ -391,7 +390,8 @@ main.stale .card{filter:grayscale(1);opacity:.6}
 .card.calm{border-left-color:#2e7d32}.card.alarm{border-left-color:#c62828}
 .card h2{font-size:17px;margin:0 0 6px;overflow-wrap:anywhere}.card p{margin:4px 0;overflow-wrap:anywhere}
 .state{font-size:13px;font-weight:600;padding:1px 6px;border-radius:4px;text-transform:uppercase}
-.s-calm{background:#e3f1e4;color:#1b5e20}.s-alarm{background:#fde3e3;color:#8e1212}
+.s-ok{background:#e3f1e4;color:#1b5e20}.s-warn{background:#fff1d6;color:#7a4a00}
+.s-bad{background:#fde3e3;color:#8e1212}.s-dim{background:#ececea;color:#4a4a46}
 .muted{color:#5f5f5a;font-size:13px}.warn{color:#8a5300;font-size:13px}
 .banner{background:#c62828;color:#fff;padding:8px;border-radius:6px;font-weight:600}
 svg{display:block;width:100%}.bars{height:18px}.chart{height:auto;margin-top:8px}

@@ -4,7 +4,7 @@ import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { isStale } from "../core/health.ts";
-import { isCalm, isWatched, viewOf, WORDS, type StateWord } from "../core/verdict.ts";
+import { colourOf, isCalm, isWatched, viewOf, WORDS, type StateWord } from "../core/verdict.ts";
 import { decide, type Decision } from "../core/decide.ts";
 import { addFailureFacts, gatherFacts } from "../pass/judge.ts";
 import { failingNow } from "../pass/wait.ts";
@@ -411,7 +411,7 @@ export function renderStatus(report: StatusReport, paint: Paint = plain, now = D
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) =>
     cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]))).join("  ");
-  const color = (state: StateWord, text: string) => paint[WORDS[state].colour](text);
+  const color = (state: StateWord, text: string) => paint[colourOf(state)](text);
   const wide = widths.reduce((sum, width) => sum + width + 2, 0) <= columns;
   const body = rows.flatMap((cells, index) => {
     const state = report.services[index].state;
