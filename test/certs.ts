@@ -135,3 +135,18 @@ export function tlsServer(leaf: Leaf) {
     fetch: () => new Response("ok"),
   });
 }
+
+/** A self-signed certificate in `dir`, as a device makes one: its subject and (if any) subjectAltName. */
+export function selfSignedAs(dir: string, name: string, subject: string, san: string | null): Leaf {
+  const extra = san ? ["-addext", `subjectAltName=${san}`] : [];
+  openssl(
+    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-subj", subject, ...extra].concat([
+      "-keyout",
+      `${name}.key`,
+      "-out",
+      `${name}.pem`,
+    ]),
+    dir,
+  );
+  return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`), notAfter: Date.now() + 30 * DAY_MS };
+}

@@ -14,7 +14,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { makeCa } from "./certs.ts";
+import { makeCa, selfSignedAs } from "./certs.ts";
 import { freePort, Sandbox, waitFor } from "./helpers.ts";
 
 const box = new Sandbox();
@@ -366,31 +366,7 @@ afterAll(() => {
 });
 
 /** A self-signed certificate, as a device makes one: its subject and (if any) subjectAltName. */
-function selfSigned(name: string, subject: string, san: string | null) {
-  const extra = san ? ["-addext", `subjectAltName=${san}`] : [];
-  const made = Bun.spawnSync(
-    [
-      "openssl",
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "30",
-      "-subj",
-      subject,
-      ...extra,
-      "-keyout",
-      `${name}.key`,
-      "-out",
-      `${name}.pem`,
-    ],
-    { cwd: box.dir, stderr: "pipe" },
-  );
-  if (made.exitCode !== 0) throw new Error(`openssl req: ${made.stderr}`);
-  return { cert: join(box.dir, `${name}.pem`), key: join(box.dir, `${name}.key`) };
-}
+const selfSigned = (name: string, subject: string, san: string | null) => selfSignedAs(box.dir, name, subject, san);
 
 const url = (name: string) => `http://127.0.0.1:${port}/b/${name}`;
 

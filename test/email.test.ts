@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCa } from "./certs.ts";
-import { freePort, ROOT, run, TEND, waitFor } from "./helpers.ts";
+import { freePort, ROOT, TEND, waitFor, withOwnFiles } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
 let box: Place;
@@ -265,17 +265,10 @@ test("localhost said ::1 first (no /etc/hosts on a fresh Debian): the mail reach
   // This run's /etc/hosts names ::1 first, as the resolver answered there (nss-myhostname's order).
   const hosts = join(here, "hosts");
   writeFileSync(hosts, "::1 localhost\n127.0.0.1 localhost\n");
-  const sent = await run(
-    [
-      "unshare",
-      "--mount",
-      "--propagation",
-      "private",
-      "sh",
-      "-c",
-      `mount --bind ${hosts} /etc/hosts && exec ${TEND} notify --config ${box.configFile.inside} "✅ web recovered"`,
-    ],
-    { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: here, TZ: "UTC" } },
+  const sent = await withOwnFiles(
+    { "/etc/hosts": hosts },
+    `exec ${TEND} notify --config ${box.configFile.inside} "✅ web recovered"`,
+    { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: here, TZ: "UTC" }, timeoutMs: 120_000 },
   );
   expect(sent.stderr).toBe("");
   expect(sent.code).toBe(0);

@@ -289,6 +289,24 @@ export async function run(
   return { code, stdout, stderr };
 }
 
+/**
+ * `script` in a mount namespace of its own where each file of `files` (a path such as /etc/hosts → the
+ * file standing in for it) is bind-mounted over the host's: the host's own files are never touched.
+ * Spawned, not spawnSync: the servers it reaches answer from this process.
+ */
+export function withOwnFiles(
+  files: Record<string, string>,
+  script: string,
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Run> {
+  const mounts = Object.entries(files).map(([path, from]) => `mount --bind '${from}' '${path}' && `);
+  const shell = mounts.join("") + script;
+  return run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell], {
+    timeoutMs: 30_000,
+    ...options,
+  });
+}
+
 /** An in-process HTTP server on port 0 whose answers the test controls, counting its hits. */
 export function controlledServer() {
   const control = { status: 200, delayMs: 0, hits: 0 };

@@ -7,7 +7,7 @@ import { afterAll, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { makeCa } from "./certs.ts";
+import { makeCa, selfSignedAs } from "./certs.ts";
 import { freePort, Sandbox, waitFor } from "./helpers.ts";
 
 const box = new Sandbox();
@@ -25,32 +25,8 @@ const canConnect = (port: number) =>
     socket.on("error", () => resolve(false));
   });
 
-function openssl(args: string[]) {
-  const run = Bun.spawnSync(["openssl", ...args], { cwd: box.dir, stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`openssl ${args[0]}: ${run.stderr}`);
-}
-
 /** A self-signed certificate, as a device makes one: its subject and (if any) subjectAltName. */
-function selfSigned(name: string, subject: string, san: string | null) {
-  const extra = san ? ["-addext", `subjectAltName=${san}`] : [];
-  openssl([
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "30",
-    "-subj",
-    subject,
-    ...extra,
-    "-keyout",
-    `${name}.key`,
-    "-out",
-    `${name}.pem`,
-  ]);
-  return { cert: join(box.dir, `${name}.pem`), key: join(box.dir, `${name}.key`) };
-}
+const selfSigned = (name: string, subject: string, san: string | null) => selfSignedAs(box.dir, name, subject, san);
 
 async function serve(cert: string, key: string): Promise<number> {
   const port = await freePort();

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createServer as createTlsServer, type Server } from "node:tls";
 import { join } from "node:path";
 import { makeCa } from "./certs.ts";
-import { controlledServer, run, Sandbox, TEND } from "./helpers.ts";
+import { controlledServer, Sandbox, TEND, withOwnFiles } from "./helpers.ts";
 import { closePlaces, openPlace } from "./places.ts";
 
 const box = new Sandbox();
@@ -35,13 +35,8 @@ afterAll(async () => {
 function withoutResolver(script: string) {
   writeFileSync(join(box.dir, "hosts"), "");
   writeFileSync(join(box.dir, "resolv.conf"), "nameserver 127.0.0.9\noptions timeout:1 attempts:1\n");
-  const shell =
-    `mount --bind ${box.dir}/hosts /etc/hosts && mount --bind ${box.dir}/resolv.conf /etc/resolv.conf && ` + script;
-  // Spawned, not spawnSync: the servers it reaches answer from this process.
-  return run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell], {
-    env: box.env({ NODE_EXTRA_CA_CERTS: certs.ca }),
-    timeoutMs: 30_000,
-  });
+  const files = { "/etc/hosts": join(box.dir, "hosts"), "/etc/resolv.conf": join(box.dir, "resolv.conf") };
+  return withOwnFiles(files, script, { env: box.env({ NODE_EXTRA_CA_CERTS: certs.ca }) });
 }
 
 const tlsListening = new Promise<number>((resolve) =>
@@ -105,21 +100,7 @@ test("localhost in the phone (no resolv.conf): every check reaches it; an uncert
 /** A shell in a mount namespace whose /etc/hosts is `hosts`. */
 function withHosts(hosts: string, script: string) {
   writeFileSync(join(box.dir, "hosts"), hosts);
-  return run(
-    [
-      "unshare",
-      "--mount",
-      "--propagation",
-      "private",
-      "sh",
-      "-c",
-      `mount --bind ${box.dir}/hosts /etc/hosts && ${script}`,
-    ],
-    {
-      env: box.env(),
-      timeoutMs: 30_000,
-    },
-  );
+  return withOwnFiles({ "/etc/hosts": join(box.dir, "hosts") }, script, { env: box.env() });
 }
 
 test("names resolve in the resolver's order, each address tried in turn: where curl connects, tend does", async () => {

@@ -175,6 +175,17 @@ export class TermuxBox {
     const subnet = `10.${200 + (process.pid % 50)}.${n % 250}`;
     this.hostAddress = options.ownNetwork ? `${subnet}.1` : null;
     this.veth = `tt${process.pid % 100000}x${n}`;
+    // A phone that cannot be built (a full /tmp) leaves nothing behind: its directory goes with the error.
+    try {
+      this.populate(options);
+    } catch (error) {
+      rmSync(this.host, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** The phone's files: Termux's prefix, its programs, tend. */
+  private populate(options: TermuxBoxOptions) {
     chmodSync(this.host, 0o755);
     for (const dir of ["home/.config/tend", "usr/bin", "usr/libexec", "usr/tmp", "usr/opt/tend-tests", "usr/var/run"])
       mkdirSync(join(this.host, "files", dir), { recursive: true });
