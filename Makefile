@@ -78,7 +78,7 @@ docs: node_modules/.installed
 # What the tests run besides node/npm: installed with apt when root, else named in one line. nginx
 # is installed without being started (policy-rc.d for that one call): a test runs its own, and the
 # package's default site would take port 80.
-TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils setfacl:acl faketime:faketime strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc nginx:nginx node:nodejs gcc:gcc gcc:libc6-dev ip:iproute2 nsenter:util-linux dash:dash lintian:lintian ruby:ruby man:man-db sha256sum:coreutils dpkg-deb:dpkg
+TEST_TOOLS := chromium:chromium mkfs.ext4:e2fsprogs script:bsdutils aiosmtpd:python3-aiosmtpd /usr/lib/nagios/plugins/check_tcp:monitoring-plugins-basic tmux:tmux curl:curl flock:util-linux bash:bash crontab:cron python3:python3 openssl:openssl runuser:util-linux mkfifo:coreutils setfacl:acl faketime:faketime strace:strace sv:runit runsvdir:runit ss:iproute2 unshare:util-linux setpriv:util-linux fuser:psmisc nginx:nginx node:nodejs gcc:gcc gcc:libc6-dev ip:iproute2 nsenter:util-linux dash:dash ssh-agent:openssh-client lintian:lintian ruby:ruby man:man-db sha256sum:coreutils dpkg-deb:dpkg
 test-deps:
 	@missing=""; for pair in $(TEST_TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \

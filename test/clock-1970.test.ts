@@ -5,6 +5,7 @@
 // wall clock only: DONT_FAKE_MONOTONIC keeps the boot-time clock the kernel's), then under the real clock.
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { uptime } from "node:os";
 import { join } from "node:path";
 import { run, Sandbox, TEND, waitFor } from "./helpers.ts";
 
@@ -50,4 +51,40 @@ test("started while the clock read 1970: after the clock is set, the same proces
   const gone = await box.tend(["watchdog", "pass"]);
   expect(gone.stdout).toContain("[RESTART] api");
   expect(readFileSync(restarts, "utf8")).toBe("restarted\n");
+}, 120_000);
+
+// The common case on a phone: Termux:Boot's own script starts the service while the clock reads 1970, the
+// network sets the clock, and crond's first pass comes after: no pass saw the pidfile before the step.
+// Its stamp is 1970 plus the seconds since boot: the boot-time clock dates it; a stamp that cannot be such
+// a clock's (further from the epoch than this boot is old) is still the last boot's.
+test("a pidfile stamped by a clock at 1970 at boot, first seen after the clock is set: that process", async () => {
+  box = new Sandbox();
+  const service = (name: string) =>
+    `[[service]]\nname = "${name}"\npidfile = "${join(box.dir, `${name}.pid`)}"\nfailures = 1\ngrace = "0s"\n` +
+    `[service.check]\nprocess = true\n[service.restart]\ncommand = ["true"]\n`;
+  box.writeConfig(
+    `[watchdog]\nstate_dir = "${box.state}"\nheartbeat_url = ""\n` +
+      `${service("api")}${service("old")}${service("reused")}`,
+  );
+  const pids: Record<string, number> = {};
+  for (const name of ["api", "old", "reused"]) {
+    const process = Bun.spawn(["sleep", "600"], { stdout: "ignore", stderr: "ignore" });
+    box.track(process.pid);
+    pids[name] = process.pid;
+    writeFileSync(join(box.dir, `${name}.pid`), `${process.pid}\n`);
+  }
+  const stamp = (name: string, seconds: number) => utimesSync(join(box.dir, `${name}.pid`), seconds, seconds);
+  // api: as a clock that read 1970-01-01 00:00:00 at this host's boot stamps it (the seconds since boot).
+  stamp("api", uptime());
+  // old: a 1970 stamp further from the epoch than this boot is old: not written in this boot.
+  stamp("old", uptime() + 3600);
+  // reused: such a clock's stamp from long before its process started (a PID reused since).
+  stamp("reused", 1);
+  const pass = await box.tend(["watchdog", "pass"]);
+  expect({ code: pass.code, stderr: pass.stderr }).toEqual({ code: 0, stderr: "" });
+  expect(pass.stdout).not.toMatch(/\[(RESTART|START|FAILED)\] api/);
+  expect(pass.stdout).toContain(`pid ${pids.old} is from before the host booted`);
+  expect(pass.stdout).toContain(`pid ${pids.reused} started after ${join(box.dir, "reused.pid")} was written`);
+  const status = await box.tend(["watchdog", "status"]);
+  expect(status.stdout).toMatch(/api\s+healthy/);
 }, 120_000);

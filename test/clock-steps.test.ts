@@ -368,7 +368,10 @@ http = "${web.url}"
   await runPass({ config, echo, clock: source });
   let said = lines.join("\n");
   expect(said).toMatch(/\[WARN\] the clock reads 1970-01-01 00:00:\d\d UTC, before the last pass/);
-  expect(said).toMatch(/\[DOWNTIME\] host was unavailable for 0s \(unexpected_shutdown_or_reboot/);
+  // How long the host was down is not known while the clock reads 1970: said when the clock is set (#61).
+  expect(said).toMatch(/\[WARN\] host rebooted, down since \S+ \S+ UTC: how long is said when the clock is set/);
+  expect(said).not.toContain("[DOWNTIME]");
+  expect(box.read("downtime.log")).toBe("");
   expect(said).not.toMatch(/-\d+(\.\d+)?s\b/);
   const atBoot = box.stateOf("web").lastHealthyAt;
   expect(atBoot).toBeGreaterThanOrEqual(healthyBefore); // not 1970: no time before the last pass
@@ -378,7 +381,14 @@ http = "${web.url}"
   await runPass({ config, echo, clock: source });
   said = lines.join("\n");
   expect(said).toMatch(/\[WARN\] the clock stepped [+-]\d+s/);
+  // The reboot's gap, now that the clock dates this boot: from the last pass before it to the boot's first
+  // (this reboot took no real time), said once, in the log and in downtime.log.
+  expect(said).toMatch(/\[DOWNTIME\] host was unavailable for \d+s \(unexpected_shutdown_or_reboot, from /);
+  expect(box.read("downtime.log").match(/unexpected_shutdown_or_reboot/g)).toHaveLength(1);
   expect(Math.abs(box.stateOf("web").lastHealthyAt - Date.now())).toBeLessThan(5000);
+  lines.length = 0;
+  await runPass({ config, echo, clock: source });
+  expect(lines.join("\n")).not.toContain("DOWNTIME");
 }, 60_000);
 
 test("+1 d (injected clock): said once; no reboot, no 💤, no downtime; the times keep their distances", async () => {

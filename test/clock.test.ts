@@ -111,6 +111,17 @@ describe("tend's time across wall-clock steps: one row per step", () => {
     } else expect(frame.steps).toEqual([]);
   });
 
+  test("a reboot's gap owed while the clock reads 1970: carried by passes and views until a step settles it", () => {
+    const owing = { ...RECORD, owedGap: { fromMs: NOW - HOUR, toMs: NOW - HOUR } };
+    const pass = frameOf(owing, later(MIN));
+    expect({ owed: pass.owedGap, settled: pass.settledGap }).toEqual({ owed: owing.owedGap, settled: null });
+    expect(recordOf(pass, pass.nowMs, later(MIN)).owedGap).toEqual(owing.owedGap);
+    const view = frameOf(owing, later(MIN, DAY), { follow: false });
+    expect({ owed: view.owedGap, settled: view.settledGap }).toEqual({ owed: owing.owedGap, settled: null });
+    // The clock right at a boot: nothing owed.
+    expect(frameOf(RECORD, { wallMs: NOW + 10 * MIN, bootMs: 40 * SEC, bootId: "another" }).owedGap).toBeNull();
+  });
+
   test("a view (no follow) stays in the records' frame until a pass has followed the step", () => {
     const frame = frameOf(RECORD, later(MIN, DAY), { follow: false });
     expect(frame.nowMs).toBe(NOW + MIN);
@@ -126,6 +137,12 @@ describe("tend's time across wall-clock steps: one row per step", () => {
     expect(set.nowMs).toBe(NOW + 3 * HOUR);
     expect(set.offsetMs).toBe(0);
     expect(set.steps).toEqual([{ seq: 1, fromMs: NOW, byMs: 3 * HOUR - 10 * MIN }]);
+    // The reboot's gap, owed while the clock read 1970, is settled by the step: from the last pass before
+    // the cut to this boot's first pass (40 s after boot, which the step dates 3 h - 10 min after NOW).
+    expect(atBoot.owedGap).toEqual({ fromMs: NOW, toMs: NOW });
+    expect(record.owedGap).toEqual({ fromMs: NOW, toMs: NOW });
+    expect(set.settledGap).toEqual({ fromMs: NOW, toMs: NOW + 3 * HOUR - 10 * MIN });
+    expect(recordOf(set, set.nowMs, { wallMs: NOW + 3 * HOUR, bootMs: 0, bootId: "phone" }).owedGap).toBeNull();
     const lastBoot = { ...freshState(), lastHealthyAt: NOW - MIN, startedAt: NOW + MIN };
     const moved = applySteps(lastBoot, set.steps);
     expect(moved.lastHealthyAt).toBe(NOW - MIN); // the boot before: as it was

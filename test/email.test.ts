@@ -118,7 +118,7 @@ for (const place of PLACES)
             /=\?UTF-8\?B/i.test(_whole) ? Buffer.from(text, "base64").toString() : decodeQ(text),
           ),
       );
-      const host = (await import("node:os")).hostname();
+      const host = box.hostname;
       expect(decoded).toEqual([`⚠️ restarted web on ${host}`, `🚨 web is down on ${host}`]);
       const transcript = server.transcript();
       expect(transcript).toContain("STARTTLS");

@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 // Issue #45 through the binary: a service answering 502 on every other request, ten passes, failures = 3.
 // In a row (the default) it is never restarted, but it is flapping: said once (🔀), the word in every
 // view, status exits 1. With failures_within = 5 (monit's "3 times within 5 cycles") it is restarted
@@ -9,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { openPlace, closePlaces, PLACES, type Place, type PlaceName } from "./places.ts";
 
 /** Every service's series names its host: the instance both alert paths give. */
-const INSTANCE = `instance="${hostname()}",`;
+const instance = () => `instance="${box!.hostname}",`;
 
 let box: Place | null = null;
 const stops: (() => void)[] = [];
@@ -84,8 +83,8 @@ for (const where of PLACES)
       const nagios = await box!.tend(["watchdog", "status", "--nagios", "--cached"]);
       expect(nagios.stdout).toMatch(/^TEND WARNING - flappy flapping/);
       const metrics = readFileSync(box!.scratch("tend.prom").outside, "utf8");
-      expect(metrics).toContain(`tend_service_state{${INSTANCE}service="flappy",state="flapping"} 1`);
-      expect(metrics).toContain(`tend_service_up{${INSTANCE}service="flappy"} 1`); // a flap is not down: it warns
+      expect(metrics).toContain(`tend_service_state{${instance()}service="flappy",state="flapping"} 1`);
+      expect(metrics).toContain(`tend_service_up{${instance()}service="flappy"} 1`); // a flap is not down: it warns
       const report = JSON.parse((await box!.tend(["watchdog", "report", "--json", "--since", "1h"])).stdout);
       expect(report.services[0]).toMatchObject({ restarts: 0, flapping_spells: 1 });
     });

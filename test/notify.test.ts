@@ -782,7 +782,7 @@ for (const where of PLACES)
       const titles = hook.seen
         .filter((request) => request.path.startsWith("/topic/"))
         .map((r) => decoded(r.headers.title));
-      const host = (await import("node:os")).hostname();
+      const host = at!.hostname;
       expect(titles).toEqual([
         `⚠️ restarted web on ${host}`,
         `🚨 web is down on ${host}`,

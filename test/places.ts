@@ -37,7 +37,7 @@
 // - not through the binary at all: the library's own tests (lock's flock errors and lost waits, the spool's
 //   read bound, the page built in slices, clock-steps' injected clocks, decide, stats, ...).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { constants as osConstants } from "node:os";
+import { hostname, constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
 import { savedState } from "../lib/state/service-state.ts";
 import {
@@ -61,6 +61,8 @@ export type PlaceName = (typeof PLACES)[number];
 
 export interface Place {
   name: PlaceName;
+  /** The host name tend reports there (a phone's is `localhost`). */
+  hostname: string;
   /** The state dir, as tend sees it (for `state_dir = ...`). */
   state: string;
   /** bun and examples/service.ts, as tend sees them (for `spawn = [...]`). */
@@ -159,6 +161,7 @@ function onHost(): Place {
   };
   return {
     name: "host",
+    hostname: hostname(),
     state: box.state,
     bun: BUN,
     server: SERVER,
@@ -209,13 +212,14 @@ function onHost(): Place {
 }
 
 function onPhone(termuxServices: boolean): Place {
-  const box = new TermuxBox({ termuxServices });
+  const box = new TermuxBox({ termuxServices, apiLevel: 34 });
   const read = (file: string) => {
     const path = box.outside(`${box.state}/${file}`);
     return existsSync(path) ? readFileSync(path, "utf8") : "";
   };
   return {
     name: "phone",
+    hostname: "localhost",
     state: box.state,
     bun: `${PREFIX}/bin/bun`,
     sh: `${PREFIX}/bin/sh`,

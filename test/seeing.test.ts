@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 // stats, report, metrics and status, fed by real passes against real servers (no hand-written state).
 // Each runs on this host and inside the Termux-shaped phone (test/places.ts); the terminal is tmux there.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
@@ -11,7 +10,7 @@ const SAMPLE_LINE =
   /^(# (HELP|TYPE) tend_[a-z_]+ .+|tend_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?\d+(\.\d+)?(e-?\d+)?)$/;
 
 /** Every service's series names its host: the instance both alert paths give. */
-const INSTANCE = `instance="${hostname()}",`;
+const instance = () => `instance="${box.hostname}",`;
 
 let box: Place;
 const servers: ReturnType<typeof Bun.serve>[] = [];
@@ -213,19 +212,19 @@ for (const where of PLACES)
       web.control.status = 200;
       await box.tend(["watchdog"]);
       const text = await Bun.file(metrics).text();
-      expect(text).toContain(`tend_service_up{${INSTANCE}service="web"} 1`);
-      expect(text).toContain(`tend_service_restarts_total{${INSTANCE}service="web"} 1`);
-      expect(text).toContain(`tend_service_recoveries_total{${INSTANCE}service="web",result="failed"} 1`);
-      expect(text).toContain(`tend_service_recoveries_total{${INSTANCE}service="web",result="ok"} 0`);
-      expect(text).toContain(`tend_service_strikes{${INSTANCE}service="db"} 0`);
+      expect(text).toContain(`tend_service_up{${instance()}service="web"} 1`);
+      expect(text).toContain(`tend_service_restarts_total{${instance()}service="web"} 1`);
+      expect(text).toContain(`tend_service_recoveries_total{${instance()}service="web",result="failed"} 1`);
+      expect(text).toContain(`tend_service_recoveries_total{${instance()}service="web",result="ok"} 0`);
+      expect(text).toContain(`tend_service_strikes{${instance()}service="db"} 0`);
       // `up` only for watched services: a disabled or paused one must not fire an `up == 0` alert.
-      expect(text).not.toContain(`tend_service_up{${INSTANCE}service="old"}`);
-      expect(text).not.toContain(`tend_service_up{${INSTANCE}service="held"}`);
-      expect(text).toContain(`tend_service_state{${INSTANCE}service="web",state="healthy"} 1`);
-      expect(text).toContain(`tend_service_state{${INSTANCE}service="old",state="disabled"} 1`);
-      expect(text).toContain(`tend_service_state{${INSTANCE}service="held",state="paused"} 1`);
+      expect(text).not.toContain(`tend_service_up{${instance()}service="old"}`);
+      expect(text).not.toContain(`tend_service_up{${instance()}service="held"}`);
+      expect(text).toContain(`tend_service_state{${instance()}service="web",state="healthy"} 1`);
+      expect(text).toContain(`tend_service_state{${instance()}service="old",state="disabled"} 1`);
+      expect(text).toContain(`tend_service_state{${instance()}service="held",state="paused"} 1`);
       expect(text.match(/^tend_service_state\{/gm)).toHaveLength(4); // one series per service
-      expect(text).toContain(`tend_service_auto_restarts_total{${INSTANCE}service="web"} 0`);
+      expect(text).toContain(`tend_service_auto_restarts_total{${instance()}service="web"} 0`);
       expect(text).toMatch(/tend_probe_duration_seconds\{instance="[^"]+",service="web"\} 0(\.\d+)?\n/);
       const stamp = Number(/^tend_last_pass_timestamp_seconds (\d+)$/m.exec(text)?.[1]);
       expect(stamp * 1000).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);

@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 // watchdog serve (and run --serve): the binary listening on a real port, asked over real HTTP. Each runs on
 // this host and inside the Termux-shaped phone (test/places.ts; the phone shares this host's network, and
 // the browser, curl and promtool ask it from here), but the strace of what the page opens (the phone has
@@ -11,7 +10,7 @@ import { ageHeartbeat, controlledServer, freePort, ROOT, Sandbox, TEND, waitFor 
 import { closePlaces, openPlace, PLACES, type Background, type Place, type PlaceName } from "./places.ts";
 
 /** Every service's series names its host: the instance both alert paths give. */
-const INSTANCE = `instance="${hostname()}",`;
+const instance = () => `instance="${box.hostname}",`;
 
 let box: Place;
 let where: PlaceName = "host";
@@ -102,7 +101,7 @@ for (const place of PLACES)
       expect(Date.parse(report.until) - Date.parse(report.since)).toBe(3_600_000);
 
       const metrics = await (await get(`${url}metrics`)).text();
-      expect(metrics).toContain(`tend_service_up{${INSTANCE}service="web"} 1`);
+      expect(metrics).toContain(`tend_service_up{${instance()}service="web"} 1`);
       const promtool = process.env.PROMTOOL ?? "build/tools/promtool";
       if (!existsSync(promtool)) throw new Error(`promtool not found at ${promtool}: make test builds it`);
       const check = Bun.spawnSync([promtool, "check", "metrics"], { stdin: new TextEncoder().encode(metrics) });

@@ -1,9 +1,11 @@
 // The Termux-shaped sandbox: tend run the way Android runs an app, on this Linux machine (SPEC "Android
-// and Termux", "Termux-shaped sandbox"). A box is a phone: its own pid, mount and time namespaces (and,
-// for a reboot test, its own network), whose PID 1 is build/tools/android's init. Inside:
+// and Termux", "Termux-shaped sandbox"). A box is a phone: its own pid, mount, time and UTS namespaces
+// (host name `localhost`, as a phone's; and, for a reboot test, its own network), whose PID 1 is
+// build/tools/android's init. Inside:
 // - a root built with pivot_root: Termux's files (/data/data/com.termux/files, a host dir of the test's
 //   own, bound in), /system/bin (Android's mksh as a stub that fails loudly: /bin/sh is not Termux's
-//   shell; getprop answering API level 29), /system/etc (hosts, and the passwd entry bionic synthesizes
+//   shell; getprop answering from /system/build.prop the API level each test chooses, 29 to 35), /system/etc
+//   (hosts, and the passwd entry bionic synthesizes
 //   for the app: glibc's programs read it from a file), /dev, /proc. The host's /usr, /tmp, /etc, /var
 //   are not there. glibc's loader and libraries are, at /lib64 and /lib/<arch>-linux-gnu: the phone's are
 //   bionic's in /system/lib64, and these programs (tend's linux build, Debian's tmux, dash, runit) need
@@ -20,23 +22,31 @@
 //   /proc/uptime, /proc/stat, /proc/loadavg, /proc/version, /proc/vmstat and /proc/net, /proc/self/net,
 //   /proc/PID/net (judged by a supervisor outside the filter, as SELinux judges them on the phone);
 // - the environment Termux gives: HOME, PREFIX, TMPDIR=$PREFIX/tmp, PATH=$PREFIX/bin only, SHELL,
-//   TERMUX_VERSION, ANDROID_ROOT, ANDROID_DATA; no TMUX_TMPDIR.
+//   TERMUX_VERSION, ANDROID_ROOT, ANDROID_DATA; no TMUX_TMPDIR; a preloaded library (Termux preloads its
+//   termux-exec): here Debian's libfaketime, the phone's wall clock (setClock);
+// - Termux's openssh's ssh-agent, which makes itself undebuggable: hidepid hides it from its own user.
 // With `termuxServices`, what `pkg install cronie termux-services` gives: runit's runsvdir, runsv, sv
-// (Debian's), start-stop-daemon (Debian's dpkg's), a crond that is Debian's busybox crond run as the app
-// user (setgroups a no-op for it alone: Termux's crond never changes groups; the spool shown to it
-// through an idmapped mount as root's, the only crontabs busybox's crond loads), crond enabled as a runit
-// service; service-daemon, sv-enable and crontab are STAND-INs (scripts that do what termux-services' and
-// cronie's do for the app user: runsvdir on $SVDIR, the user's crontab file in the spool).
-// A reboot (powerCut, then boot) kills every process of the phone at once and boots a new one: new pid,
-// mount and time namespaces (uptime from ~1 s), a new boot id, a new network when it has its own; the
-// files stay as a power cut leaves them (a stale tmux socket, pidfiles). termuxBoot() is a STAND-IN for
-// the Termux:Boot app: after "unlock", each entry of ~/.termux/boot in order, stopping at the first that is
-// not a regular file.
+// (Debian's), start-stop-daemon (Debian's dpkg's), a crond (named crond, as cronie's) that is Debian's
+// busybox crond run as the app user (setgroups a no-op for it alone: Termux's crond never changes groups;
+// the spool shown to it through an idmapped mount as root's, the only crontabs busybox's crond loads),
+// crond enabled as a runit service; service-daemon, sv-enable and crontab are STAND-INs (scripts that do
+// what termux-services' and cronie's do for the app user: runsvdir on $SVDIR, the user's crontab file in
+// the spool).
+// A reboot (powerCut, then powerOn) kills every process of the phone at once and boots a new one: new pid,
+// mount and time namespaces (uptime from ~1 s), a new boot id, a new network when it has its own, the wall
+// clock at 1970 until the test steps it (setClock: the network answered); the files stay as a power cut
+// leaves them (a stale tmux socket, pidfiles). termuxBoot() is a STAND-IN for the Termux:Boot app: after
+// the first unlock (a delay after the power-on), each entry of ~/.termux/boot in order, stopping at the
+// first that is not a regular file. The phantom process killer's effect (a SIGKILL to the loop) is what a
+// test sends.
 // What it cannot emulate: bionic and the android build of tend (no bionic here: `make cross` builds it,
 // tend doctor checks it on the phone), SELinux itself (its effect on /proc only), the phantom process
-// killer, Doze, Termux:API, the real Termux:Boot app, a phone's kernel (this host's is newer: only the
-// filter makes its missing syscalls missing).
+// killer's choice of victim (only its SIGKILL), Doze, Termux:API, the real Termux:Boot app, a phone's
+// kernel (this host's is newer: only the filter makes its missing syscalls missing), the times the kernel
+// stamps on files while the clock reads 1970 (the host's clock stamps them), and a static program's
+// clock (busybox's crond reads the host's: libfaketime reaches dynamically linked programs only).
 import {
+  renameSync,
   chmodSync,
   copyFileSync,
   existsSync,
@@ -91,6 +101,7 @@ const PROGRAMS = [
   "touch",
   "tr",
   "true",
+  "uname",
   "wc",
   "yes",
 ];
@@ -99,8 +110,14 @@ const SERVICE_PROGRAMS = ["runsvdir", "runsv", "sv", "svlogd", "chpst"];
 /** Boot a phone: run by unshare as PID 1 of new namespaces, root; builds the root and pivots into it. */
 const BOOT = `
 set -e
-host="$1" android="$2" public="$3" bootid="$4" multiarch="$5" net="$6"
+release_of() {
+  case "$1" in 28) echo 9 ;; 29) echo 10 ;; 30) echo 11 ;; 31|32) echo 12 ;; 33) echo 13 ;;
+    34) echo 14 ;; *) echo 15 ;; esac
+}
+host="$1" android="$2" public="$3" bootid="$4" multiarch="$5" net="$6" api="$7"
 R="$host/root"
+# A phone's host name is localhost (its own UTS namespace: the host's name is not the phone's).
+echo localhost > /proc/sys/kernel/hostname
 mkdir -p "$R"
 mount -t tmpfs -o mode=755 tmpfs "$R"
 cd "$R"
@@ -132,6 +149,12 @@ ln -s /system/bin bin
 ln -s ${PREFIX}/bin tx
 ln -s /system/etc etc
 printf '127.0.0.1 localhost\\n::1 localhost ip6-localhost\\n' > system/etc/hosts
+# The build's properties (getprop reads them): the API level the test chose, its Android release.
+{ printf 'ro.build.version.sdk=%s\\nro.build.version.release=%s\\n' "$api" "$(release_of "$api")"
+  printf 'ro.product.cpu.abi=arm64-v8a\\nro.product.model=tend sandbox\\n'; } > system/build.prop
+# The wall clock as the phone reads it (libfaketime's file, which the test steps: setClock).
+mkdir -p system/etc/clock
+mount --bind "$host/clock" system/etc/clock
 printf 'root:x:0:0:root:/:/system/bin/sh\\n' > system/etc/passwd
 printf 'u0_a123:x:${APP_UID}:${APP_UID}::${HOME}:${PREFIX}/bin/sh\\n' >> system/etc/passwd
 printf 'root:x:0:\\nu0_a123:x:${APP_UID}:\\n' > system/etc/group
@@ -150,6 +173,8 @@ export interface TermuxBoxOptions {
   termuxServices?: boolean;
   /** Its own network namespace, joined to the host by a veth pair (the host is 10.X.Y.1, the phone .2). */
   ownNetwork?: boolean;
+  /** The Android API level getprop answers (ro.build.version.sdk): each test chooses one, 29 to 35. */
+  apiLevel: number;
 }
 
 let boxes = 0;
@@ -167,9 +192,11 @@ export class TermuxBox {
   readonly hostAddress: string | null;
   private readonly veth: string;
   private phone: Promise<{ unshare: number; init: number; exited: Promise<number> }> | null = null;
+  /** When (the host's clock) the phone last powered on: Termux:Boot runs a while after. */
+  private poweredOnAt = Date.now();
   private readonly children: number[] = [];
 
-  constructor(options: TermuxBoxOptions = {}) {
+  constructor(options: TermuxBoxOptions) {
     this.options = options;
     const n = ++boxes;
     const subnet = `10.${200 + (process.pid % 50)}.${n % 250}`;
@@ -189,6 +216,8 @@ export class TermuxBox {
     chmodSync(this.host, 0o755);
     for (const dir of ["home/.config/tend", "usr/bin", "usr/libexec", "usr/tmp", "usr/opt/tend-tests", "usr/var/run"])
       mkdirSync(join(this.host, "files", dir), { recursive: true });
+    mkdirSync(join(this.host, "clock"));
+    this.setClock();
     const bin = join(this.host, "files", "usr", "bin");
     const copy = (from: string, to: string) => {
       copyFileSync(from, to);
@@ -226,6 +255,9 @@ export class TermuxBox {
     publicCopy().bun();
     symlinkSync(`${TESTS}/tend`, join(bin, "tend"));
     symlinkSync(`${TESTS}/bun`, join(bin, "bun"));
+    // Termux's openssh: ssh-agent makes itself undebuggable (prctl PR_SET_DUMPABLE 0), so hidepid hides
+    // it from its own user too.
+    copy(hostProgram("ssh-agent"), join(bin, "ssh-agent"));
     if (options.termuxServices) this.installTermuxServices();
     this.chownAll();
   }
@@ -236,6 +268,8 @@ export class TermuxBox {
     for (const program of SERVICE_PROGRAMS) copyFileSync(hostProgram(program), join(bin, program));
     copyFileSync(hostProgram("start-stop-daemon"), join(bin, "start-stop-daemon"));
     copyFileSync(BUSYBOX, join(this.host, "files", "usr", "libexec", "busybox"));
+    // Named crond, as cronie's is (busybox runs the applet its name says): doctor finds crond by name.
+    symlinkSync("busybox", join(this.host, "files", "usr", "libexec", "crond"));
     for (const program of [...SERVICE_PROGRAMS, "start-stop-daemon"]) chmodSync(join(bin, program), 0o755);
     chmodSync(join(this.host, "files", "usr", "libexec", "busybox"), 0o755);
     const sh = `#!${PREFIX}/bin/sh`;
@@ -275,7 +309,7 @@ export class TermuxBox {
     // root owns it: crond reads the spool through an idmapped view that shows the app's files as root's.
     this.write(
       `${PREFIX}/bin/crond`,
-      `${sh}\nexec /system/bin/android nosetgroups -- ${PREFIX}/libexec/busybox crond -f -l 8 ` +
+      `${sh}\nexec /system/bin/android nosetgroups -- ${PREFIX}/libexec/crond -f -l 8 ` +
         `-L ${PREFIX}/var/log/crond.log -c ${PREFIX}/var/spool/cron/crond-view\n`,
       0o755,
     );
@@ -332,6 +366,7 @@ export class TermuxBox {
       "private",
       "--kill-child",
       "--time",
+      "--uts",
       ...clocks,
       ...(net === "own" ? ["--net"] : []),
       "/usr/bin/bash",
@@ -344,6 +379,7 @@ export class TermuxBox {
       crypto.randomUUID(),
       MULTIARCH,
       net,
+      String(this.options.apiLevel),
     ];
     const child = Bun.spawn(argv, { stdout: "ignore", stderr: "pipe", detached: true });
     this.children.push(child.pid);
@@ -388,10 +424,32 @@ export class TermuxBox {
     this.phone = null;
   }
 
-  /** Power on again after a cut: a new boot (new namespaces, clocks from ~1 s, a new boot id). */
+  /**
+   * Power on again after a cut: a new boot (new namespaces, clocks from ~1 s, a new boot id), and the
+   * wall clock at 1970, as a phone reads it until the network sets it (setClock).
+   */
   async powerOn() {
+    this.setClock(new Date(5_000));
     this.phone = this.boot({ fresh: true });
     await this.phone;
+    this.poweredOnAt = Date.now();
+  }
+
+  /**
+   * The phone's wall clock: libfaketime (Debian's, preloaded in every app process: Termux preloads its own
+   * termux-exec the same way) reads an offset from the phone's clock file, so every process of the phone
+   * reads the same clock and sees it step (within a second: FAKETIME_CACHE_DURATION). `at` is what the
+   * clock reads now (it runs on from there); none: the right time, as the network sets it. The boot-time
+   * and monotonic clocks are the kernel's (DONT_FAKE_MONOTONIC). What it cannot fake: the times the
+   * kernel stamps on files (a file written at "1970" is stamped with the host's clock; a test that needs
+   * a 1970 stamp writes it with the phone's `date`, as `touch -d` does).
+   */
+  setClock(at?: Date) {
+    const offset = at ? Math.round((at.getTime() - Date.now()) / 1000) : 0;
+    const file = join(this.host, "clock", "faketime");
+    writeFileSync(`${file}.new`, `${offset >= 0 ? "+" : ""}${offset}\n`);
+    chmodSync(`${file}.new`, 0o644);
+    renameSync(`${file}.new`, file);
   }
 
   /** The environment Termux gives an app's shell. */
@@ -407,6 +465,10 @@ export class TermuxBox {
       ANDROID_DATA: "/data",
       TZ: "UTC",
       LANG: "en_US.UTF-8",
+      LD_PRELOAD: `/lib/${MULTIARCH}/faketime/libfaketimeMT.so.1`,
+      FAKETIME_TIMESTAMP_FILE: "/system/etc/clock/faketime",
+      FAKETIME_CACHE_DURATION: "1",
+      DONT_FAKE_MONOTONIC: "1",
       ...extra,
     };
     return Object.entries(env).flatMap(([key, value]) => ["--env", `${key}=${value}`]);
@@ -415,7 +477,7 @@ export class TermuxBox {
   /** The argv that runs `argv` inside, as the app (or as root: `su`). */
   private async enter(argv: string[], { root = false, env = {} }: { root?: boolean; env?: Record<string, string> }) {
     const { init } = await this.started();
-    const namespaces = ["-p", "-m", "-T", ...(this.options.ownNetwork ? ["-n"] : [])];
+    const namespaces = ["-p", "-m", "-T", "-u", ...(this.options.ownNetwork ? ["-n"] : [])];
     const user = root ? ["--uid", "0", "--gid", "0"] : ["--uid", String(APP_UID), "--gid", String(APP_UID)];
     // --no-fork: the helper itself forwards signals to the app's process (its child, in the phone's pid namespace).
     return [
@@ -497,8 +559,12 @@ export class TermuxBox {
   /**
    * STAND-IN for the Termux:Boot app after the first unlock: each entry of ~/.termux/boot in sorted
    * order, run in the background as the app, stopping at the first entry that is not a regular file.
+   * The unlock comes `unlockAfterMs` after the power-on (a phone waits for its user; the wait is the
+   * thing emulated, not a wait for a condition).
    */
-  async termuxBoot(): Promise<string[]> {
+  async termuxBoot({ unlockAfterMs = 3000 }: { unlockAfterMs?: number } = {}): Promise<string[]> {
+    const unlock = this.poweredOnAt + unlockAfterMs - Date.now();
+    if (unlock > 0) await Bun.sleep(unlock);
     const dir = this.outside(`${HOME}/.termux/boot`);
     const ran: string[] = [];
     for (const name of existsSync(dir) ? readdirSync(dir).sort() : []) {

@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 // One truth in every view: status, --json, --nagios, /api/status, the page and metrics show what the pass
 // recorded (decision, reason, until), never a rule of their own. Through the binary, against real processes,
 // on this host and inside the Termux-shaped phone (test/places.ts).
@@ -18,7 +17,7 @@ import {
 import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
 /** Every service's series names its host: the instance both alert paths give. */
-const INSTANCE = `instance="${hostname()}",`;
+const instance = () => `instance="${box.hostname}",`;
 
 let box: Place;
 let where: PlaceName;
@@ -80,14 +79,14 @@ for (const place of PLACES)
       expect(Date.parse(report.services[0].until)).toBeGreaterThan(Date.now() + 300 * 86_400_000);
 
       const metrics = metricsText();
-      expect(metrics).toContain(`tend_service_state{${INSTANCE}service="api",state="starting"} 1`);
-      expect(metrics).toContain(`tend_service_up{${INSTANCE}service="api"} 1`); // not down: skipped on purpose
+      expect(metrics).toContain(`tend_service_state{${instance()}service="api",state="starting"} 1`);
+      expect(metrics).toContain(`tend_service_up{${instance()}service="api"} 1`); // not down: skipped on purpose
 
       const base = await box.serve();
       const api = await (await fetch(`${base}/api/status`)).json();
       expect(api.services[0]).toMatchObject({ state: "starting", strikes: 0 });
       const served = await (await fetch(`${base}/metrics`)).text();
-      expect(served).toContain(`tend_service_state{${INSTANCE}service="api",state="starting"} 1`);
+      expect(served).toContain(`tend_service_state{${instance()}service="api",state="starting"} 1`);
       const page = await (await fetch(`${base}/`)).text();
       expect(page).toContain("starting</span>");
       expect(page).not.toContain("failing");
@@ -108,7 +107,7 @@ for (const place of PLACES)
       expect(report.services[0]).toMatchObject({ state: "starting", reason: "grace", strikes: 0 });
       expect(code).toBe(0);
       const metrics = metricsText();
-      expect(metrics).toContain(`tend_service_state{${INSTANCE}service="api",state="starting"} 1`);
+      expect(metrics).toContain(`tend_service_state{${instance()}service="api",state="starting"} 1`);
     });
 
     /** A watch-only service the last pass struck once (502); the answer stays the test's to change. */
@@ -135,10 +134,10 @@ for (const place of PLACES)
       const cached = await json(["watchdog", "status", "--json", "--cached"]);
       expect(cached.report.services[0]).toMatchObject({ state: "failing", strikes: 1, failures: 3 });
       const metrics = metricsText();
-      expect(metrics).toContain(`tend_service_state{${INSTANCE}service="api",state="failing"} 1`);
+      expect(metrics).toContain(`tend_service_state{${instance()}service="api",state="failing"} 1`);
       // A strike below N is not down: one blip must not page (the strikes say it).
-      expect(metrics).toContain(`tend_service_up{${INSTANCE}service="api"} 1`);
-      expect(metrics).toContain(`tend_service_strikes{${INSTANCE}service="api"} 1`);
+      expect(metrics).toContain(`tend_service_up{${instance()}service="api"} 1`);
+      expect(metrics).toContain(`tend_service_strikes{${instance()}service="api"} 1`);
     });
 
     test("before any pass: status decides now, and a watchdog that never ran is not fine", async () => {
@@ -273,7 +272,7 @@ for (const place of PLACES)
       expect(code).toBe(1);
       expect(stdout).not.toContain("internal error");
       const metrics = metricsText();
-      expect(metrics).not.toContain(`tend_service_up{${INSTANCE}service="api"} 0`);
+      expect(metrics).not.toContain(`tend_service_up{${instance()}service="api"} 0`);
       const text = await box.tend(["watchdog", "status"]);
       expect(text.stdout).toMatch(/api: not judged by the last pass \(.*symlink/);
     });
@@ -546,11 +545,11 @@ for (const place of PLACES)
       const status = await box.tend(["watchdog", "status", "--json", "--cached"]);
       expect(status.code).toBe(0);
       expect(JSON.parse(status.stdout).services[0].state).toBe("slow");
-      expect(metricsText()).toContain(`tend_service_slow{${INSTANCE}service="api"} 1`);
+      expect(metricsText()).toContain(`tend_service_slow{${instance()}service="api"} 1`);
       control.delayMs = 0;
       await box.tend(["watchdog"]);
       expect(box.stateOf("api").verdict.word).toBe("healthy");
-      expect(metricsText()).toContain(`tend_service_slow{${INSTANCE}service="api"} 0`);
+      expect(metricsText()).toContain(`tend_service_slow{${instance()}service="api"} 0`);
     });
 
     test("given_up_retry and remind_every: a given-up service is tried once every D, and said again (🔔)", async () => {

@@ -39,6 +39,14 @@ export interface ClockRecord {
   /** The last pass of the boot before: this boot's times never go below it. */
   floorMs: number;
   steps: ClockStep[];
+  /** A reboot found while the wall clock read before the last pass: its gap, said when the clock is set. */
+  owedGap?: Span | null;
+}
+
+/** A reboot's gap: from the boot before's last pass to this boot's first, in tend's time. */
+interface Span {
+  fromMs: number;
+  toMs: number;
 }
 
 export interface Frame {
@@ -54,6 +62,13 @@ export interface Frame {
   steppedMs: number | null;
   /** At a new boot, the wall clock read earlier than the last pass (a phone's clock before network time). */
   behindMs: number | null;
+  /**
+   * The reboot's gap, while the clock is not set: how long the host was down is not known yet (tend's
+   * time went on from the last pass). Carried from pass to pass until a step sets the clock.
+   */
+  owedGap: Span | null;
+  /** The owed gap, now that the clock stepped: its end moved with this boot's times (said once, this pass). */
+  settledGap: Span | null;
 }
 
 const HOUR_MS = 3_600_000;
@@ -98,12 +113,23 @@ export function frameOf(
     newBoot: record !== null,
     steppedMs: null,
     behindMs: null,
+    owedGap: null,
+    settledGap: null,
     ...extra,
   });
   if (!record) return { ...fresh(reading.wallMs), newBoot: false };
   const same = sameBoot(record, reading);
   const kept = { offsetMs: record.offsetMs, startMs: record.startMs, floorMs: record.floorMs, steps: record.steps };
-  const unchanged = (nowMs: number): Frame => ({ ...kept, nowMs, newBoot: false, steppedMs: null, behindMs: null });
+  const owedGap = record.owedGap ?? null;
+  const unchanged = (nowMs: number): Frame => ({
+    ...kept,
+    nowMs,
+    newBoot: false,
+    steppedMs: null,
+    behindMs: null,
+    owedGap,
+    settledGap: null,
+  });
   // Neither the boot id nor the boot-time clock: the wall clock is all there is (as before).
   if (same === null) return { ...unchanged(reading.wallMs), offsetMs: 0 };
   if (!same) {
@@ -113,7 +139,10 @@ export function frameOf(
     // (Within an hour of it: a time further ahead was written by a clock set wrong, not by a verification.)
     if (follow) lastOfBootBefore = Math.max(record.atMs, Math.min(recordedUntil(), record.atMs + HOUR_MS));
     if (reading.wallMs < record.atMs - stepTolerance(0))
-      return fresh(lastOfBootBefore, { behindMs: record.atMs - reading.wallMs });
+      return fresh(lastOfBootBefore, {
+        behindMs: record.atMs - reading.wallMs,
+        owedGap: { fromMs: record.atMs, toMs: lastOfBootBefore },
+      });
     return fresh(Math.max(reading.wallMs, lastOfBootBefore));
   }
   const expected = record.atMs + (reading.bootMs! - record.bootMs!);
@@ -136,6 +165,9 @@ export function frameOf(
     newBoot: false,
     steppedMs: candidate - expected,
     behindMs: null,
+    owedGap: null,
+    // The boot's first pass moves with its times; the boot before's last pass does not.
+    settledGap: owedGap && { fromMs: owedGap.fromMs, toMs: owedGap.toMs + byMs },
   };
 }
 
@@ -148,6 +180,7 @@ export const recordOf = (frame: Frame, atMs: number, reading: ClockReading): Clo
   startMs: frame.startMs,
   floorMs: frame.floorMs,
   steps: frame.steps,
+  owedGap: frame.owedGap,
 });
 
 /** A time moved by a step when it is one of this boot's (at or after the step's start). */

@@ -35,6 +35,8 @@ export interface MainProcess {
 
 /** A process started up to this long after its pidfile was written still counts as the one it names. */
 const PIDFILE_SLACK_MS = 1000;
+/** A clock that read the epoch at boot started within this of the boot-time clock's zero. */
+const EPOCH_CLOCK_SLACK_MS = 60_000;
 /** A pidfile is one line of decimal digits: a few bytes, never more than this. */
 const PIDFILE_LIMIT = 64;
 
@@ -103,9 +105,20 @@ export function fromPidfile(
     if (info && isRunning(info) && info.startTicks === seen.ticks)
       return { source, supervised: false, info, running: true, startedAt: startedAtMs(info), detail: `pid ${pid}` };
   }
+  // A stamp of a clock that read the epoch at this boot (a phone before network time: 1970 plus the
+  // seconds since it booted), written before the clock was set and seen by no pass before the step:
+  // dated by the boot-time clock, as that many seconds after the boot (#61). A stamp of a clock that
+  // stopped elsewhere cannot be told from the last boot's.
+  const bootedAt = bootTimeMs();
+  const epochStamp =
+    writtenAt >= 0 &&
+    writtenAt <= Date.now() - bootedAt + EPOCH_CLOCK_SLACK_MS &&
+    writtenAt < bootedAt - 2 * PIDFILE_SLACK_MS;
+  // (Such a clock starts near the boot, not at it: a minute either way is the same boot's.)
+  const stampedAt = epochStamp ? bootedAt + writtenAt + EPOCH_CLOCK_SLACK_MS : writtenAt;
   // Written before the host booted: its PID is the last boot's, whoever holds that number now (a
   // phone boots the same way every time: the same PID, even the same start tick, is no proof).
-  if (writtenAt < bootTimeMs() - 2 * PIDFILE_SLACK_MS) return gone(`pid ${pid} is from before the host booted`);
+  if (stampedAt < bootedAt - 2 * PIDFILE_SLACK_MS) return gone(`pid ${pid} is from before the host booted`);
   const info = readProc(pid);
   if (!info) {
     const probe = signalProbe(pid);
@@ -129,7 +142,7 @@ export function fromPidfile(
     if (recorded.pidStartTicks !== info.startTicks) {
       return gone(`pid ${pid} now belongs to another process (start time differs: PID reused)`);
     }
-  } else if (startedAt > writtenAt + PIDFILE_SLACK_MS) {
+  } else if (startedAt > stampedAt + PIDFILE_SLACK_MS) {
     return gone(`pid ${pid} started after ${path} was written: not the process it names (PID reused)`);
   }
   return { source, supervised: false, info, running: true, startedAt, detail: `pid ${pid}` };

@@ -122,6 +122,16 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     if (!dryRun) {
       clock = clock.follow(() => latestRecordedIn(stateDir));
       sayClock(clock.frame, logger);
+      const settled = clock.frame.settledGap;
+      if (settled) {
+        const reboot = {
+          name: "host",
+          reason: "unexpected_shutdown_or_reboot",
+          from: settled.fromMs,
+          to: settled.toMs,
+        };
+        logger.write("DOWNTIME", downtimeLine(reboot).message, { downtime: paths.downtime });
+      }
     }
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
     const clocksNow = dryRun ? null : await clocks();
@@ -137,13 +147,21 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const gapEvents: Message[] = [];
     // Said already by a pass that found the same gap and did not finish: its services are judged
     // after it all the same, but its DOWNTIME line and 💤 are not said twice.
+    // A reboot found while the clock reads 1970 (a phone before network time): how long the host was
+    // down is not known until the clock is set. The 🔌 goes now; the DOWNTIME line when the clock steps.
+    const owed = gap?.name === "host" && clock.frame.behindMs !== null && clock.frame.owedGap !== null;
     if (gap && readHeartbeat(stateDir)?.gapSaidFrom !== Math.round(gap.from)) {
       // The host was down, or the watchdog did not run (💤: the failure nobody sees).
       const line: LogLine = {
         ...downtimeLine(gap),
         ...(gapEventOf(gap.name) === "gap" ? { event: "gap" as const } : {}),
       };
-      logger.write(line.tag, line.message, { downtime: paths.downtime });
+      if (owed)
+        logger.write(
+          "WARN",
+          `host rebooted, down since ${utcStamp(new Date(gap.from))} UTC: how long is said when the clock is set`,
+        );
+      else logger.write(line.tag, line.message, { downtime: paths.downtime });
       markGapSaid(stateDir, gap.from);
       const message = eventMessage("watchdog", line, new Date(now()));
       if (message) gapEvents.push({ ...message, key: gapKey(gap) });
@@ -156,7 +174,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     verifications = judging.done;
     const stopped = options.stop?.aborted === true;
     if (gap && gapEventOf(gap.name) === "reboot" && !dryRun)
-      gapEvents.push({ ...rebootMessage(gap, services, new Date(now())), key: gapKey(gap, "reboot") });
+      gapEvents.push({ ...rebootMessage(gap, services, new Date(now()), owed), key: gapKey(gap, "reboot") });
     if (!dryRun && stopped) {
       // What it did is said by the next pass: spooled now, delivered then (a receiver may take seconds).
       // What cannot be spooled (a full disk) is sent now, in the seconds it has left.
@@ -412,11 +430,13 @@ const gapKey = (gap: Downtime, what = "gap") => messageKey(what, Math.round(gap.
  * After a reboot, one 🔌 for the whole pass (not a ⚠️ per service): how long the host was down, as the
  * DOWNTIME line says, and what was started. A service whose start then fails says so on its own (🚨).
  */
-function rebootMessage(gap: Downtime, services: ServiceOutcome[], at: Date): Message {
+function rebootMessage(gap: Downtime, services: ServiceOutcome[], at: Date, clockUnset: boolean): Message {
   const started = services
     .filter(({ decision }) => decision.kind === "restart" && decision.reason === "boot")
     .map(({ name }) => name);
-  const down = `host was down ${humanDuration(gap.to - gap.from)} (reboot)`;
+  const down = clockUnset
+    ? `host rebooted, down since ${utcStamp(new Date(gap.from))} UTC (how long: said when the clock is set)`
+    : `host was down ${humanDuration(gap.to - gap.from)} (reboot)`;
   const message = started.length ? `${down}; started ${started.join(", ")}` : `${down}; every service was running`;
   return eventMessage("host", { tag: "START", event: "reboot", message }, at)!;
 }

@@ -27,7 +27,8 @@ interface Heartbeat {
 /**
  * `heartbeat`: the time of the last completed pass (tend's time), `interval D`, `clocks boot=MS
  * awake=MS`, `boot id=ID clock=MS` (the boot and its boot-time clock), `frame offset=MS start=MS
- * floor=MS` and a `step seq=N from=MS by=MS` line per clock step followed (core/clock.ts).
+ * floor=MS`, a `step seq=N from=MS by=MS` line per clock step followed (core/clock.ts), and `gap owed
+ * from=MS to=MS` while a reboot's gap waits for the clock to be set.
  */
 export function readHeartbeat(stateDir: string): Heartbeat | null {
   try {
@@ -61,6 +62,7 @@ function clockRecordOf(at: string, lines: string[], clocks: Clocks | null): Cloc
   const bootMs = boot ? Number(boot[2]) : (clocks?.bootMs ?? null);
   const steps: ClockStep[] = [];
   const stepPattern = new RegExp(`^step seq=(\\d+) from=${NUMBER} by=${NUMBER}$`);
+  const owed = field(lines, new RegExp(`^gap owed from=${NUMBER} to=${NUMBER}$`));
   for (const line of lines) {
     const step = stepPattern.exec(line.trim());
     if (step) steps.push({ seq: Number(step[1]), fromMs: Number(step[2]), byMs: Number(step[3]) });
@@ -74,6 +76,7 @@ function clockRecordOf(at: string, lines: string[], clocks: Clocks | null): Cloc
     startMs: frame ? Number(frame[2]) : atMs - (bootMs ?? 0),
     floorMs: frame ? Number(frame[3]) : 0,
     steps,
+    owedGap: owed ? { fromMs: Number(owed[1]), toMs: Number(owed[2]) } : null,
   };
 }
 
@@ -97,6 +100,7 @@ export function writeHeartbeat(
         clock.bootMs === null ? "" : `boot id=${clock.bootId ?? "-"} clock=${whole(clock.bootMs)}\n`,
         `frame offset=${whole(clock.offsetMs)} start=${whole(clock.startMs)} floor=${whole(clock.floorMs)}\n`,
         ...clock.steps.map((step) => `step seq=${step.seq} from=${whole(step.fromMs)} by=${whole(step.byMs)}\n`),
+        clock.owedGap ? `gap owed from=${whole(clock.owedGap.fromMs)} to=${whole(clock.owedGap.toMs)}\n` : "",
       ].join("")
     : "";
   const text = `${new Date(passAt).toISOString()}\ninterval ${formatDuration(intervalMs)}\n${clockLine}${frameLines}`;

@@ -17,7 +17,8 @@
 //   android idmap SRC DST ID [PROC]   DST: SRC with host uid/gid ID's files shown as root's (crond's view of
 //                                     the app's crontab spool; see idmap_main).
 //   sh (as /system/bin/sh)            Android's /bin/sh is mksh, not Termux's shell: says so, exit 127.
-//   getprop [NAME]                    the build properties an app reads (ro.build.version.sdk: 29).
+//   getprop [NAME]                    the build properties an app reads, from /system/build.prop (the API
+//                                     level the test chose: ro.build.version.sdk).
 //   android syscalls                  what the kernel answers statx, pidfd_open, close_range, openat2 and
 //                                     fchmodat2 here: the test that the filter holds inside.
 #define _GNU_SOURCE
@@ -411,23 +412,29 @@ static int idmap_main(int argc, char **argv) {
   return 0;
 }
 
+// Android's build properties come from /system/build.prop (KEY=VALUE lines) and the property service; the
+// phone's build.prop is written at its boot with the API level its test chose (test/termux.ts apiLevel).
 static int getprop_main(int argc, char **argv) {
-  static const char *props[][2] = {
-      {"ro.build.version.sdk", "29"},
-      {"ro.build.version.release", "10"},
-      {"ro.product.cpu.abi", "arm64-v8a"},
-      {"ro.product.model", "tend sandbox"},
-  };
-  size_t count = sizeof props / sizeof *props;
-  for (size_t i = 0; i < count; i++) {
-    if (argc < 2) printf("[%s]: [%s]\n", props[i][0], props[i][1]);
-    else if (!strcmp(argv[1], props[i][0])) printf("%s\n", props[i][1]);
+  FILE *props = fopen("/system/build.prop", "r");
+  if (!props) {
+    fprintf(stderr, "getprop: /system/build.prop: %s\n", strerror(errno));
+    return 1;
   }
-  if (argc >= 2) {
-    int known = 0;
-    for (size_t i = 0; i < count; i++) known |= !strcmp(argv[1], props[i][0]);
-    if (!known) printf("\n"); // Android's getprop prints an empty line for an unknown property
+  char line[512];
+  int found = 0;
+  while (fgets(line, sizeof line, props)) {
+    line[strcspn(line, "\n")] = 0;
+    char *equals = strchr(line, '=');
+    if (line[0] == '#' || !equals) continue;
+    *equals = 0;
+    if (argc < 2) printf("[%s]: [%s]\n", line, equals + 1);
+    else if (!strcmp(argv[1], line) && !found) {
+      printf("%s\n", equals + 1);
+      found = 1;
+    }
   }
+  fclose(props);
+  if (argc >= 2 && !found) printf("\n"); // Android's getprop prints an empty line for an unknown property
   return 0;
 }
 
