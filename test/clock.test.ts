@@ -3,7 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import type { ServiceConfig } from "../lib/config/types.ts";
 import { applySteps, frameOf, recordOf, type ClockRecord, type ClockReading } from "../lib/core/clock.ts";
-import { decide, recordRestart, type Facts } from "../lib/core/decide.ts";
+import { decide, type Facts } from "../lib/core/decide.ts";
+import { recordRestart } from "../lib/core/restart-accounting.ts";
 import { humanDuration } from "../lib/core/duration.ts";
 import { downtimeMessage } from "../lib/core/events.ts";
 import { freshState, type ServiceState } from "../lib/core/state.ts";

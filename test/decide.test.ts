@@ -2,17 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { BUILTIN_TUNABLES } from "../lib/config/service-table.ts";
 import type { ServiceConfig } from "../lib/config/types.ts";
-import {
-  beginRestart,
-  decide,
-  flapCount,
-  EVENTS,
-  explain,
-  recordRestart,
-  recordStart,
-  type Facts,
-  type NotifyEvent,
-} from "../lib/core/decide.ts";
+import { decide, flapCount, EVENTS, explain, type Facts, type NotifyEvent } from "../lib/core/decide.ts";
+import { beginRestart, recordRestart, recordStart } from "../lib/core/restart-accounting.ts";
 import { asleepBetween, classifyGap, isStale } from "../lib/core/health.ts";
 import { uptimeClock } from "../lib/os/proc.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";

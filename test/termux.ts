@@ -117,7 +117,7 @@ release_of() {
 host="$1" android="$2" public="$3" bootid="$4" multiarch="$5" net="$6" api="$7"
 R="$host/root"
 # A phone's host name is localhost (its own UTS namespace: the host's name is not the phone's).
-echo localhost > /proc/sys/kernel/hostname
+hostname localhost # sethostname(2): /proc/sys is read-only in a container (nspawn), the syscall is not
 mkdir -p "$R"
 mount -t tmpfs -o mode=755 tmpfs "$R"
 cd "$R"

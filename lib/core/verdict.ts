@@ -34,15 +34,20 @@ interface WordMeaning {
   firing: boolean;
   /** The terminal's (and the page's) colour. */
   colour: "ok" | "warn" | "bad" | "dim";
+  /**
+   * What the services that depend on it do while it has this word: wait (a restart of theirs cannot
+   * help: it is not serving), go, or as its last probe said (the word says nothing of its answer now).
+   */
+  dependents: "wait" | "go" | "as-probed";
 }
 
-const meaning = (calm: boolean, nagios: 0 | 1 | 2, up: 0 | 1 | null, colour: WordMeaning["colour"]): WordMeaning => ({
-  calm,
-  nagios,
-  up,
-  firing: up === 0,
-  colour,
-});
+const meaning = (
+  calm: boolean,
+  nagios: 0 | 1 | 2,
+  up: 0 | 1 | null,
+  colour: WordMeaning["colour"],
+  dependents: WordMeaning["dependents"],
+): WordMeaning => ({ calm, nagios, up, firing: up === 0, colour, dependents });
 
 /**
  * The one table of what each state word means. Down (up 0, CRITICAL, firing) only when the pass
@@ -50,24 +55,34 @@ const meaning = (calm: boolean, nagios: 0 | 1 | 2, up: 0 | 1 | null, colour: Wor
  * never a strike below N: one blip must not page (lesson 3).
  */
 export const WORDS: Readonly<Record<StateWord, WordMeaning>> = {
-  healthy: meaning(true, 0, 1, "ok"),
-  slow: meaning(true, 1, 1, "warn"),
-  warning: meaning(true, 1, 1, "warn"),
-  busy: meaning(true, 1, 1, "warn"),
-  flapping: meaning(false, 1, 1, "warn"),
-  starting: meaning(true, 0, 1, "warn"),
-  failing: meaning(false, 1, 1, "warn"),
-  waiting: meaning(false, 1, 1, "warn"),
-  restarting: meaning(false, 2, 0, "bad"),
-  down: meaning(false, 2, 0, "bad"),
-  backoff: meaning(false, 2, 0, "bad"),
-  "given-up": meaning(false, 2, 0, "bad"),
-  paused: meaning(true, 0, null, "dim"),
-  stopped: meaning(true, 0, null, "dim"),
-  disabled: meaning(true, 0, null, "dim"),
+  healthy: meaning(true, 0, 1, "ok", "go"),
+  slow: meaning(true, 1, 1, "warn", "go"),
+  warning: meaning(true, 1, 1, "warn", "go"),
+  busy: meaning(true, 1, 1, "warn", "wait"),
+  flapping: meaning(false, 1, 1, "warn", "as-probed"),
+  starting: meaning(true, 0, 1, "warn", "wait"),
+  failing: meaning(false, 1, 1, "warn", "wait"),
+  waiting: meaning(false, 1, 1, "warn", "wait"),
+  restarting: meaning(false, 2, 0, "bad", "wait"),
+  down: meaning(false, 2, 0, "bad", "wait"),
+  backoff: meaning(false, 2, 0, "bad", "wait"),
+  "given-up": meaning(false, 2, 0, "bad", "wait"),
+  paused: meaning(true, 0, null, "dim", "as-probed"),
+  stopped: meaning(true, 0, null, "dim", "as-probed"),
+  disabled: meaning(true, 0, null, "dim", "as-probed"),
   // No pass has judged it: only `--cached` shows it (plain status decides now); not calm until judged.
-  new: meaning(false, 0, null, "dim"),
+  new: meaning(false, 0, null, "dim", "as-probed"),
 };
+
+/**
+ * Its dependents wait on it (a restart of theirs cannot help): the table's column for the word the
+ * pass decided, or its last probe where the word says nothing of its answer now (flapping, paused,
+ * never judged). The pass, status and blogtunnel's --depends-on all ask this; no other rule.
+ */
+export function blocksDependents(verdict: Pick<Verdict, "word"> | null, lastProbe: { ok: boolean } | null): boolean {
+  const rule = verdict ? WORDS[verdict.word].dependents : "as-probed";
+  return rule === "as-probed" ? lastProbe?.ok === false : rule === "wait";
+}
 
 /** Every state word, to check a word read from a file or a peer. */
 export const STATE_WORDS: ReadonlySet<string> = new Set(Object.keys(WORDS));

@@ -1,16 +1,13 @@
 import { statSync } from "node:fs";
-import { describeCheck, probe, type ProbeResult } from "../checks/index.ts";
+import { describeCheck, type ProbeResult } from "../checks/index.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
-import { decide, explain, type Decision, type Facts, type LogLine, type RestartReason } from "../core/decide.ts";
+import { explain, type Decision, type LogLine, type RestartReason } from "../core/decide.ts";
 import type { Downtime } from "../core/events.ts";
-import { busyEvidence } from "../os/busy.ts";
-import { mainProcess, probeContext, UNIT_PROPERTIES, watchOf, type UnitShown } from "../os/pidsource.ts";
+import { watchOf } from "../os/pidsource.ts";
 import { uptimeMs } from "../os/proc.ts";
-import { treeRss } from "../os/rss.ts";
-import { showUnit } from "../os/systemd.ts";
 import { eventMessage, spoolOwed } from "../notify/alert.ts";
 import type { Message } from "../notify/send.ts";
-import { describeRestart, ownOutputOf, restartKind, serviceUnit } from "../restarts/index.ts";
+import { describeRestart, ownOutputOf } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, saveObservations, writeState } from "../state/service-state.ts";
@@ -18,9 +15,9 @@ import { markBeforeAction, markOutput, onlyObservations, withEvent, type Service
 import { cutByReboot, finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
-import { waitReason } from "./wait.ts";
 import { spilled } from "../state/spill.ts";
-import { STOPPED, untilStopped } from "./stopping.ts";
+import { STOPPED } from "./stopping.ts";
+import { assess } from "./assess.ts";
 
 /** What a probe's words say when the watchdog itself ran out (EMFILE, ENFILE, ENOMEM in words). */
 const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|out of memory/;
@@ -38,8 +35,8 @@ export interface JudgeOptions {
   env?: Record<string, string | undefined>;
   /** Dependencies of this service that failed in this pass. */
   failingDependencies: string[];
-  /** Say as soon as it is known whether this service is failing (dependents wait on it). */
-  publish: (failing: boolean) => void;
+  /** Say as soon as it is decided (or left as recorded): its dependents wait on it or go (DependencyBoard). */
+  publish: (decided: ServiceState) => void;
   /** A heartbeat gap this pass found. */
   gap: Downtime | null;
   /** A partial pass judges only these. */
@@ -119,45 +116,38 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     const pending = state.restarting;
     const decision: Decision = { kind: "restart", reason: pending.reason as RestartReason, next: state, log: [] };
     claimed = { name: service.name, decision, probe: null, events: [], claimed: true };
-    options.publish(true);
+    options.publish(state); // a restart being verified: its dependents wait (its word is restarting)
     const verified = await finishRestart(service, state, logger, options, hooks);
     state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
     save(state);
     return { name: service.name, decision: { ...decision, next: state }, probe: null, events, claimed: true };
   }
 
-  const { facts, main } = await gatherFacts(service, state, {
-    now: now(),
+  const assessed = await assess(service, state, {
+    now,
     uptimeMs: uptime(),
     bootDelayMs: config.watchdog.bootDelayMs,
     gap: options.gap,
     logger,
+    failingDependencies: options.failingDependencies,
+    aliveAt: options.aliveAt?.(service.name) ?? null,
+    stop: options.stop,
   });
-  facts.aliveAt = options.aliveAt?.(service.name) ?? null;
-  let step = decide(service, state, facts, null);
-  let result: ProbeResult | null = null;
-  if (step.kind === "probe") {
-    const answer = await untilStopped(probe(service.check, probeContext(main)), options.stop);
-    // Stopped meanwhile: its check was killed, so the answer says nothing of the service.
-    if (answer === STOPPED) return leftAsRecorded(service.name, loaded.state, options);
-    result = answer;
-    facts.now = now();
-    if (!result.ok) await addFailureFacts(service, facts, options.failingDependencies);
-    // The watchdog's own resource failure (out of descriptors or memory) says nothing of the
-    // service: not a strike, never a restart; the service keeps its state, not judged this time.
-    if (!result.ok && (OWN_RESOURCE.test(result.detail) || outOfDescriptors())) {
-      throw new TendError(
-        `cannot probe: ${OWN_RESOURCE.exec(result.detail)?.[0] ?? "too many open files (tend's own limit)"}: ` +
-          "the watchdog's failure, not a strike",
-        1,
-        "own-resource",
-      );
-    }
-    step = decide(service, state, facts, result);
-    if (options.stop?.aborted) return leftAsRecorded(service.name, loaded.state, options);
+  if (assessed === STOPPED) return leftAsRecorded(service.name, loaded.state, options);
+  const { main, result } = assessed;
+  // The watchdog's own resource failure (out of descriptors or memory) says nothing of the
+  // service: not a strike, never a restart; the service keeps its state, not judged this time.
+  if (result && !result.ok && (OWN_RESOURCE.test(result.detail) || outOfDescriptors())) {
+    throw new TendError(
+      `cannot probe: ${OWN_RESOURCE.exec(result.detail)?.[0] ?? "too many open files (tend's own limit)"}: ` +
+        "the watchdog's failure, not a strike",
+      1,
+      "own-resource",
+    );
   }
-  let decision = step as Decision;
-  options.publish(decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok");
+  if (result && options.stop?.aborted) return leftAsRecorded(service.name, loaded.state, options);
+  let decision = assessed.step as Decision;
+  options.publish(decision.next);
 
   if (dryRun) {
     const would = decision.kind === "restart" ? ` -> would ${describeRestart(service.restart!)}` : "";
@@ -219,70 +209,13 @@ export function leftAsRecorded(
   state: ServiceState,
   options: Pick<JudgeOptions, "publish"> | null = null,
 ): ServiceOutcome {
-  options?.publish(state.lastProbe?.ok === false);
+  options?.publish(state);
   return {
     name,
     decision: { kind: "skip", reason: "owned", until: null, next: state, log: [] },
     probe: null,
     events: [],
   };
-}
-
-/**
- * What the pass knows about a service before probing it: its process, its unit, its RSS, whether its
- * backend stopped it on purpose. `status` gathers the same to decide now as a pass would (the one
- * rule), with no logger: it writes nothing.
- */
-export async function gatherFacts(
-  service: ServiceConfig,
-  state: ServiceState,
-  {
-    now,
-    uptimeMs,
-    bootDelayMs,
-    gap,
-    logger,
-  }: {
-    now: number;
-    uptimeMs: number;
-    bootDelayMs: number;
-    gap: Downtime | null;
-    logger: Logger | null;
-  },
-): Promise<{ facts: Facts; main: Awaited<ReturnType<typeof mainProcess>> }> {
-  const unit = await readUnit(service, logger);
-  const main = await mainProcess(service, state, unit?.shown);
-  const rss = service.memory && main?.info ? treeRss(main.info.pid) : null;
-  const facts: Facts = {
-    now,
-    uptimeMs,
-    bootDelayMs,
-    process: main && {
-      running: main.running,
-      startedAt: main.startedAt,
-      detail: main.detail,
-      supervised: main.supervised,
-      unreadable: main.unreadable,
-      hidden: main.hidden && service.restart !== null && restartKind(service.restart).stopsTheProcess === true,
-    },
-    waitReason: null,
-    unit: unit && !(unit.shown instanceof Error) ? unitFacts(unit.name, unit.shown) : null,
-    rssBytes: rss,
-    degraded:
-      rss === null && service.memory && main?.info
-        ? [`memory: RSS of pid ${main.info.pid} cannot be read (/proc/${main.info.pid}/status): not sampled`]
-        : [],
-    stopped: service.restart ? (restartKind(service.restart).stoppedOnPurpose?.(service.restart) ?? null) : null,
-    gap,
-  };
-  return { facts, main };
-}
-
-/** After a failed probe: is the service busy, and can a restart help (dependencies, DNS)? */
-export async function addFailureFacts(service: ServiceConfig, facts: Facts, failingDependencies: string[]) {
-  facts.busy = service.busy ? busyEvidence(service.busy, facts.now) : null;
-  if (facts.busy?.degraded) facts.degraded = [...(facts.degraded ?? []), facts.busy.degraded];
-  facts.waitReason = await waitReason(service, failingDependencies);
 }
 
 /**
@@ -310,27 +243,3 @@ function emit(
   }
   return next;
 }
-
-/** One `systemctl show` per pass for the service's unit (`unit` or `restart.systemd`): pid source and facts. */
-async function readUnit(
-  service: ServiceConfig,
-  logger: Logger | null,
-): Promise<{ name: string; shown: UnitShown } | null> {
-  const name = serviceUnit(service);
-  if (!name) return null;
-  const shown = await showUnit(name, UNIT_PROPERTIES).catch((error: Error) => error);
-  if (shown instanceof Error)
-    logger?.write("ERROR", `${service.name}: cannot read ${name} from systemd: ${shown.message}`);
-  return { name, shown };
-}
-
-const unitFacts = (
-  name: string,
-  { ActiveState, NRestarts, Result, Restart }: Record<string, string>,
-): Facts["unit"] => ({
-  name,
-  activeState: ActiveState ?? "unknown",
-  result: Result || null,
-  restart: Restart || null,
-  nRestarts: NRestarts === undefined || NRestarts === "" ? null : Number(NRestarts),
-});

@@ -5,7 +5,7 @@ import { downtimeLine, gapEventOf, type Downtime, type LogLine } from "../core/e
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { notJudged, viewOf, WORDS } from "../core/verdict.ts";
+import { blocksDependents, notJudged, viewOf, WORDS } from "../core/verdict.ts";
 import { eventMessage, pingHeartbeat, sendEvents, spoolEvents } from "../notify/alert.ts";
 import { syncAlerts } from "../notify/alertmanager.ts";
 import { messageKey, type Message } from "../notify/send.ts";
@@ -30,6 +30,7 @@ import { findGap, markGapSaid, readHeartbeat, writeHeartbeat } from "../state/he
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";
 import { judgeService, leftAsRecorded, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
+import { DependencyBoard } from "./assess.ts";
 
 export type { ServiceOutcome } from "./judge.ts";
 
@@ -291,25 +292,24 @@ export function judgeServices(
   const limit = limiter(fittingConcurrency(config.watchdog.concurrency));
   const { stateDir } = config.watchdog;
   const paths = statePaths(stateDir);
-  // Each service publishes whether it is failing as soon as it is judged, so dependents can wait on it.
-  const failing = new Map<string, Promise<boolean>>();
-  const publish = new Map<string, (value: boolean) => void>();
-  for (const service of config.services) {
-    failing.set(service.name, new Promise((resolve) => publish.set(service.name, resolve)));
-  }
   const read = stateReader(stateDir);
-  // Not judged here: what its last probe said.
-  const recorded = (name: string) => publish.get(name)!(read(name).lastProbe?.ok === false);
-  for (const service of config.services) if (!chosen.includes(service)) recorded(service.name);
+  // Each service says whether its dependents wait on it as soon as it is decided; one not judged
+  // here (a partial pass) as it was recorded.
+  const board = new DependencyBoard(
+    chosen.map((service) => service.name),
+    (name) => {
+      const state = read(name);
+      return blocksDependents(state.verdict, state.lastProbe);
+    },
+  );
+  const recorded = (name: string) => board.sayFrom(name, read(name));
   const claims: Promise<ServiceOutcome>[] = [];
   const outcomes = chosen.map((service) => {
     let claim!: (outcome: ServiceOutcome) => void;
     claims.push(new Promise((resolve) => (claim = resolve)));
     const outcome = (async (): Promise<ServiceOutcome> => {
-      const failingDependencies: string[] = [];
-      for (const dependency of service.dependsOn)
-        if (await failing.get(dependency)) failingDependencies.push(dependency);
-      const say = publish.get(service.name)!;
+      const failingDependencies = await board.failingFor(service);
+      const say = (decided: ServiceState) => board.sayFrom(service.name, decided);
       return limit(async () => {
         // Stopped (SIGTERM/SIGINT): nothing new begins.
         if (context.stop?.aborted) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
@@ -330,7 +330,7 @@ export function judgeServices(
             saved: (state) => (saved = state),
           });
         } catch (error) {
-          say(true);
+          board.say(service.name, true); // not judged: its dependents are not restarted on its account
           saved = undefined; // the state is what notJudgedOutcome writes, or the one before: read it back
           return notJudgedOutcome(config, service.name, error, context);
         } finally {

@@ -1,13 +1,7 @@
 import { probe, type ProbeResult } from "../checks/index.ts";
 import type { ServiceConfig } from "../config/types.ts";
-import {
-  beginRestart,
-  recordRestart,
-  recordStart,
-  type LogLine,
-  type RestartReason,
-  type Verified,
-} from "../core/decide.ts";
+import type { LogLine, RestartReason } from "../core/decide.ts";
+import { beginRestart, recordRestart, recordStart, type Verified } from "../core/restart-accounting.ts";
 import { mainProcess, probeContext, watchOf, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
 import type { Logger } from "../state/logger.ts";

@@ -3,7 +3,7 @@ import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { sendEvents } from "../notify/alert.ts";
 import { holderWords, readHolder, waitLock } from "../os/lock.ts";
-import { failingNow } from "../pass/wait.ts";
+import { blocksNow, DependencyBoard } from "../pass/assess.ts";
 
 import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { readState, stateReader, writeState } from "../state/service-state.ts";
@@ -17,6 +17,7 @@ import { probe } from "../checks/index.ts";
 import { redactUrl } from "../core/redact.ts";
 import { respawnPane } from "../os/tmux.ts";
 import { tendNow } from "../state/clock.ts";
+import { uptimeMs } from "../os/proc.ts";
 
 /** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
 const LOCK_WAIT_MS = 180_000;
@@ -119,9 +120,17 @@ export async function watchTunnel(
   const lockPath = statePaths(stateDir).serviceLock(name);
   const now = await tendNow(stateDir); // tend's time (core/clock.ts), as a pass measures
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation, stdoutIsLog);
-  // Its dependencies first, as a pass probes them first (no lock: a probe writes nothing).
-  const dependencies = config.services.filter((other) => service.dependsOn.includes(other.name));
-  const failingDependencies = await failingNow(dependencies, stateReader(stateDir));
+  // Its dependencies first, assessed as a pass assesses them first (no lock: an assessment writes nothing).
+  const read = stateReader(stateDir);
+  const assessing = { now, uptimeMs: uptimeMs(), bootDelayMs: config.watchdog.bootDelayMs, gap: null };
+  const board = new DependencyBoard([], (dependency) =>
+    blocksNow(
+      config.services.find((other) => other.name === dependency)!,
+      read(dependency),
+      assessing,
+    ),
+  );
+  const failingDependencies = await board.failingFor(service);
   // A run lost all the same is said in the log (cron may not mail).
   let lock = await waitLock(lockPath, lockWaitMs, Bun.sleep, "blogtunnel");
   if (!lock) {

@@ -5,9 +5,9 @@ import { usageError } from "../core/errors.ts";
 import { localStamp } from "../core/time.ts";
 import { isStale } from "../core/health.ts";
 import { colourOf, isCalm, isWatched, viewOf, WORDS, type StateWord } from "../core/verdict.ts";
-import { decide, type Decision } from "../core/decide.ts";
-import { addFailureFacts, gatherFacts } from "../pass/judge.ts";
-import { failingNow } from "../pass/wait.ts";
+import type { Decision } from "../core/decide.ts";
+import { assess, blocksNow, DependencyBoard, type AssessOptions } from "../pass/assess.ts";
+import { STOPPED } from "../pass/stopping.ts";
 import { bootTimeMs, isRunning, readProc, uptimeMs } from "../os/proc.ts";
 import { clocks } from "../os/libc.ts";
 import { systemClock } from "../os/clock.ts";
@@ -133,19 +133,18 @@ export async function collectStatus(
   const booted = bootedAt();
   // A reboot since the last pass: the pass will start what is not running as boot starts, not crashes.
   const reboot = cached ? null : await rebootSinceLastPass(config);
-  // As a pass does: a dependency is decided first, and a service waits on those that fail now.
-  const failing = new Map(chosen.map((service) => [service.name, Promise.withResolvers<boolean>()]));
-  const dependenciesFailing = async (service: ServiceConfig) => {
-    const named: string[] = [];
-    for (const dependency of service.dependsOn) {
-      const decided = failing.get(dependency);
-      const fails = decided
-        ? await decided.promise
-        : (await failingNow([all.find((other) => other.name === dependency)!], read)).length > 0;
-      if (fails) named.push(dependency);
-    }
-    return named;
-  };
+  const assessing = { uptimeMs: uptimeMs(), bootDelayMs: config.watchdog.bootDelayMs, gap: reboot, now };
+  // As a pass does: a dependency is decided first, and a service waits on those that fail now; one
+  // not shown is assessed now as well (the pass will judge it before this one).
+  const board = new DependencyBoard(
+    chosen.map((service) => service.name),
+    (name) =>
+      blocksNow(
+        all.find((other) => other.name === name)!,
+        read(name),
+        assessing,
+      ),
+  );
   const rows = await Promise.all(
     chosen.map((service) =>
       (async () => {
@@ -155,13 +154,13 @@ export async function collectStatus(
           const result = state.lastProbe ? { ...state.lastProbe, timedOut: false } : null;
           return describe(service, state, result, state.lastProbe?.at ?? null, now(), booted);
         }
-        const failingDependencies = await dependenciesFailing(service);
+        const failingDependencies = await board.failingFor(service);
         try {
-          const decided = await limit(() => decideNow(config, service, state, now, failingDependencies, reboot));
-          failing.get(service.name)!.resolve(decided.failing);
+          const decided = await limit(() => decideNow(service, state, { ...assessing, failingDependencies }));
+          board.sayFrom(service.name, decided.next);
           return decided.row;
         } catch (error) {
-          failing.get(service.name)!.resolve(true);
+          board.say(service.name, true);
           throw error;
         }
       })(),
@@ -261,32 +260,21 @@ function describe(
  * and a restart the next pass would make is `down` until it is made.
  */
 async function decideNow(
-  config: Config,
   service: ServiceConfig,
   state: ServiceState,
-  now: () => number,
-  failingDependencies: string[],
-  reboot: Downtime | null,
-): Promise<{ row: StatusRow; failing: boolean }> {
+  options: Omit<AssessOptions, "logger">,
+): Promise<{ row: StatusRow; next: ServiceState }> {
   const recorded = state.verdict;
-  const { facts, main } = await gatherFacts(service, state, {
-    now: now(),
-    uptimeMs: uptimeMs(),
-    bootDelayMs: config.watchdog.bootDelayMs,
-    gap: reboot,
-    logger: null,
-  });
-  let step = decide(service, state, facts, null);
-  let result: ProbeResult | null = null;
-  if (service.enabled && step.kind !== "skip") {
+  const assessed = await assess(service, state, { ...options, logger: null });
+  if (assessed === STOPPED) throw new Error("status is never stopped mid-probe"); // no stop signal is given
+  const { facts, main, step } = assessed;
+  let { result } = assessed;
+  // Shown, though not judged by it: one starting (grace, boot_delay: the pass skips it too), or one
+  // decided without a probe (its process is gone). Not one paused or stopped on purpose.
+  const aside = step.kind === "skip" && (step.reason === "paused" || step.reason === "stopped");
+  if (result === null && service.enabled && !aside) {
     result = await probe(service.check, probeContext(main));
-    facts.now = now();
-    if (step.kind === "probe") {
-      if (!result.ok) await addFailureFacts(service, facts, failingDependencies);
-      step = decide(service, state, facts, result);
-    }
-  } else if (service.enabled && step.kind === "skip" && step.reason !== "paused" && step.reason !== "stopped") {
-    result = await probe(service.check, probeContext(main)); // starting: shown, not judged (the pass skips it too)
+    facts.now = options.now();
   }
   const decision = step as Decision;
   const verifying = recorded?.kind === "restart" && recorded.until !== null && recorded.until > facts.now;
@@ -317,7 +305,7 @@ async function decideNow(
       error: recorded?.error ?? null,
       hidden_process: main?.hidden ? main.detail : null,
     },
-    failing: decision.kind === "skip" ? state.lastProbe?.ok === false : decision.kind !== "ok",
+    next: decision.next,
   };
 }
 
