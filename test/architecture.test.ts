@@ -20,18 +20,20 @@ const layerOf = (file: string) => {
 /** What each layer may never import (value imports, static or dynamic; `import type` is erased and free). */
 const FORBIDDEN: Record<string, string[]> = {
   // The pure core: decisions, words, numbers. No file, process, network or clock.
-  core: ["os", "state", "config", "checks", "restarts", "notify", "pass", "views", "operator", "tools", "top"],
+  core: ["os", "state", "config", "checks", "restarts", "notify", "owner", "pass", "views", "operator", "tools", "top"],
   // The OS edge and what sits on it: never the engine, the views or the commands above them.
-  os: ["state", "config", "checks", "restarts", "notify", "pass", "views", "operator", "tools", "top"],
-  state: ["config", "checks", "restarts", "notify", "pass", "views", "operator", "tools", "top"],
-  config: ["notify", "pass", "views", "operator", "tools", "top"],
-  checks: ["notify", "pass", "views", "operator", "tools", "top"],
-  restarts: ["notify", "pass", "views", "operator", "tools", "top"],
-  notify: ["pass", "views", "operator", "tools", "top"],
-  // The pass engine: judges, acts, records. Views read what it recorded; operators drive it.
+  os: ["state", "config", "checks", "restarts", "notify", "owner", "pass", "views", "operator", "tools", "top"],
+  state: ["config", "checks", "restarts", "notify", "owner", "pass", "views", "operator", "tools", "top"],
+  config: ["notify", "owner", "pass", "views", "operator", "tools", "top"],
+  checks: ["notify", "owner", "pass", "views", "operator", "tools", "top"],
+  restarts: ["notify", "owner", "pass", "views", "operator", "tools", "top"],
+  notify: ["owner", "pass", "views", "operator", "tools", "top"],
+  // A service's one owner (lib/owner/): its lock, its state saved, its lines recorded. Below the engine.
+  owner: ["checks", "restarts", "pass", "views", "operator", "tools", "top"],
+  // The pass engine: judges, acts, records (through the owner). Views read what it recorded; operators drive it.
   pass: ["views", "operator", "tools", "top"],
-  // Read-only views: never an operator's command.
-  views: ["operator", "tools", "top"],
+  // Read-only views: never an operator's command, never a service's owner.
+  views: ["owner", "operator", "tools", "top"],
   operator: ["tools", "top"],
   tools: ["top"],
   top: [],
@@ -120,7 +122,19 @@ test("layers: core imports no I/O, the edge never the pass, the pass never a vie
 
 test("the layers are folders: pass/, views/, operator/ exist and lib/watchdog/ is gone", () => {
   const layers = new Set(sources("lib").map(layerOf));
-  for (const layer of ["core", "os", "state", "config", "checks", "restarts", "notify", "pass", "views", "operator"])
+  for (const layer of [
+    "core",
+    "os",
+    "state",
+    "config",
+    "checks",
+    "restarts",
+    "notify",
+    "owner",
+    "pass",
+    "views",
+    "operator",
+  ])
     expect(layers.has(layer)).toBe(true);
   expect(layers.has("watchdog")).toBe(false);
   // Every layer is one the direction rule knows.

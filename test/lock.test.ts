@@ -232,7 +232,8 @@ describe("a run that loses its service's wait", () => {
     writeFileSync(counter, "2\n");
     const { loadConfig } = await import("../lib/config/load.ts");
     const { watchTunnel } = await import("../lib/tools/tunnel.ts");
-    const { serviceLock } = await import("../lib/operator/maintenance.ts");
+    const { ServiceOwner } = await import("../lib/owner/owner.ts");
+    const { Logger } = await import("../lib/state/logger.ts");
     const config = loadConfig({ path: box.config });
     try {
       mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
@@ -250,7 +251,8 @@ describe("a run that loses its service's wait", () => {
       const run = watchTunnel(config, "blogtunnel", record, counter, () => {}, { lockWaitMs: 500 });
       await expect(run).rejects.toMatchObject({ exitCode: 1 });
       // An operator's command on the same service: the same wait, the same words.
-      await expect(serviceLock(box.state, "blogtunnel", 300)).rejects.toThrow(
+      const operator = { logger: new Logger(null), now: Date.now, waitMs: 300 };
+      await expect(ServiceOwner.forOperator(config, "blogtunnel", operator)).rejects.toThrow(
         /^blogtunnel is being judged by another \(pass pid \d+\) for 0\.3s: try again$/,
       );
       holder.end();

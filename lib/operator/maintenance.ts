@@ -1,10 +1,9 @@
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
-import { TendError, usageError } from "../core/errors.ts";
-import { holderWords, readHolder, waitLock, type Lock } from "../os/lock.ts";
+import { usageError } from "../core/errors.ts";
 import { Logger } from "../state/logger.ts";
-import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, saveForOperator } from "../state/service-state.ts";
+import { ensureStateDir } from "../state/dir.ts";
+import { ServiceOwner } from "../owner/owner.ts";
 import type { ServiceState } from "../core/state.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";
@@ -18,7 +17,7 @@ interface MaintenanceOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** pause / resume / reset one service's state, under the pass lock so no pass overwrites it. */
+/** pause / resume / reset one service's state, as its owner (its lock held: no pass overwrites it meanwhile). */
 export async function maintain(
   config: Config,
   name: string,
@@ -34,36 +33,19 @@ export async function maintain(
     );
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const lock = await serviceLock(stateDir, name, lockWaitMs, sleep);
+  const logger = new Logger(config.watchdog.log, () => {}, now, config.watchdog.rotation);
+  const owner = await ServiceOwner.forOperator(config, name, { logger, now, waitMs: lockWaitMs, sleep });
   try {
-    const { state } = readState(stateDir, name);
+    const { state } = owner.load();
     const [next, said] = apply(state, action, now());
-    saveForOperator(stateDir, name, next, `${action.kind} ${name}`);
+    owner.saveShared(next, `${action.kind} ${name}`);
     // pause: SKIP (the pass skips it from now on); resume: START (watched again); reset: WARN (a crash-loop
     // stop was lifted by hand).
-    const tag = action.kind === "pause" ? "SKIP" : action.kind === "resume" ? "START" : "WARN";
-    new Logger(config.watchdog.log, () => {}, now, config.watchdog.rotation).write(tag, `${name}: ${said}`);
+    owner.say(action.kind === "pause" ? "SKIP" : action.kind === "resume" ? "START" : "WARN", said);
     return said;
   } finally {
-    lock.release();
+    owner.release();
   }
-}
-
-/**
- * An operator's hold on one service (services/NAME.lock): waited for up to `waitMs` while its owner
- * judges, restarts or verifies it; then exit 1 naming who holds it. Other services are never waited on.
- */
-export async function serviceLock(
-  stateDir: string,
-  name: string,
-  waitMs: number,
-  sleep: (ms: number) => Promise<void> = Bun.sleep,
-): Promise<Lock> {
-  const path = statePaths(stateDir).serviceLock(name);
-  const lock = await waitLock(path, waitMs, sleep, "operator");
-  if (lock) return lock;
-  const holder = holderWords(readHolder(path));
-  throw new TendError(`${name} is being judged by another (${holder}) for ${humanDuration(waitMs)}: try again`, 1);
 }
 
 /**

@@ -1,16 +1,13 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
-import { withEvent } from "../core/state.ts";
 import { usageError } from "../core/errors.ts";
 import type { LogLine } from "../core/events.ts";
-import { eventMessage, sendEvents, spoolOwed } from "../notify/alert.ts";
-import type { Message } from "../notify/send.ts";
-import { serviceLock } from "./maintenance.ts";
+import { sendEvents } from "../notify/alert.ts";
+import { ServiceOwner } from "../owner/owner.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { restartKind } from "../restarts/index.ts";
-import { ensureStateDir, statePaths } from "../state/dir.ts";
+import { ensureStateDir } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { readState, saveForOperator, writeState } from "../state/service-state.ts";
-import { restartAndVerify, type RestartHooks } from "../pass/verify.ts";
+import { restartAndVerify } from "../pass/verify.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";
 
@@ -59,18 +56,13 @@ export async function operate(
   }
   const { stateDir } = config.watchdog;
   ensureStateDir(stateDir);
-  const lock = await serviceLock(stateDir, name, lockWaitMs, sleep);
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation);
-  const events: Message[] = [];
-  const notify = (line: LogLine) => {
-    const message = eventMessage(name, line, new Date(now()));
-    if (message) events.push(message);
-  };
+  const owner = await ServiceOwner.forOperator(config, name, { logger, now, waitMs: lockWaitMs, sleep });
   try {
-    let state = readState(stateDir, name).state;
+    let state = owner.load().state;
     // Where what it does will be seen (its file, or /dev/shm), or it does nothing: a stop the loop
     // never learns of would be undone by it (a full disk on a phone, which has no /dev/shm).
-    saveForOperator(stateDir, name, state, `${operation} ${name}`);
+    owner.saveShared(state, `${operation} ${name}`);
     const main = await mainProcess(service, state);
     let code = 0;
     if (operation === "stop") {
@@ -84,13 +76,10 @@ export async function operate(
         ...{ paused: true, pausedUntil: null, strikes: 0, outage: null, busySince: null },
         verdict: pausedVerdict(null, now()),
       };
-      logger.write(
-        "SKIP",
-        `${name}: stopped by the operator (${stopped.detail}); paused until \`watchdog start ${name}\``,
-      );
+      owner.say("SKIP", `stopped by the operator (${stopped.detail}); paused until \`watchdog start ${name}\``);
     } else if (operation === "start" && main?.running) {
       state = { ...state, paused: false, pausedUntil: null, verdict: null }; // judged again by the next pass
-      logger.write("START", `${name}: resumed (already running: ${main.detail})`);
+      owner.say("START", `resumed (already running: ${main.detail})`);
     } else {
       if (operation === "start") state = { ...state, paused: false, pausedUntil: null };
       const how = operation === "start" ? "operator-start" : "manual";
@@ -98,29 +87,16 @@ export async function operate(
       // its story (the ⚠️ spooled once its action returned, the outcome, the ✅), counted once.
       const owed: LogLine[] =
         operation === "restart" ? [{ tag: "RESTART", event: "restart", message: `${name}: manual restart` }] : [];
-      const hooks: RestartHooks = {
-        persist: (next) => writeState(stateDir, name, next),
-        announce: async (lines, detail) =>
-          void events.push(...(await spoolOwed(config, name, lines, detail, logger, now))),
-      };
-      const verified = await restartAndVerify(service, state, main, logger, { now, sleep, env }, how, hooks, owed);
-      state = verified.next;
-      for (const line of verified.log) {
-        logger.write(line.tag, line.message, {
-          downtime: line.downtime ? statePaths(stateDir).downtime : undefined,
-          full: line.full,
-        });
-        // The service's last event is what happened last (RECOVERED or FAILED), as a pass records it.
-        const at = logger.entries.at(-1)!.at.getTime();
-        if (!line.downtime) state = withEvent(state, { at, tag: line.tag, message: line.message, event: line.event });
-        notify(line);
-      }
+      const hooks = owner.restartHooks();
+      const verified = await restartAndVerify(service, state, main, owner, { now, sleep, env }, how, hooks, owed);
+      // The service's last event is what happened last (RECOVERED or FAILED), as a pass records it.
+      state = owner.record(verified.next, verified.log);
       code = verified.recovered ? 0 : 1;
     }
-    writeState(stateDir, name, state);
-    await sendEvents(config, events, logger, now);
+    owner.save(state);
+    await sendEvents(config, owner.events, logger, now);
     return code;
   } finally {
-    lock.release();
+    owner.release();
   }
 }

@@ -5,18 +5,15 @@ import { explain, type Decision, type LogLine, type RestartReason } from "../cor
 import type { Downtime } from "../core/events.ts";
 import { watchOf } from "../os/pidsource.ts";
 import { uptimeMs } from "../os/proc.ts";
-import { eventMessage, spoolOwed } from "../notify/alert.ts";
 import type { Message } from "../notify/send.ts";
 import { describeRestart, ownOutputOf } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
-import type { Logger } from "../state/logger.ts";
-import { readState, saveObservations, writeState } from "../state/service-state.ts";
-import { markBeforeAction, markOutput, onlyObservations, withEvent, type ServiceState } from "../core/state.ts";
-import { cutByReboot, finishRestart, restartAndVerify, type RestartHooks } from "./verify.ts";
+import { markBeforeAction, markOutput, onlyObservations, type ServiceState } from "../core/state.ts";
+import { cutByReboot, finishRestart, restartAndVerify } from "./verify.ts";
 import { outOfDescriptors } from "../os/fdlimit.ts";
 import { TendError } from "../core/errors.ts";
-import { spilled } from "../state/spill.ts";
 import { STOPPED } from "./stopping.ts";
+import type { ServiceOwner } from "../owner/owner.ts";
 import { assess } from "./assess.ts";
 
 /** What a probe's words say when the watchdog itself ran out (EMFILE, ENFILE, ENOMEM in words). */
@@ -24,9 +21,10 @@ const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|
 
 export interface JudgeOptions {
   config: Config;
+  /** Its owner (holding its lock; a dry run's holds nothing): the only one that records and saves it. */
+  owner: ServiceOwner;
   /** The host's monotonic clock: a restart's verification is timed on it (pass/verify.ts). */
   monotonic?: () => number;
-  logger: Logger;
   dryRun: boolean;
   echo: (line: string) => void;
   now: () => number;
@@ -48,8 +46,6 @@ export interface JudgeOptions {
   verifying?: (outcome: ServiceOutcome) => void;
   /** The pass is stopped (SIGTERM/SIGINT): nothing new begins; a probe in flight is dropped (pass/stopping.ts). */
   stop?: AbortSignal;
-  /** Each state this judgement saved (whole, as observations, or kept off a full disk): the last is its outcome. */
-  saved?: (state: ServiceState) => void;
   /** When the loop last saw this service's process alive (its exit, or its crash watch's last tick). */
   aliveAt?: (name: string) => number | null;
 }
@@ -68,58 +64,34 @@ export interface ServiceOutcome {
 
 /** Gather the facts, decide (probing when the decision needs it), act, and save the state. */
 export async function judgeService(service: ServiceConfig, options: JudgeOptions): Promise<ServiceOutcome> {
-  const { config, logger, dryRun, now, uptime = uptimeMs } = options;
-  const paths = statePaths(config.watchdog.stateDir);
-  let wasSpilled = spilled(config.watchdog.stateDir, service.name) !== null;
-  const loaded = readState(config.watchdog.stateDir, service.name);
+  const { config, owner, dryRun, now, uptime = uptimeMs } = options;
+  const { logger, events } = owner;
+  const loaded = owner.load();
   // A symlink is refused (never read: O_NOFOLLOW), not reset: the service is not judged.
-  if (loaded.problem !== null && loaded.problem !== "missing") refuseSymlink(paths.service(service.name));
+  if (loaded.problem !== null && loaded.problem !== "missing")
+    refuseSymlink(statePaths(config.watchdog.stateDir).service(service.name));
   let state = loaded.state;
   if (!dryRun && loaded.problem === "missing")
     logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
   else if (!dryRun && loaded.problem)
     logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
 
-  const events: Message[] = [];
   // Claimed by its verification from the moment the action returned: the pass goes on without it.
   let claimed: ServiceOutcome | null = null;
-  // A pass that finds a save it cannot make keeps judging (state/spill.ts); say it once.
-  const save = (next: ServiceState, durable = true) => {
-    const saved = writeState(config.watchdog.stateDir, service.name, next, { durable });
-    options.saved?.(next);
-    if (saved.spilledTo && !wasSpilled) {
-      wasSpilled = true;
-      logger.write(
-        "ERROR",
-        `${service.name}: cannot save its state (no space left on the device): kept ${saved.spilledTo} ` +
-          "until it can be written; it is judged and restarted all the same",
-      );
-    }
-    if (saved.unspilled) {
-      const room = saved.inPlace ? "in the blocks its file had: the disk is still full" : "the disk has room again";
-      logger.write("WARN", `${service.name}: its state is saved again (${room})`);
-    }
-  };
-  const hooks: RestartHooks = {
-    persist: (next) => save(next),
-    announce: async (owed, detail) => {
-      events.push(...(await spoolOwed(config, service.name, owed, detail, logger, now)));
-    },
-    verifying: () => claimed && options.verifying?.(claimed),
-  };
+  const hooks = owner.restartHooks(() => claimed && options.verifying?.(claimed));
   // A restart recorded but unfinished when the host went down: the reboot ended its story (counted,
   // its ⚠️ sent); the service is judged as after any reboot (a boot start if it is not running).
   if (!dryRun && state.restarting && options.gap?.name === "host")
-    state = await cutByReboot(service, state, logger, hooks);
+    state = await cutByReboot(service, state, owner, hooks);
   // A restart recorded but unfinished (the pass that made it was killed): this pass finishes its story.
   if (!dryRun && state.restarting) {
     const pending = state.restarting;
     const decision: Decision = { kind: "restart", reason: pending.reason as RestartReason, next: state, log: [] };
     claimed = { name: service.name, decision, probe: null, events: [], claimed: true };
     options.publish(state); // a restart being verified: its dependents wait (its word is restarting)
-    const verified = await finishRestart(service, state, logger, options, hooks);
-    state = emit(logger, paths.downtime, service.name, verified.next, verified.log, events);
-    save(state);
+    const verified = await finishRestart(service, state, owner, options, hooks);
+    state = owner.record(verified.next, verified.log);
+    owner.save(state);
     return { name: service.name, decision: { ...decision, next: state }, probe: null, events, claimed: true };
   }
 
@@ -163,16 +135,11 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     watch: watchOf(main),
     outputMarks: markOutput(decision.next.outputMarks, outputBytes(service), now()),
   };
-  state = emit(logger, paths.downtime, service.name, decided, decision.log, events, (line) => !owed(line));
+  state = owner.record(decided, decision.log, (line) => !owed(line));
   // A pass that only saw it answer as before records no decision: its observations are appended to the
   // journal (state/observed.ts), or the state written without an fsync (see writeState).
-  if (!onlyObservations(loaded.state, state)) save(state);
-  else if (wasSpilled)
-    save(state, false); // its write takes the copy kept off the full disk back
-  else {
-    saveObservations(config.watchdog.stateDir, service.name, loaded, state, config.services.length);
-    options.saved?.(state);
-  }
+  if (!onlyObservations(loaded.state, state)) owner.save(state);
+  else owner.saveObserved(loaded, state);
   if (decision.kind === "restart") {
     // The output file's size just before the action and after its verification: what the new process says
     // while it starts is placed between the two (watchdog incident).
@@ -181,13 +148,13 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
     const [written, reason] = [state, decision.reason];
     const lines = decision.log.filter(owed);
     claimed = { name: service.name, decision, probe: result, events: [...events], claimed: true };
-    const verified = await restartAndVerify(service, written, main, logger, options, reason, hooks, lines);
+    const verified = await restartAndVerify(service, written, main, owner, options, reason, hooks, lines);
     const looked = {
       ...verified.next,
       outputMarks: markOutput(verified.next.outputMarks, outputBytes(service), now()),
     };
-    state = emit(logger, paths.downtime, service.name, looked, verified.log, events);
-    save(state);
+    state = owner.record(looked, verified.log);
+    owner.save(state);
     decision = { ...decision, next: state };
     return { name: service.name, decision, probe: result, events, claimed: true, eventsAtClaim: claimed.events.length };
   }
@@ -216,30 +183,4 @@ export function leftAsRecorded(
     probe: null,
     events: [],
   };
-}
-
-/**
- * Write the lines (DOWNTIME lines to downtime.log); the last watchdog.log line becomes the
- * service's last event; notifications are collected.
- */
-function emit(
-  logger: Logger,
-  downtimeLog: string,
-  name: string,
-  state: ServiceState,
-  lines: LogLine[],
-  events: Message[],
-  notify: (line: LogLine) => boolean = () => true,
-): ServiceState {
-  let next = state;
-  for (const line of lines) {
-    logger.write(line.tag, line.message, { downtime: line.downtime ? downtimeLog : undefined, full: line.full });
-    const at = logger.entries.at(-1)!.at;
-    // RECOVERED says more than its DOWNTIME line
-    if (!line.downtime)
-      next = withEvent(next, { at: at.getTime(), tag: line.tag, message: line.message, event: line.event });
-    const message = notify(line) ? eventMessage(name, line, at) : null;
-    if (message) events.push(message);
-  }
-  return next;
 }

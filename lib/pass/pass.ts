@@ -11,7 +11,7 @@ import { syncAlerts } from "../notify/alertmanager.ts";
 import { messageKey, type Message } from "../notify/send.ts";
 import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
-import { holderRecord, loopRuns, takeLock, type Holder, type Lock } from "../os/lock.ts";
+import { holderRecord, loopRuns, takeLock, type Holder } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
 import { nowSource, systemClock, type ClockSource } from "../os/clock.ts";
 import { recordOf, stepWords, type Frame } from "../core/clock.ts";
@@ -25,12 +25,13 @@ import { rotateInPlace } from "../os/rotate.ts";
 import { ownOutputOf } from "../restarts/index.ts";
 import { ensureStateDir, moveLegacyFiles, statePaths } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
-import { compactObservations, latestRecordedIn, stateReader, writeState } from "../state/service-state.ts";
+import { compactObservations, latestRecordedIn, stateReader } from "../state/service-state.ts";
 import { findGap, markGapSaid, readHeartbeat, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
 import { renderMetrics } from "../core/metrics.ts";
 import { judgeService, leftAsRecorded, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
 import { DependencyBoard } from "./assess.ts";
+import { ServiceOwner } from "../owner/owner.ts";
 
 export type { ServiceOutcome } from "./judge.ts";
 
@@ -268,8 +269,10 @@ async function publishOutcomes(
   await syncAlerts(config, states, gap, logger, now(), intervalMs);
 }
 
-type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep" | "verifying"> & {
+type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep" | "verifying" | "owner"> & {
   sleep?: JudgeOptions["sleep"];
+  /** Where the pass's lines go: each service's owner writes its own through it. */
+  logger: Logger;
   /** Who judges: recorded in each service's lock it holds (the words of whoever finds it held). */
   holder?: Holder;
   settled?: (name: string, saved?: ServiceState) => void;
@@ -291,7 +294,6 @@ export function judgeServices(
   // would otherwise fail healthy services by the dozen).
   const limit = limiter(fittingConcurrency(config.watchdog.concurrency));
   const { stateDir } = config.watchdog;
-  const paths = statePaths(stateDir);
   const read = stateReader(stateDir);
   // Each service says whether its dependents wait on it as soon as it is decided; one not judged
   // here (a partial pass) as it was recorded.
@@ -313,29 +315,30 @@ export function judgeServices(
       return limit(async () => {
         // Stopped (SIGTERM/SIGINT): nothing new begins.
         if (context.stop?.aborted) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
-        let lock: Lock | null = null;
         let saved: ServiceState | undefined;
+        const owning = { logger: context.logger, now: context.now, saved: (state: ServiceState) => (saved = state) };
+        const owner = context.dryRun
+          ? ServiceOwner.dryRun(config, service.name, owning)
+          : await ServiceOwner.take(config, service.name, context.holder ?? "pass", owning);
+        // Its owner (a verification, an operator, the crash watch) records what happens to it.
+        if (!owner) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
         try {
-          if (!context.dryRun) {
-            lock = await takeLock(paths.serviceLock(service.name), holderRecord(context.holder ?? "pass"));
-            // Its owner (a verification, an operator, the crash watch) records what happens to it.
-            if (!lock) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
-          }
           return await judgeService(service, {
             ...context,
+            owner,
             sleep: context.sleep ?? Bun.sleep,
             failingDependencies,
             publish: say,
             verifying: claim,
-            saved: (state) => (saved = state),
           });
         } catch (error) {
           board.say(service.name, true); // not judged: its dependents are not restarted on its account
           saved = undefined; // the state is what notJudgedOutcome writes, or the one before: read it back
-          return notJudgedOutcome(config, service.name, error, context);
+          return notJudgedOutcome(owner, error, context);
         } finally {
-          lock?.release();
-          if (lock) context.settled?.(service.name, saved);
+          const held = owner.holds;
+          owner.release();
+          if (held) context.settled?.(service.name, saved);
         }
       });
     })();
@@ -349,14 +352,15 @@ export function judgeServices(
 }
 
 /** The service could not be judged this time: it keeps its last state, and says why (status, the page, metrics). */
-function notJudgedOutcome(config: Config, name: string, error: unknown, context: PassContext): ServiceOutcome {
+function notJudgedOutcome(owner: ServiceOwner, error: unknown, context: PassContext): ServiceOutcome {
+  const { name } = owner;
   const message = (error as Error).message;
   context.logger.write("ERROR", `${name}: ${message}`);
-  const last = stateReader(config.watchdog.stateDir)(name);
+  const last = owner.load({ repair: false }).state; // as judgeService left it: never a symlink moved
   const next = { ...last, verdict: notJudged(last.verdict, oneLine(message), context.now()) };
-  if (!context.dryRun && !isTendError(error, "symlink")) {
+  if (!isTendError(error, "symlink")) {
     try {
-      writeState(config.watchdog.stateDir, name, next);
+      owner.save(next);
     } catch {} // the ERROR line is what can be said
   }
   return { name, decision: { kind: "skip", reason: "error", until: null, next, log: [] }, probe: null, events: [] };

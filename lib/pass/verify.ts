@@ -4,8 +4,8 @@ import type { LogLine, RestartReason } from "../core/decide.ts";
 import { beginRestart, recordRestart, recordStart, type Verified } from "../core/restart-accounting.ts";
 import { mainProcess, probeContext, watchOf, type MainProcess } from "../os/pidsource.ts";
 import { restartService } from "../restarts/index.ts";
-import type { Logger } from "../state/logger.ts";
-import { withEvent, type PendingRestart, type ServiceState } from "../core/state.ts";
+import type { ServiceState } from "../core/state.ts";
+import type { RestartHooks, ServiceOwner } from "../owner/owner.ts";
 import { STOPPED, stoppableSleep, untilStopped } from "./stopping.ts";
 import { bootId } from "../os/clock.ts";
 
@@ -22,15 +22,8 @@ interface VerifyOptions {
   stop?: AbortSignal;
 }
 
-/** What a counted restart does outside the state it returns, as soon as each step is done. */
-export interface RestartHooks {
-  /** Save the state durably: the restart recorded before its action runs, then that the action returned. */
-  persist: (state: ServiceState) => void;
-  /** Spool the ⚠️ the restart owes, now that its action returned (what was stopped, what was started). */
-  announce: (owed: PendingRestart["owed"], detail: string) => Promise<void>;
-  /** The verification begins: the service is claimed by it; whoever waits on its judgement may go on. */
-  verifying?: () => void;
-}
+/** What a restart's story says as it goes: its owner's (lib/owner/), the only one that records the service. */
+type Recorder = Pick<ServiceOwner, "record" | "say">;
 
 type How = RestartReason | "manual" | "operator-start";
 
@@ -44,7 +37,7 @@ export async function restartAndVerify(
   service: ServiceConfig,
   state: ServiceState,
   main: MainProcess | null,
-  logger: Logger,
+  owner: Recorder,
   options: VerifyOptions,
   how: How,
   hooks: RestartHooks | null = null,
@@ -79,17 +72,14 @@ export async function restartAndVerify(
     hooks?.persist(next);
   }
   if (restart.issued) {
-    const tag = first ? "START" : "RESTART";
-    logger.write(tag, `${service.name}: ${said(restart.detail)}`, {
-      full: restart.full && `${service.name}: ${said(restart.full)}`,
-    });
-    const written = logger.entries.at(-1)!;
-    next = withEvent(next, {
-      at: written.at.getTime(),
-      tag,
-      message: written.message,
-      event: first ? undefined : "restart",
-    });
+    // Its ⚠️ is the one the restart owes (announced below), not this line's.
+    const line: LogLine = {
+      tag: first ? "START" : "RESTART",
+      message: `${service.name}: ${said(restart.detail)}`,
+      ...(restart.full ? { full: `${service.name}: ${said(restart.full)}` } : {}),
+      ...(first ? {} : { event: "restart" as const }),
+    };
+    next = owner.record(next, [line], () => false);
   }
   if (next.restarting && hooks) {
     await hooks.announce(next.restarting.owed, restart.detail);
@@ -102,7 +92,7 @@ export async function restartAndVerify(
   if (!restart.issued)
     return settle(service, next, verdict, now, { issued: false, detail: restart.detail, last: null });
   const seen = await verify(service, next, startedAt, deadline, options);
-  return seen.stopped ? leftToNextPass(service, next, logger) : settle(service, next, verdict, now, seen);
+  return seen.stopped ? leftToNextPass(next, owner) : settle(service, next, verdict, now, seen);
 }
 
 /** `now` as it reads at the first call, advanced from then on by `monotonic` (when there is one). */
@@ -116,9 +106,9 @@ function fromStart(now: () => number, monotonic?: () => number): () => number {
  * The pass was stopped while it verified: the restart stays recorded (counted, its ⚠️ spooled), and
  * the next pass finishes verifying it until its original deadline (finishRestart).
  */
-function leftToNextPass(service: ServiceConfig, state: ServiceState, logger: Logger): Verified {
+function leftToNextPass(state: ServiceState, owner: Recorder): Verified {
   const what = state.restarting ? "restart" : "start";
-  logger.write("WARN", `${service.name}: the pass was stopped: its ${what}'s verification is left to the next pass`);
+  owner.say("WARN", `the pass was stopped: its ${what}'s verification is left to the next pass`);
   return { next: state, log: [], recovered: false };
 }
 
@@ -131,7 +121,7 @@ function leftToNextPass(service: ServiceConfig, state: ServiceState, logger: Log
 export async function finishRestart(
   service: ServiceConfig,
   state: ServiceState,
-  logger: Logger,
+  owner: Recorder,
   options: VerifyOptions,
   hooks: RestartHooks,
 ): Promise<Verified> {
@@ -144,9 +134,7 @@ export async function finishRestart(
       : current.running
         ? `${current.detail} found after the pass that restarted it was stopped`
         : `the pass that restarted it was stopped before it started it (${current.detail})`;
-    logger.write("RESTART", `${service.name}: ${left}`);
-    const written = logger.entries.at(-1)!;
-    next = withEvent(next, { at: written.at.getTime(), tag: "RESTART", message: written.message, event: "restart" });
+    next = owner.record(next, [{ tag: "RESTART", message: `${service.name}: ${left}`, event: "restart" }], () => false);
     if (current?.running && current.info) next = { ...next, watch: watchOf(current) };
     next = { ...next, restarting: { ...pending, acted: true, detail: left } };
     hooks.persist(next);
@@ -161,7 +149,7 @@ export async function finishRestart(
   const verdict = { first: false, how: pending.reason as How, startedAt: pending.at, restart: null };
   hooks.verifying?.();
   const seen = await verify(service, next, pending.at, pending.until, options);
-  return seen.stopped ? leftToNextPass(service, next, logger) : settle(service, next, verdict, options.now, seen);
+  return seen.stopped ? leftToNextPass(next, owner) : settle(service, next, verdict, options.now, seen);
 }
 
 /**
@@ -172,7 +160,7 @@ export async function finishRestart(
 export async function cutByReboot(
   service: ServiceConfig,
   state: ServiceState,
-  logger: Logger,
+  owner: Recorder,
   hooks: RestartHooks,
 ): Promise<ServiceState> {
   const pending = state.restarting!;
@@ -180,12 +168,15 @@ export async function cutByReboot(
   // Counted before its action ran: its RESTART line too, as every counted restart has one (its pass
   // died with the host before its action returned).
   if (!pending.acted) {
-    logger.write("RESTART", `${service.name}: the host went down during its action`);
-    const written = logger.entries.at(-1)!;
-    next = withEvent(next, { at: written.at.getTime(), tag: "RESTART", message: written.message, event: "restart" });
+    const line: LogLine = {
+      tag: "RESTART",
+      message: `${service.name}: the host went down during its action`,
+      event: "restart",
+    };
+    next = owner.record(next, [line], () => false);
   }
   if (!pending.announced) await hooks.announce(pending.owed, pending.detail ?? "the host went down during its action");
-  logger.write("WARN", `${service.name}: the host rebooted while its restart was verified: judged as after a reboot`);
+  owner.say("WARN", "the host rebooted while its restart was verified: judged as after a reboot");
   hooks.persist(next);
   return next;
 }

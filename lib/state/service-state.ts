@@ -7,7 +7,6 @@ import { applySteps, latestRecorded } from "../core/clock.ts";
 import { SERVICE_NAME, statePaths } from "./dir.ts";
 import { clockSteps } from "./clock.ts";
 import { isFullDisk, PRIVATE_MEMORY, spill, spilled, unspill } from "./spill.ts";
-import { TendError } from "../core/errors.ts";
 import { applyObservations, observationRecord } from "../core/observed.ts";
 import { appendObservation, compactAt, journalOf, observationsAfter } from "./observed.ts";
 import { holderRecord, tryLock, type Holder, type Lock } from "../os/lock.ts";
@@ -15,7 +14,7 @@ import { holderRecord, tryLock, type Holder, type Lock } from "../os/lock.ts";
 /** A state file is a few hundred KiB at most: never read more than this. */
 const STATE_LIMIT = 16 * 1024 * 1024;
 
-type StateLoad = {
+export type StateLoad = {
   state: ServiceState;
   problem: null | "missing" | string;
   /**
@@ -246,19 +245,4 @@ interface SavedState {
   inPlace?: boolean;
   /** Seen by the other processes (a loop, a pass, an operator): its file, or /dev/shm; not this one's memory. */
   shared: boolean;
-}
-
-/**
- * Save what an operator did, or refuse it: kept in the operator's own process only (a full disk where
- * there is no /dev/shm, as on Android), a loop would never see it and undo it — a pause said done that
- * is not. Exit 1, nothing changed that anyone else sees.
- */
-export function saveForOperator(stateDir: string, name: string, state: ServiceState, doing: string): void {
-  const saved = writeState(stateDir, name, state);
-  if (saved.shared) return;
-  throw new TendError(
-    `cannot ${doing}: its state cannot be saved (no space left on the device) and would be kept ` +
-      `${saved.spilledTo}, which the watchdog never sees: nothing done; free space in ${stateDir}, then try again`,
-    1,
-  );
 }

@@ -2,11 +2,11 @@ import type { HttpCheck } from "../checks/http.ts";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
 import { sendEvents } from "../notify/alert.ts";
-import { holderWords, readHolder, waitLock } from "../os/lock.ts";
 import { blocksNow, DependencyBoard } from "../pass/assess.ts";
 
-import { ensureStateDir, statePaths } from "../state/dir.ts";
-import { readState, stateReader, writeState } from "../state/service-state.ts";
+import { ensureStateDir } from "../state/dir.ts";
+import { stateReader } from "../state/service-state.ts";
+import { ServiceOwner } from "../owner/owner.ts";
 import { type TunnelRecord } from "../core/state.ts";
 import { tunnelService } from "../config/tunnel.ts";
 import { judgeService } from "../pass/judge.ts";
@@ -117,7 +117,6 @@ export async function watchTunnel(
   // Its service's own lock (services/NAME.lock), held through the probe, a restart and its
   // verification, as any owner holds it: a pass never waits for it (it leaves this service to it), and
   // an operator, or a second blogtunnel, waits up to 30s.
-  const lockPath = statePaths(stateDir).serviceLock(name);
   const now = await tendNow(stateDir); // tend's time (core/clock.ts), as a pass measures
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation, stdoutIsLog);
   // Its dependencies first, assessed as a pass assesses them first (no lock: an assessment writes nothing).
@@ -132,9 +131,10 @@ export async function watchTunnel(
   );
   const failingDependencies = await board.failingFor(service);
   // A run lost all the same is said in the log (cron may not mail).
-  let lock = await waitLock(lockPath, lockWaitMs, Bun.sleep, "blogtunnel");
-  if (!lock) {
-    const holder = holderWords(readHolder(lockPath));
+  const judging = { ...config, services: [service] };
+  const owner = await ServiceOwner.wait(judging, name, "blogtunnel", { logger, now, waitMs: lockWaitMs });
+  if (!owner) {
+    const holder = ServiceOwner.heldBy(config, name);
     const said = `${name} was being judged by another for ${humanDuration(lockWaitMs)} (${holder})`;
     logger.write("ERROR", `${name}: ${said}: this check did not run; the counter is unchanged`);
     throw new TendError(`${said}: try again`, 1);
@@ -142,15 +142,15 @@ export async function watchTunnel(
   try {
     const { value, problem } = readCounter(counter);
     if (problem) logger.write("ERROR", `${name}: ${problem}`);
-    const { state } = readState(stateDir, name);
+    const { state } = owner.load();
     // Its period as seen (the time since the run before): how long status shows it unjudged (core/health.ts).
     const before = state.verdict?.at ?? state.lastProbe?.at ?? null;
     const everyMs = before !== null && before < now() ? Math.round(now() - before) : (state.tunnel?.everyMs ?? null);
     const tunnel = { ...record, everyMs };
-    writeState(stateDir, name, { ...state, strikes: Math.min(value, service.failures), tunnel });
+    owner.save({ ...state, strikes: Math.min(value, service.failures), tunnel });
     const outcome = await judgeService(service, {
-      config: { ...config, services: [service] },
-      logger,
+      config: judging,
+      owner,
       dryRun: false,
       echo,
       now,
@@ -162,13 +162,12 @@ export async function watchTunnel(
     // tend's strike count, always: 0 after a restart that recovered, N after one that did not
     // (the next failed check restarts again once the backoff allows), as for any service.
     writeCounter(counter, outcome.decision.next.strikes);
-    lock?.release(); // notifications have their own lock (notify.lock): a pass need not wait for them
-    lock = null;
+    owner.release(); // notifications have their own lock (notify.lock): a pass need not wait for them
     await sendEvents(config, outcome.events, logger, now);
     // Skipped (grace, paused) is not failing: cron's exit status stays 0 unless it struck or restarted.
     return { healthy: ["ok", "skip", "busy"].includes(outcome.decision.kind) };
   } finally {
-    lock?.release();
+    owner.release();
   }
 }
 
