@@ -105,14 +105,13 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     takes: "none",
     flags: ["dry-run", "interval"],
     async run({ args, config, io, stop }) {
+      // --dry-run: its own driver (pass/dry-run.ts), which owns nothing and writes nothing.
+      if (args["dry-run"]) return (await (await import("./pass/dry-run.ts")).dryRunPass(config, io.out), 0);
       const { runPass } = await import("./pass/pass.ts");
       // --interval: the period the scheduler runs this pass at (the installed entry says it); the heartbeat keeps it.
       const intervalMs = durationFlag("interval", args.interval) ?? undefined;
       const stdoutIsLog = (await io.stdoutIs?.(statePaths(config.watchdog.stateDir).cronLog)) ?? false;
-      return (
-        await runPass({ config, dryRun: args["dry-run"], echo: io.out, env: io.env, intervalMs, stdoutIsLog, stop }),
-        0
-      );
+      return (await runPass({ config, echo: io.out, env: io.env, intervalMs, stdoutIsLog, stop }), 0);
     },
   },
   run: {

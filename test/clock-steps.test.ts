@@ -19,6 +19,7 @@ import { tendNow } from "../lib/state/clock.ts";
 import { answer } from "../lib/views/serve.ts";
 import { collectStatus } from "../lib/views/status.ts";
 import { ServiceOwner } from "../lib/owner/owner.ts";
+import { ensureStateDir } from "../lib/state/dir.ts";
 import { parseConfig } from "../lib/config/load.ts";
 import { readDead, readNotifyState, readSpool, spoolNow, writeNotifyState } from "../lib/notify/spool.ts";
 import type { ClockSource } from "../lib/os/clock.ts";
@@ -336,9 +337,11 @@ command = ["true"]
   setTimeout(() => (behind = 553_000), 500);
   setTimeout(() => (web.control.status = 200), 2000);
   const options = { now, monotonic: () => performance.now(), sleep: Bun.sleep };
-  // Its owner holds nothing here (no lock, nothing saved): what the restart records is returned.
-  const owner = ServiceOwner.dryRun(config, "web", { logger, now });
+  // Its owner, as a pass's: its lock held while it restarts.
+  ensureStateDir(box.state);
+  const owner = (await ServiceOwner.take(config, "web", "pass", { logger, now }))!;
   const verified = await restartAndVerify(config.services[0], state, null, owner, options, "crash");
+  owner.release();
   expect(verified.recovered).toBe(true);
   // The outage ends after it began, 5 s later as it really did: not at a time 553 s before its start.
   const outage = verified.next.outages.at(-1)!;

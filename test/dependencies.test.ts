@@ -2,11 +2,11 @@
 // the table's column (core/verdict.ts) say the same of whether a service's failures are its dependency's.
 // Through the binary, against real HTTP servers on port 0 and a real process in grace.
 import { afterEach, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { blocksDependents, STATE_WORDS, WORDS, type StateWord } from "../lib/core/verdict.ts";
-import { controlledServer, Sandbox } from "./helpers.ts";
+import { controlledServer, holdLock, Sandbox, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -55,6 +55,27 @@ test("db failing: status before any pass, the pass, and status after it all say 
   expect(recordedWords("db", "app")).toEqual({ db: "failing", app: "waiting" });
   expect(box.read("watchdog.log")).toContain("[WAIT] app");
   expect(await statusWords()).toEqual({ db: "failing", app: "waiting" });
+});
+
+test("the dry run says it as the pass does, holding no lock and writing nothing (its own driver)", async () => {
+  const answers = twoServices();
+  answers.db.status = 503;
+  answers.app.status = 503;
+  // An operator holds app's lock meanwhile: a pass would leave app to it; the dry run owns nothing.
+  mkdirSync(join(box.state, "services"), { recursive: true, mode: 0o700 });
+  const holder = holdLock(join(box.state, "services", "app.lock"), "operator", "sleep 30");
+  try {
+    await waitFor(() => box.read("services/app.lock").includes("operator"), 5000, "the operator's record");
+    const dry = await box.tend(["watchdog", "pass", "--dry-run"]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toMatch(/^db: strike \(HTTP 503 .* in \d+ms; strike 1\)$/m);
+    expect(dry.stdout).toMatch(/^app: wait \(HTTP 503 .* in \d+ms; dependency db is failing\)$/m);
+    expect(box.read("watchdog.log")).toBe("");
+    expect(box.read("services/db.json") + box.read("services/app.json")).toBe("");
+  } finally {
+    holder.end();
+    await holder.exited;
+  }
 });
 
 test("db answering: app's failure is its own (a strike), in status and in the pass alike", async () => {

@@ -95,11 +95,6 @@ export class ServiceOwner {
     return holderWords(readHolder(statePaths(config.watchdog.stateDir).serviceLock(name)));
   }
 
-  /** A dry run's: it holds nothing and saves nothing (what it would record is only said). */
-  static dryRun(config: Config, name: string, options: OwnerOptions): ServiceOwner {
-    return new ServiceOwner(config, name, null, options.logger, options);
-  }
-
   private get stateDir() {
     return this.config.watchdog.stateDir;
   }
@@ -141,7 +136,7 @@ export class ServiceOwner {
    * a judgement: the state is kept off it (state/spill.ts), said once, and saved again when it can be.
    */
   save(state: ServiceState, durable = true): void {
-    if (!this.lock) return;
+    this.holding();
     const saved = writeState(this.stateDir, this.name, state, { durable });
     this.options.saved?.(state);
     if (saved.spilledTo && !this.wasSpilled) {
@@ -163,7 +158,7 @@ export class ServiceOwner {
    * the journal (state/observed.ts), or the state written without an fsync.
    */
   saveObserved(loaded: StateLoad, state: ServiceState): void {
-    if (!this.lock) return;
+    this.holding();
     if (this.wasSpilled) return this.save(state, false); // its write takes the copy kept off the full disk back
     saveObservations(this.stateDir, this.name, loaded, state, this.config.services.length);
     this.options.saved?.(state);
@@ -175,6 +170,7 @@ export class ServiceOwner {
    * that is not. Exit 1, nothing changed that anyone else sees.
    */
   saveShared(state: ServiceState, doing: string): void {
+    this.holding();
     const saved = writeState(this.stateDir, this.name, state);
     if (saved.shared) return;
     throw new TendError(
@@ -203,8 +199,8 @@ export class ServiceOwner {
     this.lock = null;
   }
 
-  /** It holds the lock (a dry run's does not). */
-  get holds(): boolean {
-    return this.lock !== null;
+  /** Only an owner saves: one that let it go is no longer one (a mistake in tend, said loudly). */
+  private holding(): void {
+    if (!this.lock) throw new Error(`${this.name}: saved by an owner that let it go`);
   }
 }

@@ -1,12 +1,12 @@
 import { statSync } from "node:fs";
 import { describeCheck, type ProbeResult } from "../checks/index.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
-import { explain, type Decision, type LogLine, type RestartReason } from "../core/decide.ts";
+import { type Decision, type LogLine, type RestartReason } from "../core/decide.ts";
 import type { Downtime } from "../core/events.ts";
 import { watchOf } from "../os/pidsource.ts";
 import { uptimeMs } from "../os/proc.ts";
 import type { Message } from "../notify/send.ts";
-import { describeRestart, ownOutputOf } from "../restarts/index.ts";
+import { ownOutputOf } from "../restarts/index.ts";
 import { refuseSymlink, statePaths } from "../state/dir.ts";
 import { markBeforeAction, markOutput, onlyObservations, type ServiceState } from "../core/state.ts";
 import { cutByReboot, finishRestart, restartAndVerify } from "./verify.ts";
@@ -25,7 +25,6 @@ export interface JudgeOptions {
   owner: ServiceOwner;
   /** The host's monotonic clock: a restart's verification is timed on it (pass/verify.ts). */
   monotonic?: () => number;
-  dryRun: boolean;
   echo: (line: string) => void;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
@@ -64,27 +63,24 @@ export interface ServiceOutcome {
 
 /** Gather the facts, decide (probing when the decision needs it), act, and save the state. */
 export async function judgeService(service: ServiceConfig, options: JudgeOptions): Promise<ServiceOutcome> {
-  const { config, owner, dryRun, now, uptime = uptimeMs } = options;
+  const { config, owner, now, uptime = uptimeMs } = options;
   const { logger, events } = owner;
   const loaded = owner.load();
   // A symlink is refused (never read: O_NOFOLLOW), not reset: the service is not judged.
   if (loaded.problem !== null && loaded.problem !== "missing")
     refuseSymlink(statePaths(config.watchdog.stateDir).service(service.name));
   let state = loaded.state;
-  if (!dryRun && loaded.problem === "missing")
-    logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
-  else if (!dryRun && loaded.problem)
-    logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
+  if (loaded.problem === "missing") logger.write("START", `watching ${service.name} (${describeCheck(service)})`);
+  else if (loaded.problem) logger.write("ERROR", `${service.name}: corrupt state file reset (${loaded.problem})`);
 
   // Claimed by its verification from the moment the action returned: the pass goes on without it.
   let claimed: ServiceOutcome | null = null;
   const hooks = owner.restartHooks(() => claimed && options.verifying?.(claimed));
   // A restart recorded but unfinished when the host went down: the reboot ended its story (counted,
   // its ⚠️ sent); the service is judged as after any reboot (a boot start if it is not running).
-  if (!dryRun && state.restarting && options.gap?.name === "host")
-    state = await cutByReboot(service, state, owner, hooks);
+  if (state.restarting && options.gap?.name === "host") state = await cutByReboot(service, state, owner, hooks);
   // A restart recorded but unfinished (the pass that made it was killed): this pass finishes its story.
-  if (!dryRun && state.restarting) {
+  if (state.restarting) {
     const pending = state.restarting;
     const decision: Decision = { kind: "restart", reason: pending.reason as RestartReason, next: state, log: [] };
     claimed = { name: service.name, decision, probe: null, events: [], claimed: true };
@@ -120,13 +116,6 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   if (result && options.stop?.aborted) return leftAsRecorded(service.name, loaded.state, options);
   let decision = assessed.step as Decision;
   options.publish(decision.next);
-
-  if (dryRun) {
-    const would = decision.kind === "restart" ? ` -> would ${describeRestart(service.restart!)}` : "";
-    const seen = result ? `${result.detail} in ${result.latencyMs}ms; ` : "";
-    options.echo(`${service.name}: ${decision.kind} (${seen}${explain(decision)})${would}`);
-    return { name: service.name, decision, probe: result, events: [] };
-  }
 
   // A counted restart's ⚠️ is owed by the restart itself: spooled the moment its action returns.
   const owed = (line: LogLine) => decision.kind === "restart" && line.event === "restart";

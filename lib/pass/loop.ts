@@ -374,7 +374,6 @@ async function crashWatch(
     monotonic,
     config,
     logger,
-    dryRun: false,
     echo,
     now,
     env,

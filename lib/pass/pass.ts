@@ -37,9 +37,7 @@ export type { ServiceOutcome } from "./judge.ts";
 
 interface PassOptions {
   config: Config;
-  /** Probe and decide, change nothing. */
-  dryRun?: boolean;
-  /** Where log lines (and dry-run decisions) are echoed: the command's stdout. */
+  /** Where log lines are echoed: the command's stdout. */
   echo?: (line: string) => void;
   /** tend's time, set by a caller (tests): one frame, no clock steps. Else read from `clock`. */
   now?: () => number;
@@ -78,7 +76,7 @@ interface PassReport {
 
 /** One pass over every service: probe concurrently, decide, restart and verify, save state. */
 export async function runPass(options: PassOptions): Promise<PassReport> {
-  const { config, dryRun = false, echo = () => {} } = options;
+  const { config, echo = () => {} } = options;
   const passStarted = performance.now(); // {ping}: the pass's duration, on a clock that does not jump
   const { stateDir } = config.watchdog;
   const paths = statePaths(stateDir);
@@ -86,34 +84,26 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   // Read-only until the lock is held: only a full pass follows a clock step.
   let clock = await tendClock(stateDir, source);
   const now = () => clock.now();
-  if (!dryRun) {
-    ensureStateDir(stateDir);
-    moveLegacyFiles(
-      stateDir,
-      config.services.map((service) => service.name),
-    );
-  }
-  const logger = new Logger(
-    dryRun ? null : config.watchdog.log,
-    echo,
-    now,
-    config.watchdog.rotation,
-    options.stdoutIsLog === true,
+  ensureStateDir(stateDir);
+  moveLegacyFiles(
+    stateDir,
+    config.services.map((service) => service.name),
   );
+  const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation, options.stdoutIsLog === true);
 
   const lockFailed = (error: unknown) => {
     if (error instanceof TendError) throw error;
     throw new TendError(`cannot lock ${paths.lock}: ${inWords(error)}`, 1, "lock-failed");
   };
   // One watcher per state dir: a pass from cron while a loop runs exits at once, silently (the loop watches).
-  if (!dryRun && !options.inLoop && (await loopRuns(paths.loopLock).catch(lockFailed))) {
+  if (!options.inLoop && (await loopRuns(paths.loopLock).catch(lockFailed))) {
     return { ran: false, services: [] };
   }
   // One pass at a time: another one skips (SKIP). It is held only until every service is judged or
   // claimed by its owner, plus the gap, the heartbeat, metrics and the alerts: a restart's
   // verification holds only its own service's lock (services/NAME.lock), so the next tick judges the others.
-  const lock = dryRun ? null : await takeLock(paths.lock, holderRecord("pass")).catch(lockFailed);
-  if (!dryRun && !lock) {
+  const lock = await takeLock(paths.lock, holderRecord("pass")).catch(lockFailed);
+  if (!lock) {
     logger.write("SKIP", "another pass is running: this one exits");
     return { ran: false, services: [] };
   }
@@ -121,7 +111,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   const intervalMs = options.intervalMs ?? config.watchdog.intervalMs;
   let gap: Downtime | null = null;
   try {
-    if (!dryRun) {
+    {
       clock = clock.follow(() => latestRecordedIn(stateDir));
       sayClock(clock.frame, logger);
       const settled = clock.frame.settledGap;
@@ -136,16 +126,15 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       }
     }
     // The boot-time and awake clocks, recorded in the heartbeat: a gap spent asleep is not a missed pass.
-    const clocksNow = dryRun ? null : await clocks();
-    gap = dryRun ? null : findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
-    if (!dryRun) repairAfterCut(config, gap !== null, logger);
+    const clocksNow = await clocks();
+    gap = findGap(stateDir, intervalMs, now(), clocksNow, clock.frame);
+    repairAfterCut(config, gap !== null, logger);
     // The journal of observations, grown past its size: each state it holds written whole, then emptied.
-    if (!dryRun)
-      await compactObservations(
-        stateDir,
-        config.services.map((service) => service.name),
-        "pass",
-      );
+    await compactObservations(
+      stateDir,
+      config.services.map((service) => service.name),
+      "pass",
+    );
     const gapEvents: Message[] = [];
     // Said already by a pass that found the same gap and did not finish: its services are judged
     // after it all the same, but its DOWNTIME line and 💤 are not said twice.
@@ -170,20 +159,20 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     }
     const uptime = options.uptime ?? uptimeClock(now);
     const monotonic = () => source.monotonic();
-    const context = { ...options, dryRun, echo, now, uptime, gap, logger, monotonic };
+    const context = { ...options, echo, now, uptime, gap, logger, monotonic };
     const judging = judgeServices(config, config.services, context);
     const services = await judging.judged;
     verifications = judging.done;
     const stopped = options.stop?.aborted === true;
-    if (gap && gapEventOf(gap.name) === "reboot" && !dryRun)
+    if (gap && gapEventOf(gap.name) === "reboot")
       gapEvents.push({ ...rebootMessage(gap, services, new Date(now()), owed), key: gapKey(gap, "reboot") });
-    if (!dryRun && stopped) {
+    if (stopped) {
       // What it did is said by the next pass: spooled now, delivered then (a receiver may take seconds).
       // What cannot be spooled (a full disk) is sent now, in the seconds it has left.
       const events = [...gapEvents, ...services.flatMap((service) => service.events)];
       const unspooled = await spoolEvents(config, events, logger, now);
       if (unspooled.length) await sendEvents(config, unspooled, logger, now);
-    } else if (!dryRun) {
+    } else {
       const events = [...gapEvents, ...services.flatMap((service) => service.events)];
       await publishOutcomes(config, services, events, { gap, logger, now, intervalMs });
       // Every pass keeps the output files tend made under log_max_size (copy, then truncate in place).
@@ -197,7 +186,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
         }
       }
     }
-    if (!dryRun) {
+    {
       const passAt = now();
       if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
       try {
@@ -224,13 +213,13 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
   const verified = finished.filter((outcome) => outcome.claimed);
   // What the pass sent with its own already (the decision's lines) is not sent again.
   const verifiedEvents = verified.flatMap((outcome) => outcome.events.slice(outcome.eventsAtClaim ?? 0));
-  if (!dryRun && options.stop?.aborted) {
+  if (options.stop?.aborted) {
     const unspooled = await spoolEvents(config, verifiedEvents, logger, now);
     if (unspooled.length) await sendEvents(config, unspooled, logger, now);
     const left = finished.filter((outcome) => outcome.decision.next.restarting).map((outcome) => outcome.name);
     const leaving = left.length ? `; left to the next pass: ${left.join(", ")}` : "";
     logger.write("WARN", `the pass was stopped by ${String(options.stop.reason)}: what it did is recorded${leaving}`);
-  } else if (!dryRun) {
+  } else {
     // A verification's end is an outcome too: the pass-wide views (Alertmanager, metrics_file) are brought
     // up to date before this process exits, never left one pass behind; the heartbeat is pinged once, last,
     // with what every service ended at.
@@ -317,9 +306,7 @@ export function judgeServices(
         if (context.stop?.aborted) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
         let saved: ServiceState | undefined;
         const owning = { logger: context.logger, now: context.now, saved: (state: ServiceState) => (saved = state) };
-        const owner = context.dryRun
-          ? ServiceOwner.dryRun(config, service.name, owning)
-          : await ServiceOwner.take(config, service.name, context.holder ?? "pass", owning);
+        const owner = await ServiceOwner.take(config, service.name, context.holder ?? "pass", owning);
         // Its owner (a verification, an operator, the crash watch) records what happens to it.
         if (!owner) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
         try {
@@ -336,9 +323,8 @@ export function judgeServices(
           saved = undefined; // the state is what notJudgedOutcome writes, or the one before: read it back
           return notJudgedOutcome(owner, error, context);
         } finally {
-          const held = owner.holds;
           owner.release();
-          if (held) context.settled?.(service.name, saved);
+          context.settled?.(service.name, saved);
         }
       });
     })();

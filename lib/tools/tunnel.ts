@@ -151,7 +151,6 @@ export async function watchTunnel(
     const outcome = await judgeService(service, {
       config: judging,
       owner,
-      dryRun: false,
       echo,
       now,
       sleep: Bun.sleep,
