@@ -28,15 +28,14 @@ export async function dryRunPass(config: Config, echo: (line: string) => void): 
   );
   // Said on stdout only, in the log's words (no file: nothing is written).
   const logger = new Logger(null, echo, now);
-  const uptime = uptimeMs();
+  const assessing = { now, uptimeMs: uptimeMs(), bootDelayMs: config.watchdog.bootDelayMs, gap: null, logger };
   await Promise.all(
     config.services.map(async (service) => {
       const failingDependencies = await board.failingFor(service);
       await limit(async () => {
         const state = read(service.name);
         try {
-          const options = { now, uptimeMs: uptime, bootDelayMs: config.watchdog.bootDelayMs, gap: null, logger };
-          const assessed = await assess(service, state, { ...options, failingDependencies });
+          const assessed = await assess(service, state, { ...assessing, failingDependencies });
           if (assessed === STOPPED) return; // no stop signal is given: never
           const decision = assessed.step as Decision;
           board.sayFrom(service.name, decision.next);

@@ -21,7 +21,7 @@ const OWN_RESOURCE = /too many open files \((?:tend's own|the system's) limit\)|
 
 export interface JudgeOptions {
   config: Config;
-  /** Its owner (holding its lock; a dry run's holds nothing): the only one that records and saves it. */
+  /** Its owner, holding its lock: the only one that records and saves it (lib/owner/). */
   owner: ServiceOwner;
   /** The host's monotonic clock: a restart's verification is timed on it (pass/verify.ts). */
   monotonic?: () => number;
