@@ -1,4 +1,4 @@
-import { WORDS, type StateWord } from "./verdict.ts";
+import { viewOf, WORDS, type StateWord } from "./verdict.ts";
 import type { ServiceState } from "./state.ts";
 
 /** What each metric is: name, type, help. */
@@ -21,6 +21,13 @@ const METRICS = [
 ] as const;
 
 const label = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+
+/** A service's row of the metrics: its state and the word every view shows for it (disabled included). */
+export const metricsRow = (service: { name: string; enabled: boolean }, state: ServiceState) => ({
+  name: service.name,
+  state,
+  word: viewOf(service.enabled, state.verdict).word,
+});
 
 /**
  * Prometheus text exposition (node_exporter textfile collector) for every service's state. Each

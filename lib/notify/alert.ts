@@ -125,6 +125,8 @@ const DAY_MS = 86_400_000;
 interface PingState {
   /** The URL (hashed: it holds the push token) that was refused for good, and when it was said. */
   refused: { url: string; at: number } | null;
+  /** What the last ping said (its one-line summary): a ping between passes goes only when this changed. */
+  said?: string;
   /** The last clock step `refused.at` has taken ("once a day" is a real day). */
   clockStep?: number;
 }
@@ -136,9 +138,10 @@ function readPingState(stateDir: string): PingState {
   try {
     const saved = JSON.parse(readRegularFile(pingStateFile(stateDir), 4096));
     const refused = saved?.refused;
-    if (typeof refused?.url !== "string" || typeof refused?.at !== "number") return { refused: null };
+    const said = typeof saved?.said === "string" ? { said: saved.said as string } : {};
+    if (typeof refused?.url !== "string" || typeof refused?.at !== "number") return { refused: null, ...said };
     const taken = typeof saved.clockStep === "number" ? saved.clockStep : 0;
-    return { refused: { url: refused.url, at: stepped(refused.at, clockSteps(stateDir), taken) } };
+    return { refused: { url: refused.url, at: stepped(refused.at, clockSteps(stateDir), taken) }, ...said };
   } catch {
     return { refused: null };
   }
@@ -148,14 +151,17 @@ function readPingState(stateDir: string): PingState {
  * Dead-man switch after each pass; redirects are not followed (a 3xx is a failure). A push URL
  * (placeholders) is a GET, as Uptime Kuma takes it; a plain one is a POST whose body is the pass's
  * one-line summary (healthchecks.io keeps it). Uptime Kuma's `Monitor not found or not active` is
- * refused for good: logged, then tried and said again once a day, not every pass.
+ * refused for good: logged, then tried and said again once a day, not every pass. `ifChanged` (an
+ * outcome recorded between passes: the crash watch, an operator): pinged only when what it would say
+ * is not what the last ping said, so its status is never a pass behind, and nothing else between
+ * passes keeps a dead-man switch quiet.
  */
 export async function pingHeartbeat(
   config: Config,
   down: string[],
   logger: Logger,
   doFetch: typeof fetch = fetch,
-  { pingMs = 0, now = Date.now() }: { pingMs?: number; now?: number } = {},
+  { pingMs = 0, now = Date.now(), ifChanged = false }: { pingMs?: number; now?: number; ifChanged?: boolean } = {},
 ): Promise<void> {
   const base = config.watchdog.heartbeatUrl;
   if (!base) return;
@@ -163,6 +169,8 @@ export async function pingHeartbeat(
   const state = readPingState(stateDir);
   if (state.refused?.url === urlKey(base) && now - state.refused.at < DAY_MS) return;
   const message = down.length ? `down: ${down.join(", ")}` : "all services healthy";
+  // Before any pass said anything, a pass's first ping is the one to say it.
+  if (ifChanged && (state.said ?? "all services healthy") === message) return;
   const url = heartbeatTarget(base, down.length > 0, message, pingMs);
   const push = PLACEHOLDERS.test(base);
   const save = (next: PingState) => {
@@ -187,12 +195,15 @@ export async function pingHeartbeat(
           `heartbeat ping to ${redactUrl(url)} refused for good: ${said} ` +
             "(is the push monitor deleted or paused? tried again, and said, once a day)",
         );
-        save({ refused: { url: urlKey(base), at: now } });
+        save({ refused: { url: urlKey(base), at: now }, said: state.said });
         return;
       }
       logger.write("NOTIFY", `heartbeat ping to ${redactUrl(url)} failed: ${said}`);
+      if (state.refused) save({ refused: null, said: state.said });
+      return;
     }
-    if (state.refused) save({ refused: null });
+    // Written only when it says something new (a file write per pass otherwise).
+    if (state.refused || (state.said ?? "all services healthy") !== message) save({ refused: null, said: message });
   } catch (error) {
     const reason = isTimeout(error) ? "no answer" : networkReason(error);
     logger.write("NOTIFY", `heartbeat ping to ${redactUrl(url)} failed: ${scrub(reason, url)}`);

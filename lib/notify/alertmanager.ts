@@ -88,12 +88,14 @@ const keyOf = (labels: Record<string, string>) => `${labels.alertname}/${labels.
 /**
  * Alertmanager: every pass posts each condition that holds with endsAt three intervals ahead (so
  * it never expires while it holds), and each that no longer holds with the same labels and
- * endsAt = now, which resolves it. The firing set is kept in notify's state.
+ * endsAt = now, which resolves it. The firing set is kept in notify's state. `gap` is what a pass
+ * found; "as-found" (an outcome recorded between passes): the watchdog's gap alert stays as the last
+ * pass left it.
  */
 export async function syncAlerts(
   config: Config,
   services: { service: ServiceConfig; state: ServiceState }[],
-  gap: Downtime | null,
+  gap: Downtime | null | "as-found",
   logger: Logger,
   now = Date.now(),
   intervalMs = config.watchdog.intervalMs,
@@ -110,7 +112,7 @@ export async function syncAlerts(
   for (const { service, state } of services) {
     for (const condition of conditionsOf(service, state, now, intervalMs)) add(service.name, condition);
   }
-  if (gap?.name === "watchdog") {
+  if (gap !== "as-found" && gap?.name === "watchdog") {
     const summary = `the watchdog on ${instance} did not run for ${humanDuration(gap.to - gap.from)}`;
     add("watchdog", {
       alertname: "TendWatchdogGap",
@@ -122,6 +124,9 @@ export async function syncAlerts(
   await withSpool({ stateDir: config.watchdog.stateDir }, async () => {
     const notifyState = readNotifyState(config.watchdog.stateDir);
     const firing = notifyState.firing;
+    if (gap === "as-found")
+      for (const [key, alert] of Object.entries(firing))
+        if (alert.labels.alertname === "TendWatchdogGap") current.set(key, alert);
     const ahead = new Date(now + 3 * intervalMs).toISOString();
     const alerts: AlertPayload[] = [];
     // Alertmanager refuses an alert whose start is after its end: a start recorded before a clock

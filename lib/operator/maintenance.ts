@@ -4,6 +4,7 @@ import { usageError } from "../core/errors.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir } from "../state/dir.ts";
 import { ServiceOwner } from "../owner/owner.ts";
+import { updatePassWideViews } from "../owner/pass-wide.ts";
 import type { ServiceState } from "../core/state.ts";
 import { pausedVerdict } from "../core/verdict.ts";
 import { tendNow } from "../state/clock.ts";
@@ -45,6 +46,10 @@ export async function maintain(
     return said;
   } finally {
     owner.release();
+    // A pause resolves its alerts at once; a reset or resume shows the service new until the next pass.
+    await updatePassWideViews(config, { logger, now, gap: "as-found", ping: "if-changed" }).catch((error) =>
+      logger.write("ERROR", `the pass-wide views were not brought up to date: ${(error as Error).message}`),
+    );
   }
 }
 

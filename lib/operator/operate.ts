@@ -1,8 +1,8 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import type { LogLine } from "../core/events.ts";
-import { sendEvents } from "../notify/alert.ts";
 import { ServiceOwner } from "../owner/owner.ts";
+import { publishEvents, updatePassWideViews } from "../owner/pass-wide.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir } from "../state/dir.ts";
@@ -94,9 +94,13 @@ export async function operate(
       code = verified.recovered ? 0 : 1;
     }
     owner.save(state);
-    await sendEvents(config, owner.events, logger, now);
+    await publishEvents(config, owner.events, logger, now);
     return code;
   } finally {
     owner.release();
+    // What it recorded, in the pass-wide views before it exits (metrics_file, alerts, the heartbeat's status).
+    await updatePassWideViews(config, { logger, now, gap: "as-found", ping: "if-changed" }).catch((error) =>
+      logger.write("ERROR", `the pass-wide views were not brought up to date: ${(error as Error).message}`),
+    );
   }
 }

@@ -6,9 +6,10 @@ import { ensureStateDir, statePaths } from "../state/dir.ts";
 import { holderRecord, readHolder, takeLock } from "../os/lock.ts";
 import { after } from "../os/timer.ts";
 import { judgeServices, runPass } from "./pass.ts";
+import { publishEvents, updatePassWideViews } from "../owner/pass-wide.ts";
 import { LiveConfig } from "../config/live.ts";
 import { sayBrokenConfig } from "./config-error.ts";
-import { sendEvents, spoolEvents } from "../notify/alert.ts";
+import { spoolEvents } from "../notify/alert.ts";
 import { uptimeClock } from "../os/proc.ts";
 import { watchedIsGone } from "../os/pidsource.ts";
 import { exitOf } from "../os/children.ts";
@@ -325,6 +326,7 @@ export async function runLoop({
               settled,
               aliveAt,
               stop: stopped.signal,
+              intervalMs,
             }).catch((error) => failed(confirmed.join(", "), error)),
           );
       }
@@ -342,8 +344,8 @@ export async function runLoop({
 
 /**
  * The crash watch's start of the services found gone (or due a retry) between passes: each judged
- * as a pass judges it, under its own lock only (no heartbeat, gap or metrics: the full pass's), its
- * notifications sent once its verification ends.
+ * as a pass judges it, under its own lock only (the gap and the heartbeat file are the full pass's),
+ * its notifications sent once its verification ends, and the pass-wide views brought up to its outcome.
  */
 async function crashWatch(
   config: Config,
@@ -357,6 +359,7 @@ async function crashWatch(
     monotonic,
     stop,
     aliveAt,
+    intervalMs,
   }: {
     aliveAt: (name: string) => number | null;
     settled: (name: string, saved?: ServiceState) => void;
@@ -366,6 +369,7 @@ async function crashWatch(
     now: () => number;
     logger: Logger;
     stop: AbortSignal;
+    intervalMs: number;
   },
 ): Promise<void> {
   const services = config.services.filter((service) => due.includes(service.name));
@@ -387,5 +391,13 @@ async function crashWatch(
   const events = outcomes.flatMap((outcome) => outcome.events);
   // Stopped: said by the next pass (spooled), not sent now — unless it cannot be spooled (a full disk).
   const unsent = stop.aborted ? await spoolEvents(config, events, logger, now) : events;
-  if (!stop.aborted || unsent.length) await sendEvents(config, unsent, logger, now);
+  if (!stop.aborted || unsent.length) await publishEvents(config, unsent, logger, now);
+  await updatePassWideViews(config, {
+    logger,
+    now,
+    intervalMs,
+    gap: "as-found",
+    ping: "if-changed",
+    offline: stop.aborted,
+  });
 }

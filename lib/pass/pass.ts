@@ -1,15 +1,12 @@
-import { hostname } from "node:os";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import type { ServiceState } from "../core/state.ts";
 import { downtimeLine, gapEventOf, type Downtime, type LogLine } from "../core/events.ts";
 import { humanDuration } from "../core/duration.ts";
 import { isTendError, TendError } from "../core/errors.ts";
 import { oneLine } from "../core/sanitize.ts";
-import { blocksDependents, notJudged, viewOf, WORDS } from "../core/verdict.ts";
-import { eventMessage, pingHeartbeat, sendEvents, spoolEvents } from "../notify/alert.ts";
-import { syncAlerts } from "../notify/alertmanager.ts";
+import { blocksDependents, notJudged } from "../core/verdict.ts";
+import { eventMessage, sendEvents, spoolEvents } from "../notify/alert.ts";
 import { messageKey, type Message } from "../notify/send.ts";
-import { writeFileAtomic } from "../os/atomic.ts";
 import { inWords } from "../os/files.ts";
 import { holderRecord, loopRuns, takeLock, type Holder } from "../os/lock.ts";
 import { clocks } from "../os/libc.ts";
@@ -28,10 +25,10 @@ import { Logger } from "../state/logger.ts";
 import { compactObservations, latestRecordedIn, stateReader } from "../state/service-state.ts";
 import { findGap, markGapSaid, readHeartbeat, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
-import { renderMetrics } from "../core/metrics.ts";
 import { judgeService, leftAsRecorded, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
 import { DependencyBoard } from "./assess.ts";
 import { ServiceOwner } from "../owner/owner.ts";
+import { publishEvents, updatePassWideViews } from "../owner/pass-wide.ts";
 
 export type { ServiceOutcome } from "./judge.ts";
 
@@ -174,7 +171,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
       if (unspooled.length) await sendEvents(config, unspooled, logger, now);
     } else {
       const events = [...gapEvents, ...services.flatMap((service) => service.events)];
-      await publishOutcomes(config, services, events, { gap, logger, now, intervalMs });
+      await publishEvents(config, events, logger, now);
       // Every pass keeps the output files tend made under log_max_size (copy, then truncate in place).
       for (const service of config.services) {
         const output = ownOutputOf(service);
@@ -188,7 +185,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     }
     {
       const passAt = now();
-      if (config.watchdog.metricsFile) writeMetrics(config, services, passAt, logger);
+      // Alertmanager's alerts and the metrics file (only the file when stopped: no time for a receiver).
+      await updatePassWideViews(config, { logger, now, intervalMs, gap, passAt, offline: stopped });
       try {
         writeHeartbeat(stateDir, passAt, intervalMs, clocksNow, recordOf(clock.frame, passAt, clock.reading));
       } catch (error) {
@@ -223,39 +221,11 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     // A verification's end is an outcome too: the pass-wide views (Alertmanager, metrics_file) are brought
     // up to date before this process exits, never left one pass behind; the heartbeat is pinged once, last,
     // with what every service ended at.
-    if (verified.length) {
-      await publishOutcomes(config, finished, verifiedEvents, { gap, logger, now, intervalMs });
-      if (config.watchdog.metricsFile) writeMetrics(config, finished, now(), logger);
-    }
-    await pingHeartbeat(config, downOf(finished), logger, fetch, {
-      pingMs: performance.now() - passStarted,
-      now: now(),
-    });
+    if (verified.length) await publishEvents(config, verifiedEvents, logger, now);
+    const pingMs = performance.now() - passStarted;
+    await updatePassWideViews(config, { logger, now, intervalMs, gap, ping: { pingMs }, views: verified.length > 0 });
   }
   return { ran: true, services: finished };
-}
-
-/** The services the table calls down (tend_service_up 0): never a strike below N (lesson 3). */
-const downOf = (outcomes: ServiceOutcome[]) =>
-  outcomes
-    .filter((outcome) => outcome.decision.next.verdict && WORDS[outcome.decision.next.verdict.word].up === 0)
-    .map((outcome) => outcome.name);
-
-/**
- * What the services' outcomes tell the receiver: Alertmanager gets one alert per service and condition
- * (re-sent while it holds, resolved when it ends: a failed restart is TendServiceDown, resolved by the
- * recovery); a chat receiver gets the events.
- */
-async function publishOutcomes(
-  config: Config,
-  outcomes: ServiceOutcome[],
-  events: Message[],
-  { gap, logger, now, intervalMs }: { gap: Downtime | null; logger: Logger; now: () => number; intervalMs: number },
-) {
-  if (config.notify.format !== "alertmanager") return sendEvents(config, events, logger, now);
-  await sendEvents(config, [], logger, now); // what an earlier format left in the spool
-  const states = outcomes.map(({ name, decision }) => ({ service: serviceNamed(config, name), state: decision.next }));
-  await syncAlerts(config, states, gap, logger, now(), intervalMs);
 }
 
 type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep" | "verifying" | "owner"> & {
@@ -396,22 +366,6 @@ function repairAfterCut(config: Config, afterGap: boolean, logger: Logger): void
   }
   if (said.length) logger.write("WARN", `repaired: ${said.join("; ")}`);
 }
-
-function writeMetrics(config: Config, services: ServiceOutcome[], passAt: number, logger: Logger) {
-  const path = config.watchdog.metricsFile!;
-  try {
-    const rows = services.map(({ name, decision }) => ({
-      name,
-      state: decision.next,
-      word: viewOf(serviceNamed(config, name).enabled, decision.next.verdict).word,
-    }));
-    writeFileAtomic(path, renderMetrics(rows, passAt, hostname()), 0o644);
-  } catch (error) {
-    logger.write("ERROR", `cannot write metrics_file ${path}: ${(error as Error).message}`);
-  }
-}
-
-const serviceNamed = (config: Config, name: string) => config.services.find((service) => service.name === name)!;
 
 /** A gap's messages keyed by the gap (its start): a pass that finds it again sends the same message, kept once. */
 const gapKey = (gap: Downtime, what = "gap") => messageKey(what, Math.round(gap.from));

@@ -1,12 +1,12 @@
 import type { HttpCheck } from "../checks/http.ts";
 import type { Config } from "../config/types.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { sendEvents } from "../notify/alert.ts";
 import { blocksNow, DependencyBoard } from "../pass/assess.ts";
 
 import { ensureStateDir } from "../state/dir.ts";
 import { stateReader } from "../state/service-state.ts";
 import { ServiceOwner } from "../owner/owner.ts";
+import { publishEvents, updatePassWideViews } from "../owner/pass-wide.ts";
 import { type TunnelRecord } from "../core/state.ts";
 import { tunnelService } from "../config/tunnel.ts";
 import { judgeService } from "../pass/judge.ts";
@@ -162,7 +162,8 @@ export async function watchTunnel(
     // (the next failed check restarts again once the backoff allows), as for any service.
     writeCounter(counter, outcome.decision.next.strikes);
     owner.release(); // notifications have their own lock (notify.lock): a pass need not wait for them
-    await sendEvents(config, outcome.events, logger, now);
+    await publishEvents(config, outcome.events, logger, now);
+    await updatePassWideViews(config, { logger, now, gap: "as-found", ping: "if-changed" });
     // Skipped (grace, paused) is not failing: cron's exit status stays 0 unless it struck or restarted.
     return { healthy: ["ok", "skip", "busy"].includes(outcome.decision.kind) };
   } finally {

@@ -15,7 +15,7 @@ import { readRange } from "../os/files.ts";
 import { ownOutputOf, serviceUnit } from "../restarts/index.ts";
 import { statePaths } from "../state/dir.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
-import { watchedServices } from "./watched.ts";
+import { watchedServices } from "../config/watched.ts";
 
 export type Source = "tend" | "host" | "notification" | "service";
 

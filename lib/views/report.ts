@@ -1,4 +1,4 @@
-import { watchedServices } from "./watched.ts";
+import { watchedServices } from "../config/watched.ts";
 import { coveredBy, mergeSpans, overlap, type Span } from "../core/spans.ts";
 import type { Config } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";

@@ -9,15 +9,14 @@ import type { StatusReport } from "./status.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { parseDuration } from "../core/duration.ts";
 import { TendError, usageError } from "../core/errors.ts";
-import { viewOf } from "../core/verdict.ts";
 import { parseListen } from "../core/listen.ts";
 import { oneLine } from "../core/sanitize.ts";
 import { parseSamples } from "../core/latency.ts";
 import { stateReader, type StateCache, type StateReader } from "../state/service-state.ts";
 import type { ServiceState } from "../core/state.ts";
-import { watchedServices } from "./watched.ts";
+import { watchedServices } from "../config/watched.ts";
 import { readHeartbeat } from "../state/heartbeat.ts";
-import { renderMetrics } from "../core/metrics.ts";
+import { metricsRow, renderMetrics } from "../core/metrics.ts";
 import { reportOf, serviceReport } from "./report.ts";
 import { mapInSlices } from "../os/timer.ts";
 import { statsOf, type ServiceStats } from "./stats.ts";
@@ -260,10 +259,9 @@ const ROUTES: Record<string, Route> = {
   },
   async "/metrics"(config, _url, now) {
     const read = stateReader(config.watchdog.stateDir);
-    const rows = await mapInSlices(watchedServices(config, read, now), (service) => {
-      const state = read(service.name);
-      return { name: service.name, state, word: viewOf(service.enabled, state.verdict).word };
-    });
+    const rows = await mapInSlices(watchedServices(config, read, now), (service) =>
+      metricsRow(service, read(service.name)),
+    );
     const heartbeat = readHeartbeat(config.watchdog.stateDir);
     // No pass yet: 0, so `time() - tend_last_pass_timestamp_seconds > N` alerts as it should.
     return new Response(renderMetrics(rows, heartbeat ? Date.parse(heartbeat.at) : 0, hostname()), {

@@ -1,4 +1,4 @@
-import { watchedServices } from "./watched.ts";
+import { watchedServices } from "../config/watched.ts";
 import { inSpans, mergeSpans, type Span } from "../core/spans.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { counted, humanDuration, latencyLabel } from "../core/duration.ts";

@@ -1,4 +1,4 @@
-import { servicesAt } from "./watched.ts";
+import { servicesAt } from "../config/watched.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";

@@ -1,8 +1,8 @@
 import { readdirSync } from "node:fs";
-import type { Config, ServiceConfig } from "../config/types.ts";
+import type { Config, ServiceConfig } from "./types.ts";
 import { statePaths } from "../state/dir.ts";
 import { stateReader, type StateReader } from "../state/service-state.ts";
-import { tunnelService } from "../config/tunnel.ts";
+import { tunnelService } from "./tunnel.ts";
 import { externalIsWatched } from "../core/health.ts";
 
 /** A service judged outside the configuration, and when it was last judged. */
