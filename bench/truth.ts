@@ -2,10 +2,13 @@
 // times as often as tend does, and a seeded random schedule of faults (kills, freezes, 502 spells,
 // a hang from the start, a leak, a flapping upstream, a receiver answering 500, a pass killed by
 // SIGTERM or SIGKILL, a reboot-like stop of everything, a wall-clock step, a full state disk) under
-// cron-like passes or the loop. Then every view tend gives — downtime.log, report --json, status
-// --json and --nagios, /metrics and /api/status of a `watchdog serve` beside it, the state's counts,
-// what the passes said on stdout, the notifications the receiver got — is held to what the
-// stopwatch saw and the harness did. A failing seed prints its schedule and the first
+// cron-like passes or the loop, and an operator at work among them (`watchdog restart`, `stop` then
+// `start`, `pause` then `resume`). Then every view tend gives — downtime.log, report --json, status
+// --json and --nagios, /metrics and /api/status of a `watchdog serve` beside it, the metrics file, the
+// heartbeat's {status} as a push monitor gets it, Alertmanager's alerts (every third seed notifies
+// Alertmanager's API in place of a chat), the state's counts, what the passes and the operator's
+// commands said on stdout, the notifications the receiver got — is held to what the stopwatch saw
+// and the harness did. A failing seed prints its schedule and the first
 // disagreements; `make truth SEED=n` replays it.
 // usage: bun bench/truth.ts [--seed N] [--seeds COUNT] [--mode cron|loop|both|alternate] [--seconds S]
 import {
@@ -87,7 +90,10 @@ export type FaultKind =
   | "passkill"
   | "reboot"
   | "clockstep"
-  | "diskfull";
+  | "diskfull"
+  | "oprestart"
+  | "opstop"
+  | "oppause";
 
 export interface Fault {
   at: number; // ms from the start
@@ -145,6 +151,8 @@ function prng(seed: number) {
 }
 
 export const SERVICES = ["web", "api", "leaky", "flappy"] as const;
+/** An operator's commands: a restart by hand; a stop, then a start; a pause, then a resume. */
+const OPERATOR_FAULTS: FaultKind[] = ["oprestart", "opstop", "oppause"];
 const SERVICE_FAULTS: Record<string, FaultKind[]> = {
   web: ["kill", "freeze", "spell502", "hangstart", "slow"],
   api: ["kill", "freeze", "spell502", "hangstart", "slow"],
@@ -160,7 +168,7 @@ export function schedule(
   seed: number,
   faultSeconds: number,
   mode: "cron" | "loop",
-  { clockSteps = false, reboots = true } = {},
+  { clockSteps = false, reboots = true, operator = true } = {},
 ): Fault[] {
   const random = prng(seed);
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)];
@@ -197,6 +205,10 @@ export function schedule(
         (reboots || fault.kind !== "reboot"),
     ),
   );
+  // An operator at work among the faults (drawn last: every other fault of a seed is what it was).
+  if (operator)
+    for (let at = between(5000, 12_000); at < endMs; at += between(9000, 18_000))
+      faults.push({ at, kind: pick(OPERATOR_FAULTS), service: pick(SERVICES), forMs: between(2000, 5000) });
   return faults.sort((a, b) => a.at - b.at);
 }
 
@@ -222,7 +234,17 @@ export interface RunResult {
   disagreements: string[];
   /** What was compared, for the table: outages seen by the stopwatch and by tend, restarts, messages. */
   /** resent: messages that came again under their key (delivered in the instant before a pass was killed). */
-  counts: { truthOutages: number; tendOutages: number; restarts: number; messages: number; resent: number };
+  counts: {
+    truthOutages: number;
+    tendOutages: number;
+    restarts: number;
+    messages: number;
+    resent: number;
+    /** The operator's commands run, the heartbeat's pings, Alertmanager's posts. */
+    operator: number;
+    pings: number;
+    alertPosts: number;
+  };
   seconds: number;
 }
 
@@ -250,6 +272,21 @@ const pidOf = (file: string) => {
     return null;
   }
 };
+
+const OPERATOR_COMMANDS = ["restart", "stop", "start", "pause", "resume"];
+
+/** What an operator did: a command's span (and for a stop or a pause, the span until the start or resume). */
+interface OperatorRun {
+  kind: "restart" | "stop" | "pause";
+  name: string;
+  from: number;
+  /** The command returned (a stop's or pause's: it has taken effect). */
+  to: number;
+  code: number;
+  /** A stop's start, a pause's resume: from when it was run, to when it returned, and its exit. */
+  undo?: { from: number; to: number; code: number };
+  said: string;
+}
 
 const signalGroup = (group: number, name: NodeJS.Signals) => {
   try {
@@ -280,12 +317,32 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
   const received: Received[] = [];
   let resent = 0;
   const receiverDown = { until: 0 };
+  // Every third seed notifies Alertmanager's API (its alerts, not chat messages): the receiver keeps the
+  // posts, as Alertmanager would, and the oracle holds them to the stopwatch.
+  const alertmanager = seed % 3 === 0;
+  const alertPosts: { at: number; alerts: { labels: Record<string, string>; startsAt: string; endsAt: string }[] }[] =
+    [];
+  // The heartbeat, as an Uptime Kuma push monitor gets it: {status} on every pass (and between passes, on change).
+  const pings: { at: number; status: string; down: string[] }[] = [];
   const receiver = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     async fetch(request) {
+      const url = new URL(request.url);
+      if (url.pathname === "/push") {
+        pings.push({
+          at: trueNow(),
+          status: url.searchParams.get("status") ?? "",
+          down: (url.searchParams.get("msg") ?? "").replace(/^down: /, "").split(", "),
+        });
+        return new Response("ok");
+      }
       const body = await request.json().catch(() => ({}));
       if (trueNow() < receiverDown.until) return new Response("down for the harness", { status: 500 });
+      if (url.pathname === "/api/v2/alerts") {
+        alertPosts.push({ at: trueNow(), alerts: Array.isArray(body) ? body : [] });
+        return new Response("ok");
+      }
       // As ntfy and webhooks: a key seen before is the same message, kept once.
       const key = request.headers.get("idempotency-key");
       if (key !== null && received.some((message) => message.key === key)) return (resent++, new Response("ok"));
@@ -308,15 +365,18 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
   const setMode = (name: string, mode: string) => writeFileSync(control(name), mode);
   for (const name of SERVICES) setMode(name, "ok");
   const config = join(dir, "tend.toml");
+  const metricsFile = join(dir, "tend.prom");
   writeFileSync(
     config,
     [
       `[watchdog]`,
       `state_dir = "${state}"`,
       `interval = "${INTERVAL_MS / 1000}s"`,
+      `metrics_file = "${metricsFile}"`,
+      `heartbeat_url = "http://127.0.0.1:${receiver.port}/push?status={status}&msg={msg}"`,
       `[notify]`,
       `url = "http://127.0.0.1:${receiver.port}/"`,
-      `format = "json"`,
+      `format = "${alertmanager ? "alertmanager" : "json"}"`,
       `timeout = "1s"`,
       `retries = 0`,
       // Every restart's ⚠️ is a message of its own: no thinning of repeats in the harness.
@@ -375,7 +435,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       new Response(child.stderr).text(),
       child.exited,
     ]);
-    if (args[1] === "pass") appendFileSync(stdoutFile, stdout);
+    // What the passes and the operator's commands said: every RESTART line is one restart.
+    if (args[1] === "pass" || OPERATOR_COMMANDS.includes(args[1])) appendFileSync(stdoutFile, stdout);
     return { code, stdout, stderr };
   };
   const truthFile = join(dir, "stopwatch.jsonl");
@@ -486,16 +547,23 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       );
     };
     await startServe();
-    const ups: { at: number; name: string; up: number }[] = [];
+    // The metrics file too, read where node_exporter's textfile collector reads it, as often.
+    const ups: { at: number; name: string; up: number; from: "/metrics" | "metrics_file" }[] = [];
     let sampling = true;
+    const upsIn = (text: string, at: number, from: "/metrics" | "metrics_file") => {
+      for (const match of text.matchAll(/^tend_service_up\{instance="[^"]*",service="([^"]+)"[^}]*\} (\d+)/gm))
+        ups.push({ at, name: match[1], up: Number(match[2]), from });
+    };
     const sampler = (async () => {
       while (sampling) {
         const at = trueNow();
         const text = await fetch(`http://127.0.0.1:${servePort}/metrics`, { signal: AbortSignal.timeout(1000) })
           .then((r) => r.text())
           .catch(() => "");
-        for (const match of text.matchAll(/^tend_service_up\{instance="[^"]*",service="([^"]+)"[^}]*\} (\d+)/gm))
-          ups.push({ at, name: match[1], up: Number(match[2]) });
+        upsIn(text, at, "/metrics");
+        try {
+          upsIn(readFileSync(metricsFile, "utf8"), trueNow(), "metrics_file");
+        } catch {} // not written yet
         await Bun.sleep(250);
       }
     })();
@@ -538,9 +606,40 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     // One whole-host fault at a time: a step while the host is down waits for its boot.
     let wholeHost = Promise.resolve();
     const alone = (work: () => Promise<void>) => (wholeHost = wholeHost.then(work, work));
+    // One operator, one command at a time; none while the host is off (the operator waits for its boot).
+    const operatorRuns: OperatorRun[] = [];
+    let operatorAt = Promise.resolve();
+    const operator = (work: () => Promise<void>) => (operatorAt = operatorAt.then(work, work));
+    const hostUp = () => waitFor(() => !down.now, 60_000, "the host up for the operator").catch(() => {});
+    const command = async (args: string[]) => {
+      await hostUp();
+      const from = trueNow();
+      const run = await tend(["watchdog", ...args]);
+      return { from, to: trueNow(), code: run.code, said: `${run.stdout}${run.stderr}`.trim() };
+    };
     async function inject(fault: Fault) {
       const name = fault.service!;
       switch (fault.kind) {
+        case "oprestart":
+          return operator(async () => {
+            const run = await command(["restart", name]);
+            operatorRuns.push({ kind: "restart", name, ...run });
+          });
+        case "opstop":
+        case "oppause":
+          return operator(async () => {
+            const [verb, undo] = fault.kind === "opstop" ? ["stop", "start"] : ["pause", "resume"];
+            const run = await command([verb, name]);
+            await Bun.sleep(fault.forMs);
+            const back = await command([undo, name]);
+            operatorRuns.push({
+              kind: verb as "stop" | "pause",
+              name,
+              ...run,
+              undo: { from: back.from, to: back.to, code: back.code },
+              said: `${run.said}\n${back.said}`,
+            });
+          });
         case "kill":
           return killGroup(pidOf(pidfile(name)) ?? 0);
         case "freeze": {
@@ -632,6 +731,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     }
     await Promise.all(timers);
     await wholeHost;
+    await operatorAt;
     await Bun.sleep(quietSeconds * 1000);
     killNextPass.signal = null;
     clearInterval(passKiller);
@@ -699,7 +799,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       // Said once: a pass killed in the new boot's first second leaves it to the next, never twice (seed 165).
       const again = host.filter(([from]) => mine && from === mine[0]).length;
       if (again > 1) disagree(`reboot ${index + 1}: its host DOWNTIME line said ${again} times`);
-      if (!received.some((message) => message.event === "reboot" && message.at >= resumedAt))
+      if (!alertmanager && !received.some((message) => message.event === "reboot" && message.at >= resumedAt))
         disagree(`reboot ${index + 1}: no 🔌 received`);
     }
     if (received.some((message) => message.event === "gap"))
@@ -710,18 +810,106 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       [...stdoutText.matchAll(new RegExp(`^\\[([\\d-]+ [\\d:]+)\\] \\[RESTART\\] ${name}: `, "gm"))].map((match) =>
         unframed(Date.parse(match[1].replace(" ", "T") + "Z")),
       );
-    for (const { at: sampledAt, name, up } of ups) {
-      if (up !== 0) continue;
+    /** Whether NAME may be said down at `sampledAt`: down for the stopwatch, or in a restart's verification. */
+    const downExplained = (name: string, sampledAt: number) => {
       // A restart logged while the wall clock was stepped back carries that clock's stamp: not matched here.
       if (steps.some((step) => sampledAt >= step.from - 1000 && sampledAt <= step.to + VERIFY_MS + TOLERANCE_MS))
-        continue;
+        return true;
       const restarts = restartedAt(name).map((at) => [at - 1000, at + VERIFY_MS] as [number, number]);
       const spans = [...realSpans(name), ...restarts];
-      if (!spans.some(([from, to]) => sampledAt >= from && sampledAt <= to + TOLERANCE_MS + INTERVAL_MS)) {
-        disagree(`${name}: /metrics said tend_service_up 0 at ${at(sampledAt)}, the stopwatch saw it answering`);
+      return spans.some(([from, to]) => sampledAt >= from && sampledAt <= to + TOLERANCE_MS + INTERVAL_MS);
+    };
+    for (const from of ["/metrics", "metrics_file"] as const)
+      for (const { at: sampledAt, name, up } of ups.filter((sample) => sample.from === from)) {
+        if (up !== 0 || downExplained(name, sampledAt)) continue;
+        disagree(`${name}: ${from} said tend_service_up 0 at ${at(sampledAt)}, the stopwatch saw it answering`);
+        break;
+      }
+    // The heartbeat's {status}: down only when a service it names was (never a strike below N); the last
+    // pass's, after the quiet spell, up.
+    for (const ping of pings.filter((one) => one.status === "down")) {
+      const unexplained = ping.down.filter((name) => !downExplained(name, ping.at));
+      if (unexplained.length) {
+        disagree(
+          `the heartbeat said down (${unexplained.join(", ")}) at ${at(ping.at)}, the stopwatch saw it answering`,
+        );
         break;
       }
     }
+    if (!pings.length) disagree("the heartbeat was never pinged");
+    else if (pings.at(-1)!.status !== "up")
+      disagree(`the heartbeat's last ping, after the quiet spell, said ${pings.at(-1)!.status}`);
+    // Alertmanager: TendServiceDown firing only while its service was down; never a hand message or a
+    // watchdog gap; every alert resolved by the end.
+    const lastOf = new Map<string, { endsAt: string; postedAt: number }>();
+    for (const post of alertPosts)
+      for (const alert of post.alerts) {
+        const key = `${alert.labels.alertname}/${alert.labels.service}`;
+        lastOf.set(key, { endsAt: alert.endsAt, postedAt: post.at });
+        const firing = Date.parse(alert.endsAt) > Date.now() - (trueNow() - post.at) + 1000;
+        if (alert.labels.alertname === "TendNotification" || (firing && alert.labels.alertname === "TendWatchdogGap"))
+          disagree(`Alertmanager got ${alert.labels.alertname} at ${at(post.at)}`);
+        if (firing && alert.labels.alertname === "TendServiceDown" && !downExplained(alert.labels.service, post.at))
+          disagree(`${alert.labels.service}: TendServiceDown firing at ${at(post.at)}, the stopwatch saw it answering`);
+        // Memory growth: only for the service whose memory is watched. (Not only after its leak: the SPEC's
+        // least-squares slope projects a new process's first seconds of growth too — seed 3, at its start.)
+        if (firing && alert.labels.alertname === "TendMemoryGrowth" && alert.labels.service !== "leaky")
+          disagree(`${alert.labels.service}: TendMemoryGrowth firing at ${at(post.at)}: its memory is not watched`);
+      }
+    // Resolved by the end: every condition but a memory trend (its samples may still climb toward the
+    // limit after a leak that did not reach restart_above: true, and said).
+    for (const [key, last] of lastOf)
+      if (
+        !key.startsWith("TendMemoryGrowth/") &&
+        Date.parse(last.endsAt) > Date.now() - (trueNow() - last.postedAt) + 1000
+      )
+        disagree(`Alertmanager: ${key} still firing after the quiet spell`);
+    // The operator's commands: what each said it did, the stopwatch saw; while a service was stopped
+    // or paused, no pass restarted it.
+    const answering = (name: string, moment: number) => {
+      const last = samples.filter((s) => s.name === name && typeof s.ok === "boolean" && s.at <= moment).at(-1);
+      return last?.ok !== false;
+    };
+    const answeredWithin = (name: string, from: number, to: number) =>
+      answering(name, from) || samples.some((s) => s.name === name && s.ok === true && s.at >= from && s.at <= to);
+    const failedWithin = (name: string, from: number, to: number) =>
+      !answering(name, from) || samples.some((s) => s.name === name && s.ok === false && s.at >= from && s.at <= to);
+    for (const run of operatorRuns) {
+      const what = `watchdog ${run.kind} ${run.name} at ${at(run.from)}`;
+      if (![0, 1].includes(run.code) || /^\s+at /m.test(run.said))
+        disagree(`${what}: exit ${run.code}: ${run.said.slice(0, 200)}`);
+      if (run.kind === "restart" && run.code === 0 && !answeredWithin(run.name, run.from, run.to + TOLERANCE_MS))
+        disagree(`${what}: exit 0 (recovered), the stopwatch never saw it answer`);
+      if (run.kind === "restart" && run.code === 1 && !failedWithin(run.name, run.from, run.to))
+        disagree(`${what}: exit 1 (not recovered), the stopwatch saw it answer throughout`);
+      if (!run.undo) continue;
+      if (run.undo.code !== 0 && run.kind === "pause") disagree(`${what}: resume exits ${run.undo.code}`);
+      if (
+        run.kind === "stop" &&
+        run.code === 0 &&
+        run.undo.from - run.to > 1000 &&
+        !failedWithin(run.name, run.to, run.undo.from)
+      )
+        disagree(`${what}: stopped, the stopwatch saw it answer throughout`);
+      if (
+        run.kind === "stop" &&
+        run.undo.code === 0 &&
+        !answeredWithin(run.name, run.undo.from, run.undo.to + TOLERANCE_MS)
+      )
+        disagree(`${what}: started again (exit 0), the stopwatch never saw it answer`);
+      const held =
+        run.code === 0 && !steps.some((step) => step.from <= run.undo!.from && step.to + TOLERANCE_MS >= run.to);
+      const restartedMeanwhile = restartedAt(run.name).filter((t) => t > run.to + 500 && t < run.undo!.from - 500);
+      if (held && restartedMeanwhile.length)
+        disagree(
+          `${what}: restarted at ${at(restartedMeanwhile[0])}, while ${run.kind === "stop" ? "stopped" : "paused"}`,
+        );
+    }
+    // Time under an operator's stop or pause is not the watchdog's to measure (nothing probes it).
+    const operatorSpans = (name: string) =>
+      operatorRuns
+        .filter((run) => run.name === name && run.undo)
+        .map((run) => [framed(run.from), framed(run.undo!.to + VERIFY_MS)] as [number, number]);
     function realSpans(name: string) {
       // The stopwatch's changes, and each kill as the harness made it: down from that instant, even
       // when tend (or the crash watch) brought it back between two of the stopwatch's looks.
@@ -792,7 +980,15 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
           })
           .map((match) => match[2])
           .slice(0, 3);
-      compareOutages(name, truth, recorded, kills, disagree, [...flaps, ...rebootSpans], tendSaid);
+      compareOutages(
+        name,
+        truth,
+        recorded,
+        kills,
+        disagree,
+        [...flaps, ...rebootSpans, ...operatorSpans(name)],
+        tendSaid,
+      );
       // A flapping spell is found while it lasts (6 changes take 7 of tend's probes, one a second):
       // a spell tend recorded (or one still open) overlaps it. One spell may span two faults close together.
       const spells: [number, number][] = [
@@ -825,7 +1021,15 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         disagree(`${name}: ${restartLines} RESTART lines said, restartsTotal ${stateJson.restartsTotal}`);
       if (row.restarts !== restartLines)
         disagree(`${name}: ${restartLines} RESTART lines said, report says ${row.restarts} restarts`);
-      if (warnings.size !== restartLines) disagree(`${name}: ${restartLines} restarts, ${warnings.size} ⚠️ received`);
+      if (!alertmanager && warnings.size !== restartLines)
+        disagree(`${name}: ${restartLines} restarts, ${warnings.size} ⚠️ received`);
+      // The metrics file after the last pass: the same count.
+      const exposition = readFileSync(metricsFile, "utf8");
+      const counted = new RegExp(`^tend_service_restarts_total\\{[^}]*service="${name}"[^}]*\\} (\\d+)$`, "m").exec(
+        exposition,
+      )?.[1];
+      if (Number(counted) !== restartLines)
+        disagree(`${name}: ${restartLines} RESTART lines said, the metrics file counts ${counted ?? "none"}`);
       if (row.outages !== recorded.length)
         disagree(`${name}: report counts ${row.outages} outages, the state has ${recorded.length}`);
       // ✅ only after a ⚠️/🚨/⛔ of the same outage that no ✅ answered yet.
@@ -840,10 +1044,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       // Downtime and MTTR as report gives them, against the stopwatch's (a flapping spell's many short
       // spans are not tend's to measure; a reboot's is the host's): each outage's edges may each lie
       // a tolerance off.
-      const measured = truth.filter(([from, to]) => ![...flaps, ...rebootSpans].some(([a, b]) => from <= b && to >= a));
+      const measured = truth.filter(
+        ([from, to]) => ![...flaps, ...rebootSpans, ...operatorSpans(name)].some(([a, b]) => from <= b && to >= a),
+      );
       // (After a reboot tend may record what the stopwatch saw in the host's downtime: its edges are
       // compareOutages's, and the sum is not comparable.)
-      if (!flaps.length && !reboots.length && measured.length) {
+      if (!flaps.length && !reboots.length && !operatorSpans(name).length && measured.length) {
         const clustered = clusterSpans(measured);
         // Those tend recorded (one it may miss, shorter than it can be sure to see, is compareOutages's).
         const seen = clustered.filter(([from, to]) =>
@@ -886,7 +1092,16 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       mode,
       faults,
       disagreements,
-      counts: { truthOutages, tendOutages, restarts, messages: received.length, resent },
+      counts: {
+        truthOutages,
+        tendOutages,
+        restarts,
+        messages: received.length,
+        resent,
+        operator: operatorRuns.length,
+        pings: pings.length,
+        alertPosts: alertPosts.length,
+      },
       seconds: Math.round((trueNow() - started) / 1000),
     };
   } finally {
@@ -1031,11 +1246,12 @@ if (import.meta.main) {
         clockSteps: true,
         say: (line) => console.log(line),
       });
-      const { truthOutages, tendOutages, restarts, messages, resent } = result.counts;
+      const { truthOutages, tendOutages, restarts, messages, resent, operator, pings, alertPosts } = result.counts;
       const row =
         `seed ${seed} ${mode}: ${result.disagreements.length ? "DISAGREES" : "agrees"} — ` +
-        `${result.faults.length} faults, ${truthOutages} outages seen by the stopwatch, ${tendOutages} by tend, ` +
-        `${restarts} restarts, ${messages} messages (${resent} again under their key), ${result.seconds}s`;
+        `${result.faults.length} faults (${operator} operator's), ${truthOutages} outages seen by the stopwatch, ` +
+        `${tendOutages} by tend, ${restarts} restarts, ${messages} messages (${resent} again under their key), ` +
+        `${pings} pings, ${alertPosts} alert posts, ${result.seconds}s`;
       console.log(row);
       rows.push(row);
       if (result.disagreements.length) {

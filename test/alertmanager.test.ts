@@ -9,6 +9,9 @@ import { controlledServer, freePort, Sandbox, waitFor } from "./helpers.ts";
 import { parseConfig } from "../lib/config/load.ts";
 import type { ClockSource } from "../lib/os/clock.ts";
 import { runPass } from "../lib/pass/pass.ts";
+import { syncAlerts } from "../lib/notify/alertmanager.ts";
+import { freshState } from "../lib/core/state.ts";
+import { Logger } from "../lib/state/logger.ts";
 
 const ALERTMANAGER = process.env.ALERTMANAGER ?? "build/tools/alertmanager";
 const box = new Sandbox();
@@ -145,3 +148,44 @@ http = "${web.url}"
   expect((await active()).filter((alert) => alert.labels.service === "stepped")).toEqual([]);
   web.server.stop(true);
 }, 60_000);
+
+test("TendMemoryGrowth holds while the samples project the limit; a restart that drops it resolves it", async () => {
+  const text = `
+[watchdog]
+state_dir = "${box.state}"
+interval = "1m"
+[notify]
+url = "http://127.0.0.1:${port}"
+format = "alertmanager"
+[[service]]
+name = "leaky"
+pidfile = "${join(box.dir, "leaky.pid")}"
+[service.check]
+http = "http://127.0.0.1:1/"
+[service.memory]
+limit = "400MiB"
+warn_within = "1h"
+`;
+  const config = parseConfig(text, box.config, box.env());
+  const service = config.services[0];
+  const logger = new Logger(null);
+  const now = Date.now();
+  const MiB = 1024 * 1024;
+  // Ten samples a minute apart, 10 MiB more each: 400 MiB within the hour.
+  const rising = Array.from(
+    { length: 10 },
+    (_, i) => [now - (13 - i) * 60_000, (100 + 10 * i) * MiB] as [number, number],
+  );
+  const growth = async () =>
+    (await active()).filter(
+      (alert) => alert.labels.service === "leaky" && alert.labels.alertname === "TendMemoryGrowth",
+    );
+  await syncAlerts(config, [{ service, state: { ...freshState(), rss: rising } }], null, logger, now);
+  const firing = await growth();
+  expect(firing).toHaveLength(1);
+  expect(firing[0].annotations.summary).toMatch(/^leaky memory grows .* reaches the limit 400 MiB in /);
+  // Restarted: the new process starts small again; the trend is no longer toward the limit.
+  const dropped = [...rising, ...[2, 1, 0].map((i) => [now - i * 60_000, 60 * MiB] as [number, number])];
+  await syncAlerts(config, [{ service, state: { ...freshState(), rss: dropped } }], null, logger, Date.now());
+  await waitFor(async () => (await growth()).length === 0, 10_000, "TendMemoryGrowth resolved");
+}, 30_000);

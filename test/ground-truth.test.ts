@@ -3,8 +3,10 @@
 // from the start, a leak, a flapping upstream, a receiver answering 500, passes killed by SIGTERM or
 // SIGKILL, a reboot-like stop of everything and a full state disk (seed 12 has both, in both modes;
 // the wall-clock step is make truth's alone: it would move the deadlines of the files beside this
-// one); then downtime.log, report, status, --nagios, /metrics, /api/status, the state's counts and
-// the notifications the receiver got are held to what happened (bench/truth.ts). A disagreement
+// one), and an operator's restart, stop/start and pause/resume among them; then downtime.log,
+// report, status, --nagios, /metrics, /api/status, the metrics file, the heartbeat's {status}, the
+// alerts Alertmanager's API got (seed 12 notifies it: every third seed does), the state's counts
+// and what the commands said are held to what happened (bench/truth.ts). A disagreement
 // prints the schedule to replay; its files are kept in build/truth-kept (nothing is left in /tmp).
 import { expect, test } from "bun:test";
 import { join } from "node:path";

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { WORDS } from "../core/verdict.ts";
+import { judgeMemory } from "../core/memory.ts";
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { humanDuration } from "../core/duration.ts";
 import type { Downtime } from "../core/events.ts";
@@ -15,8 +16,6 @@ interface Condition {
   summary: string;
   description: string;
 }
-
-const HOUR_MS = 3_600_000;
 
 /**
  * The conditions a service is in now, from its state: down (failing at N strikes, its restart
@@ -57,10 +56,11 @@ function conditionsOf(service: ServiceConfig, state: ServiceState, now: number, 
         `Last probe: ${last}.`,
     });
   }
-  if (state.memoryWarnedAt !== null && now - state.memoryWarnedAt < 2 * HOUR_MS) {
-    const said = state.lastEvent?.tag === "MEMORY" ? state.lastEvent.message : `${name} memory grows toward its limit`;
-    found.push({ alertname: "TendMemoryGrowth", severity: "warning", summary: said, description: said });
-  }
+  // While its samples say so now (the judgement that sends the 📈): a restart that dropped its memory
+  // resolves it, never hours after the warning (ground truth, seed 3).
+  const growing = service.memory ? judgeMemory(name, service.memory, state.rss).warn : null;
+  if (growing)
+    found.push({ alertname: "TendMemoryGrowth", severity: "warning", summary: growing, description: growing });
   const auto = state.history.filter((entry) => entry.what === "auto-restart" && now - entry.at < 3 * intervalMs);
   if (auto.length) {
     const count = auto.reduce((sum, entry) => sum + (entry.count ?? 1), 0);

@@ -1,15 +1,13 @@
 import type { Config } from "../config/types.ts";
-import { humanDuration } from "../core/duration.ts";
 import { usageError } from "../core/errors.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir } from "../state/dir.ts";
 import { ServiceOwner } from "../owner/owner.ts";
 import { updatePassWideViews } from "../owner/pass-wide.ts";
-import type { ServiceState } from "../core/state.ts";
-import { pausedVerdict } from "../core/verdict.ts";
+import { operatorDecision, type OperatorAction } from "../core/operator-action.ts";
 import { tendNow } from "../state/clock.ts";
 
-type MaintenanceAction = { kind: "pause"; forMs: number | null } | { kind: "resume" } | { kind: "reset" };
+type MaintenanceAction = Extract<OperatorAction, { kind: "pause" | "resume" | "reset" }>;
 
 interface MaintenanceOptions {
   now?: () => number;
@@ -38,49 +36,17 @@ export async function maintain(
   const owner = await ServiceOwner.forOperator(config, name, { logger, now, waitMs: lockWaitMs, sleep });
   try {
     const { state } = owner.load();
-    const [next, said] = apply(state, action, now());
-    owner.saveShared(next, `${action.kind} ${name}`);
+    const decided = operatorDecision(name, state, action, now());
+    owner.saveShared(decided.next, `${action.kind} ${name}`);
     // pause: SKIP (the pass skips it from now on); resume: START (watched again); reset: WARN (a crash-loop
-    // stop was lifted by hand).
-    owner.say(action.kind === "pause" ? "SKIP" : action.kind === "resume" ? "START" : "WARN", said);
-    return said;
+    // stop was lifted by hand). Said and recorded as its last event; an outage a pause ended, in downtime.log.
+    owner.save(owner.record(decided.next, decided.log, () => false));
+    return decided.said;
   } finally {
     owner.release();
     // A pause resolves its alerts at once; a reset or resume shows the service new until the next pass.
     await updatePassWideViews(config, { logger, now, gap: "as-found", ping: "if-changed" }).catch((error) =>
       logger.write("ERROR", `the pass-wide views were not brought up to date: ${(error as Error).message}`),
     );
-  }
-}
-
-/**
- * The state after the operator's action. A pause is recorded as the pass records a pause; resume and
- * reset change what the pass decided, so its verdict is cleared: `new` until the next pass judges it.
- */
-function apply(state: ServiceState, action: MaintenanceAction, now: number): [ServiceState, string] {
-  switch (action.kind) {
-    case "pause": {
-      const pausedUntil = action.forMs === null ? null : now + action.forMs;
-      return [
-        { ...state, paused: true, pausedUntil, verdict: pausedVerdict(pausedUntil, now) },
-        action.forMs === null ? "paused until `watchdog resume`" : `paused for ${humanDuration(action.forMs)}`,
-      ];
-    }
-    case "resume":
-      return [{ ...state, paused: false, pausedUntil: null, verdict: null }, "resumed"];
-    case "reset":
-      return [
-        {
-          ...state,
-          strikes: 0,
-          restartTimes: [],
-          failedInRow: 0,
-          backoffUntil: null,
-          givenUp: false,
-          lastRestartAt: null,
-          verdict: null,
-        },
-        "reset by the operator: strikes, backoff, restart history and given-up cleared",
-      ];
   }
 }

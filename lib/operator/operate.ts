@@ -8,7 +8,7 @@ import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { restartAndVerify } from "../pass/verify.ts";
-import { pausedVerdict } from "../core/verdict.ts";
+import { operatorDecision } from "../core/operator-action.ts";
 import { tendNow } from "../state/clock.ts";
 
 export type Operation = "restart" | "stop" | "start";
@@ -71,15 +71,12 @@ export async function operate(
         logger.write("ERROR", `${name}: could not stop it: ${stopped.detail}`);
         return 1;
       }
-      state = {
-        ...state,
-        ...{ paused: true, pausedUntil: null, strikes: 0, outage: null, busySince: null },
-        verdict: pausedVerdict(null, now()),
-      };
-      owner.say("SKIP", `stopped by the operator (${stopped.detail}); paused until \`watchdog start ${name}\``);
+      const stop = operatorDecision(name, state, { kind: "stop", detail: stopped.detail }, now());
+      state = owner.record(stop.next, stop.log, () => false);
     } else if (operation === "start" && main?.running) {
-      state = { ...state, paused: false, pausedUntil: null, verdict: null }; // judged again by the next pass
-      owner.say("START", `resumed (already running: ${main.detail})`);
+      // Judged again by the next pass.
+      const resume = operatorDecision(name, state, { kind: "resume-running", detail: main.detail }, now());
+      state = owner.record(resume.next, resume.log, () => false);
     } else {
       if (operation === "start") state = { ...state, paused: false, pausedUntil: null };
       const how = operation === "start" ? "operator-start" : "manual";
