@@ -494,7 +494,7 @@ test("the loop across a step back (injected clock): a full pass every interval s
 test("the loop's wait, from one reading of its clock: never for nothing once the next pass is due", async () => {
   // Found by the test above on a loaded machine: the loop read its clock just before the next pass was
   // due to decide to wait, and again just after it to say how long: a wait for nothing, with no timer.
-  const { sleepFor } = await import("../lib/pass/loop.ts");
+  const { sleepFor } = await import("../lib/core/schedule.ts");
   const rows: [string, Parameters<typeof sleepFor>[0], number][] = [
     ["before the next pass", { at: 400, next: 1000, passDone: true, untilRetry: Infinity, looking: false }, 600],
     ["due, the pass done: at once", { at: 1000, next: 1000, passDone: true, untilRetry: Infinity, looking: false }, 0],

@@ -918,6 +918,27 @@ describe("recordRestart: verification counted, backoff exponential up to backoff
       at: NOW + 3200,
     });
   });
+  // Found by the ground-truth harness (seed 301): a reboot cut the outage of a restart being verified (its
+  // ⚠️ sent); the operator's restart after the boot recovered it (✅), then the next pass said the owed ✅ again.
+  test("recovered after a gap cut a notified outage: one ✅, telling the part before the gap too", () => {
+    const owed = { since: NOW - 70_000, to: NOW - 70_000, noDataMs: 6000 };
+    for (const state of [
+      { ...freshState(), owedRecovery: owed }, // an operator's restart: no outage open
+      { ...freshState(), strikes: 3, outage: { since: NOW - MIN, reason: "crash", notified: true, before: owed } },
+    ]) {
+      const outcome = { issued: true, recovered: true, elapsedMs: 1600, detail: "HTTP 200", lastProbe: OK };
+      const decision = recordRestart(service, state, outcome, NOW, NOW + 1600);
+      expect(decision.log[0].message).toBe(
+        "blog recovered 1.6s after restart (earlier: down 0s until 2026-11-30 11:58:50 UTC, then no data for 6s) " +
+          "(HTTP 200)",
+      );
+      expect(decision.log[0].event).toBe("recovered");
+      expect(decision.next.owedRecovery).toBeNull();
+      // The next healthy probe owes nothing more.
+      const next = decide(service, decision.next, facts({}), OK);
+      expect(next.log.filter((line) => line.event === "recovered")).toEqual([]);
+    }
+  });
   test("a process that exits during verification: FAILED saying when, never a deadline it did not reach", () => {
     const outcome = { issued: true, recovered: false, elapsedMs: 1200, detail: "pid 42 is gone", lastProbe: TIMEOUT };
     const restarted = recordRestart(service, freshState(), { ...outcome, exitedAfterMs: 1200 }, NOW, NOW + 1200);

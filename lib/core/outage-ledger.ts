@@ -98,6 +98,13 @@ export function openOutage(state: ServiceState, now: number, reason: string): Se
   return { ...state, outage: { since: now, reason } };
 }
 
+/** Whole seconds: the numbers a DOWNTIME line gave. */
+const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
+
+/** The part of a story before a watchdog gap cut it: its ✅ tells it too (never only the part after the gap). */
+export const beforeGap = ({ since, to, noDataMs }: { since: number; to: number; noDataMs: number }) =>
+  `down ${seconds(to - since)} until ${utcStamp(new Date(to))} UTC, then no data for ${seconds(noDataMs)}`;
+
 /** Healthy: strikes 0; an open outage closes (RECOVERED unless the caller says it, and a DOWNTIME line). */
 export function closeOutage(
   service: ServiceConfig,
@@ -114,10 +121,8 @@ export function closeOutage(
     const { reason } = state.outage;
     if (sayRecovered) {
       const before = state.outage.before;
-      const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
       const message = before
-        ? `${service.name} is healthy again (down ${seconds(before.to - before.since)} until ` +
-          `${utcStamp(new Date(before.to))} UTC, then no data for ${seconds(before.noDataMs)}, ` +
+        ? `${service.name} is healthy again (${beforeGap(before)}, ` +
           `down again ${seconds(now - since)}) (${probe.detail})`
         : `${service.name} is healthy again after ${humanDuration(now - since)} (${probe.detail})`;
       // ✅ only for an outage that was notified; a blip or a wait is logged and measured, not notified.
@@ -129,12 +134,7 @@ export function closeOutage(
     return { next: { ...next, outages: [...state.outages, record].slice(-OUTAGE_HISTORY) }, log };
   }
   if (state.owedRecovery && sayRecovered) {
-    const { since, to, noDataMs } = state.owedRecovery;
-    // The numbers its DOWNTIME line gave, in the same whole seconds.
-    const seconds = (ms: number) => `${Math.round(ms / 1000)}s`;
-    const message =
-      `${service.name} is healthy again (down ${seconds(to - since)} until ${utcStamp(new Date(to))} UTC, ` +
-      `then no data for ${seconds(noDataMs)}) (${probe.detail})`;
+    const message = `${service.name} is healthy again (${beforeGap(state.owedRecovery)}) (${probe.detail})`;
     log.push({ tag: "RECOVERED", event: "recovered", message });
     return { next: { ...next, owedRecovery: null }, log };
   }

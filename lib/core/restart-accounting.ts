@@ -11,7 +11,15 @@ import type { LogLine } from "./events.ts";
 import { localStamp } from "./time.ts";
 import type { StateWord, Verdict } from "./verdict.ts";
 import type { Decision, Facts, Outcome, RestartReason } from "./decide.ts";
-import { closeOutage, markNotified, openOutage, recordProbe, REASON_STRENGTH, strongest } from "./outage-ledger.ts";
+import {
+  beforeGap,
+  closeOutage,
+  markNotified,
+  openOutage,
+  recordProbe,
+  REASON_STRENGTH,
+  strongest,
+} from "./outage-ledger.ts";
 
 const clock = (ms: number) => localStamp(new Date(ms)).slice(11);
 
@@ -240,11 +248,20 @@ export function recordRestart(
       backoffUntil: null,
     };
     const closed = closeOutage(service, ok, outcome.lastProbe!, answeredAt, false);
-    const message = `${service.name} recovered ${humanDuration(outcome.elapsedMs)} after restart (${outcome.detail})`;
+    // An outage a watchdog gap cut, its 🚨 sent: this ✅ answers it, and tells that part too, once (an
+    // operator's restart after a reboot answered it, then the next pass said it again: ground truth, seed 301).
+    const before = next.outage?.before ?? next.owedRecovery ?? null;
+    const story = before ? ` (earlier: ${beforeGap(before)})` : "";
+    const after = `after restart${story} (${outcome.detail})`;
+    const message = `${service.name} recovered ${humanDuration(outcome.elapsedMs)} ${after}`;
     return {
       recovered: true,
       // Healthy again, unless its results still flap (the spell is the state's, whatever answered last).
-      next: { ...closed.next, verdict: verified(answeredWord(closed.next), "recovered", null, now) },
+      next: {
+        ...closed.next,
+        owedRecovery: null,
+        verdict: verified(answeredWord(closed.next), "recovered", null, now),
+      },
       log: [{ tag: "RECOVERED", event: "recovered", message }, ...closed.log],
     };
   }

@@ -17,6 +17,15 @@ import { stateReader } from "../state/service-state.ts";
 import { systemClock, type ClockSource } from "../os/clock.ts";
 import { tendClock, type TendClock } from "../state/clock.ts";
 import { heapSize } from "bun:jsc";
+import {
+  dueNow,
+  EMPTY_SCHEDULE,
+  rescheduled,
+  scheduleOf,
+  sleepFor,
+  untilRetry,
+  type Schedule,
+} from "../core/schedule.ts";
 
 /** What the heap held after the loop's last full collection (0: none yet). */
 let heldAfterFull = 0;
@@ -44,82 +53,6 @@ interface LoopOptions {
   clock?: ClockSource;
   /** The configuration as its file says now (run --serve shares it with its server). */
   live?: LiveConfig;
-}
-
-/**
- * What the loop watches between passes, read from the services' states once: after each pass, each
- * start of its own, and when something it watches looks gone (never a look at every state a second).
- */
-interface WatchPlan {
-  /** Services whose verified process tend would start again (not systemd's, launchd's or runit's). */
-  watched: { name: string; pid: number; ticks: string }[];
-  /** Services whose last probe failed: probed again at `at` (tend's time), `everyMs` (retry_interval) after it. */
-  retries: { name: string; at: number; everyMs: number }[];
-}
-
-/** The watch plan of CONFIG's services (those in `only`, when given) as their states say now. */
-function watchPlan(
-  config: Config,
-  intervalMs: number,
-  read = stateReader(config.watchdog.stateDir),
-  only?: ReadonlySet<string>,
-): WatchPlan {
-  const plan: WatchPlan = { watched: [], retries: [] };
-  for (const service of config.services) {
-    if (!service.enabled || (only && !only.has(service.name))) continue;
-    const state = read(service.name);
-    if (state.paused) continue;
-    if (state.watch) plan.watched.push({ name: service.name, ...state.watch });
-    const retry = service.retryIntervalMs > 0 && service.retryIntervalMs < intervalMs;
-    if (retry && state.lastProbe && !state.lastProbe.ok)
-      plan.retries.push({
-        name: service.name,
-        at: state.lastProbe.at + service.retryIntervalMs,
-        everyMs: service.retryIntervalMs,
-      });
-  }
-  return plan;
-}
-
-/**
- * The services of a plan due now: a watched process gone (crashed: started again at once, as a pass
- * would: rule 0), or a retry's time come. No probes here: a /proc read per process looked at.
- */
-function dueNow(
-  plan: WatchPlan,
-  now: number,
-  gone: (watch: { pid: number; ticks: string }) => boolean = watchedIsGone,
-): string[] {
-  const due = new Set<string>();
-  for (const entry of plan.watched) if (gone(entry)) due.add(entry.name);
-  for (const retry of plan.retries) if (retry.at <= now) due.add(retry.name);
-  return [...due];
-}
-
-const TICK_MS = 1000;
-
-/**
- * How long the loop sleeps before it looks again, from ONE reading of the monotonic clock (`at`): until
- * the next pass is due at `next` (at once once it is due and the last pass is done; while that pass still
- * judges, until its end wakes the loop), a retry is due, or the next look at a process it is not woken
- * by. One reading: read twice, a condition read just before `next` and a wait read just after it made a
- * wait for nothing (no timer at all), and the loop stopped passing (seen on a loaded machine).
- */
-export function sleepFor({
-  at,
-  next,
-  passDone,
-  untilRetry,
-  looking,
-}: {
-  at: number;
-  next: number;
-  passDone: boolean;
-  untilRetry: number;
-  looking: boolean;
-}): number {
-  const untilPass = at < next ? next - at : passDone ? 0 : Infinity;
-  return Math.max(0, Math.min(untilPass, untilRetry, looking ? TICK_MS : Infinity));
 }
 
 /** `watchdog run`: a pass every interval until SIGTERM/SIGINT; a crash in one pass is logged, not fatal. */
@@ -208,7 +141,8 @@ export async function runLoop({
       const cancel = ms === Infinity ? () => {} : after(ms, () => resolve());
       wake = () => (cancel(), resolve());
     }).finally(() => ((wake = null), (poked = false)));
-  let plan: WatchPlan = { watched: [], retries: [] };
+  // The one scheduler's due times between ticks (core/schedule.ts): watched processes, retries.
+  let plan: Schedule = EMPTY_SCHEDULE;
   // The services whose state changed since the plan was read (each judgement that ends says so): read
   // again, only those; every one after the configuration was read again.
   let stale = "all" as Set<string> | "all";
@@ -223,15 +157,8 @@ export async function runLoop({
   const replan = () => {
     const fromFile = stateReader(config.watchdog.stateDir);
     const read = (name: string) => savedHere.get(name) ?? fromFile(name);
-    if (stale === "all") plan = watchPlan(config, intervalMs, read);
-    else {
-      const changed = stale;
-      const fresh = watchPlan(config, intervalMs, read, changed);
-      plan = {
-        watched: [...plan.watched.filter(({ name }) => !changed.has(name)), ...fresh.watched],
-        retries: [...plan.retries.filter(({ name }) => !changed.has(name)), ...fresh.retries],
-      };
-    }
+    if (stale === "all") plan = scheduleOf(config.services, read, intervalMs);
+    else plan = rescheduled(plan, scheduleOf(config.services, read, intervalMs, stale), stale);
     stale = new Set();
     savedHere.clear();
     for (const { pid, name } of plan.watched) {
@@ -291,25 +218,21 @@ export async function runLoop({
       while (!stopping && passes + 1 < maxPasses && (monotonic() < next || !passDone)) {
         if (stale === "all" || stale.size) replan();
         const at = monotonic();
-        // A retry found due and not yet done (its lock held) is looked at again a second later, not at
-        // once; none waits longer than its interval (a wall clock stepped back would make it the step).
-        const untilRetry = Math.max(
-          Math.min(...plan.retries.map((retry) => Math.min(retry.at - now(), retry.everyMs))),
-          lastDue + TICK_MS - at,
-        );
         // Past the interval (the pass still judging), the watch goes on as between passes.
-        await sleep(sleepFor({ at, next, passDone, untilRetry, looking: looked().length > 0 }));
+        const retry = untilRetry(plan, now(), at, lastDue);
+        await sleep(sleepFor({ at, next, passDone, untilRetry: retry, looking: looked().length > 0 }));
         if (stopping || (passDone && monotonic() >= next)) break;
         const lookedAt = now();
-        const due = dueNow({ watched: looked(), retries: plan.retries }, lookedAt);
+        const due = dueNow({ watched: looked(), retries: plan.retries }, lookedAt, watchedIsGone);
         for (const { name } of looked()) if (!due.includes(name)) seenAlive.set(name, lookedAt);
         if (!due.length) continue;
         lastDue = monotonic();
         // Read again before acting: an operator's stop, pause or restart since the plan was read stands.
         config = await current();
         const confirmed = dueNow(
-          watchPlan(config, intervalMs, stateReader(config.watchdog.stateDir), new Set(due)),
+          scheduleOf(config.services, stateReader(config.watchdog.stateDir), intervalMs, new Set(due)),
           now(),
+          watchedIsGone,
         ).filter((name) => judged.has(name));
         // What was looked at is read again next time round, whatever the start does.
         if (stale !== "all") for (const name of due) stale.add(name);

@@ -25,6 +25,7 @@ import { Logger } from "../state/logger.ts";
 import { compactObservations, latestRecordedIn, stateReader } from "../state/service-state.ts";
 import { findGap, markGapSaid, readHeartbeat, writeHeartbeat } from "../state/heartbeat.ts";
 import { limiter } from "../core/limiter.ts";
+import { dueInPass } from "../core/schedule.ts";
 import { judgeService, leftAsRecorded, type JudgeOptions, type ServiceOutcome } from "./judge.ts";
 import { DependencyBoard } from "./assess.ts";
 import { ServiceOwner } from "../owner/owner.ts";
@@ -157,7 +158,8 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     const uptime = options.uptime ?? uptimeClock(now);
     const monotonic = () => source.monotonic();
     const context = { ...options, echo, now, uptime, gap, logger, monotonic };
-    const judging = judgeServices(config, config.services, context);
+    // Every service is due at a tick (the one scheduler: core/schedule.ts); the loop's between ticks.
+    const judging = judgeServices(config, dueInPass(config.services), context);
     const services = await judging.judged;
     verifications = judging.done;
     const stopped = options.stop?.aborted === true;
