@@ -19,6 +19,8 @@ import { tendNow } from "../lib/state/clock.ts";
 import { answer } from "../lib/views/serve.ts";
 import { collectStatus } from "../lib/views/status.ts";
 import { ServiceOwner } from "../lib/owner/owner.ts";
+import { maintain } from "../lib/operator/maintenance.ts";
+import { readState } from "../lib/state/service-state.ts";
 import { ensureStateDir } from "../lib/state/dir.ts";
 import { parseConfig } from "../lib/config/load.ts";
 import { readDead, readNotifyState, readSpool, spoolNow, writeNotifyState } from "../lib/notify/spool.ts";
@@ -649,3 +651,88 @@ test("a dedup record ahead of now (a clock's wrong frame) suppresses nothing: mi
   });
   expect(readSpool(box.state).messages.map((entry) => entry.message)).not.toContain("⚠️ web restarted (3)");
 });
+
+test("the crash watch beside a pass that followed a step (seed 308): its outage in the states' frame", async () => {
+  box = new Sandbox();
+  const slow = controlledServer();
+  stops.push(() => slow.server.stop(true));
+  const port = await freePort();
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[defaults]
+grace = "0s"
+cooldown = "0s"
+[[service]]
+name = "web"
+pidfile = "${join(box.dir, "web.pid")}"
+[service.check]
+http = "http://127.0.0.1:${port}/"
+[service.restart]
+spawn = ["${BUN}", "${SERVER}", "${port}"]
+[[service]]
+name = "slow"
+[service.check]
+http = "${slow.url}"
+timeout = "8s"
+`);
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const loop = runLoop({ config, intervalMs: 4000, maxPasses: 3, echo: (line) => lines.push(line), clock: source });
+  // The web tend started last, killed by the sandbox's cleanup.
+  stops.push(
+    () => existsSync(join(box.dir, "web.pid")) && box.track(Number(readFileSync(join(box.dir, "web.pid"), "utf8"))),
+  );
+  const judged = (name: string) => existsSync(join(box.state, "services", `${name}.json`)) && box.stateOf(name);
+  await waitFor(() => judged("web")?.watch?.pid > 0 && judged("slow")?.verdict, 15_000, "the first pass");
+  // Ten minutes back; the next full pass follows it at its start, then judges slow for 3 s (its lock held,
+  // the loop's own clock not read again until it ends): web is killed meanwhile.
+  slow.control.delayMs = 3000;
+  const hits = slow.control.hits;
+  clock.stepMs = -600_000;
+  await waitFor(() => slow.control.hits > hits, 10_000, "the second pass probing slow");
+  await waitFor(() => lines.some((line) => line.includes("the clock stepped -600s")), 5000, "the step followed");
+  const killedAt = Date.now() + clock.stepMs; // in the frame the states are in now
+  process.kill(-box.stateOf("web").watch.pid, "SIGKILL");
+  await waitFor(() => (box.stateOf("web").outages ?? []).length > 0, 10_000, "the crash's outage closed");
+  const outage = box.stateOf("web").outages.at(-1);
+  expect(outage.reason).toBe("crash");
+  // Seen by the loop within a second of the kill, in the states' frame: not ten minutes off.
+  expect(Math.abs(outage.from - killedAt)).toBeLessThan(2000);
+  await loop;
+}, 60_000);
+
+test("an operator's pause that waited while a pass followed a step (injected clock, seed 310): one frame", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+[service.check]
+http = "${web.url}"
+`);
+  const { clock, source } = steppedClock();
+  await runPass({ config, echo: () => {}, clock: source });
+  // web's lock held (a verification, say): `watchdog pause web` reads tend's time, then waits for it.
+  const holder = (await ServiceOwner.take(config, "web", "pass", { logger: new Logger(null), now: Date.now }))!;
+  let waiting = false;
+  const sleep = (ms: number) => ((waiting = true), Bun.sleep(ms));
+  const pausing = maintain(config, "web", { kind: "pause", forMs: null }, { clock: source, sleep });
+  await waitFor(() => waiting, 5000, "the pause waiting for web's lock");
+  // Meanwhile a pass follows a step back (it leaves web to its owner, and records the step).
+  clock.stepMs = -600_000;
+  await runPass({ config, echo: () => {}, clock: source });
+  holder.release();
+  await pausing;
+  const { state } = readState(box.state, "web");
+  // The pause is dated in the frame of the state it was written into: a moment after web's last probe,
+  // not ten minutes later (which the step's undoing would then have moved further still).
+  expect(state.paused).toBe(true);
+  expect(state.verdict!.at - state.lastProbe!.at).toBeGreaterThanOrEqual(0);
+  expect(state.verdict!.at - state.lastProbe!.at).toBeLessThan(5000);
+}, 60_000);

@@ -36,6 +36,32 @@ function receiver() {
   return { seen, url: `http://127.0.0.1:${server.port}` };
 }
 
+/**
+ * One service, api, on a port nothing answers (failing at its first strike), its restart a `true` that
+ * changes nothing; the metrics file, Alertmanager's API and a push monitor as receivers.
+ */
+async function failingApi(sandbox: Sandbox, verifyTimeout: string) {
+  const alerts = receiver();
+  const push = receiver();
+  const port = await freePort();
+  const metrics = join(sandbox.dir, "tend.prom");
+  sandbox.configure({
+    watchdog: { metrics_file: metrics, heartbeat_url: `${push.url}/push?status={status}` },
+    notify: { url: alerts.url, format: "alertmanager", retries: 0 },
+    services: [
+      {
+        name: "api",
+        failures: 1,
+        grace: "0s",
+        verify_timeout: verifyTimeout,
+        check: { http: `http://127.0.0.1:${port}/`, timeout: "300ms" },
+        restart: { command: ["true"] },
+      },
+    ],
+  });
+  return { alerts, push, port, metrics };
+}
+
 const pushes = (seen: { path: string }[]) =>
   seen
     .filter((one) => one.path.startsWith("/push"))
@@ -57,24 +83,7 @@ test("the heartbeat's {status}: up at strikes 1/3 and 2/3 (as every other view s
 
 test("a failed verification: metrics, Alertmanager and the heartbeat say so before the pass exits", async () => {
   box = new Sandbox();
-  const alerts = receiver();
-  const push = receiver();
-  const port = await freePort();
-  const metrics = join(box.dir, "tend.prom");
-  box.configure({
-    watchdog: { metrics_file: metrics, heartbeat_url: `${push.url}/push?status={status}` },
-    notify: { url: alerts.url, format: "alertmanager", retries: 0 },
-    services: [
-      {
-        name: "api",
-        failures: 1,
-        grace: "0s",
-        verify_timeout: "2s",
-        check: { http: `http://127.0.0.1:${port}/`, timeout: "300ms" },
-        restart: { command: ["true"] },
-      },
-    ],
-  });
+  const { alerts, push, port, metrics } = await failingApi(box, "2s");
   const pass = await box.tend(["watchdog", "pass"]);
   expect(pass.code).toBe(0);
   expect(readFileSync(box.state + "/watchdog.log", "utf8")).toContain("[FAILED] api");
@@ -115,24 +124,7 @@ const lastAlert = (seen: { path: string; body: string }[], service: string, name
 
 test("an operator's restart and pause: the views say what it recorded before the command exits", async () => {
   box = new Sandbox();
-  const alerts = receiver();
-  const push = receiver();
-  const port = await freePort();
-  const metrics = join(box.dir, "tend.prom");
-  box.configure({
-    watchdog: { metrics_file: metrics, heartbeat_url: `${push.url}/push?status={status}` },
-    notify: { url: alerts.url, format: "alertmanager", retries: 0 },
-    services: [
-      {
-        name: "api",
-        failures: 1,
-        grace: "0s",
-        verify_timeout: "1s",
-        check: { http: `http://127.0.0.1:${port}/`, timeout: "300ms" },
-        restart: { command: ["true"] },
-      },
-    ],
-  });
+  const { alerts, push, port, metrics } = await failingApi(box, "1s");
   const up = () => /^tend_service_up\{[^}]*service="api"[^}]*\} (\S+)$/m.exec(readFileSync(metrics, "utf8"))?.[1];
   const stateIs = (word: string) =>
     new RegExp(`^tend_service_state\\{[^}]*service="api"[^}]*state="${word}"[^}]*\\} 1$`, "m").test(

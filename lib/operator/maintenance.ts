@@ -6,10 +6,13 @@ import { ServiceOwner } from "../owner/owner.ts";
 import { updatePassWideViews } from "../owner/pass-wide.ts";
 import { operatorDecision, type OperatorAction } from "../core/operator-action.ts";
 import { tendNow } from "../state/clock.ts";
+import type { ClockSource } from "../os/clock.ts";
 
 type MaintenanceAction = Extract<OperatorAction, { kind: "pause" | "resume" | "reset" }>;
 
 interface MaintenanceOptions {
+  /** The host's clocks (default), or a test's: tend's time is read from them. */
+  clock?: ClockSource;
   now?: () => number;
   /** How long to wait for a running pass to finish (its verify can take verify_timeout). */
   lockWaitMs?: number;
@@ -24,7 +27,9 @@ export async function maintain(
   options: MaintenanceOptions = {},
 ): Promise<string> {
   const { lockWaitMs = 30_000, sleep = Bun.sleep } = options;
-  const now = options.now ?? (await tendNow(config.watchdog.stateDir)); // tend's time (core/clock.ts)
+  // tend's time (core/clock.ts), read again with the state once the lock is held: the frame it is in.
+  let inFrame = options.now ?? (await tendNow(config.watchdog.stateDir, options.clock));
+  const now = () => inFrame();
   const service = config.services.find((candidate) => candidate.name === name);
   if (!service)
     throw usageError(
@@ -35,7 +40,9 @@ export async function maintain(
   const logger = new Logger(config.watchdog.log, () => {}, now, config.watchdog.rotation);
   const owner = await ServiceOwner.forOperator(config, name, { logger, now, waitMs: lockWaitMs, sleep });
   try {
-    const { state } = owner.load();
+    const framed = options.now ? { loaded: owner.load(), now: options.now } : await owner.loadInFrame(options.clock);
+    inFrame = framed.now;
+    const { state } = framed.loaded;
     const decided = operatorDecision(name, state, action, now());
     owner.saveShared(decided.next, `${action.kind} ${name}`);
     // pause: SKIP (the pass skips it from now on); resume: START (watched again); reset: WARN (a crash-loop

@@ -10,10 +10,13 @@ import { Logger } from "../state/logger.ts";
 import { restartAndVerify } from "../pass/verify.ts";
 import { operatorDecision } from "../core/operator-action.ts";
 import { tendNow } from "../state/clock.ts";
+import type { ClockSource } from "../os/clock.ts";
 
 export type Operation = "restart" | "stop" | "start";
 
 interface OperateOptions {
+  /** The host's clocks (default), or a test's: tend's time is read from them. */
+  clock?: ClockSource;
   echo: (line: string) => void;
   env?: Record<string, string | undefined>;
   now?: () => number;
@@ -43,8 +46,10 @@ export async function operate(
   options: OperateOptions,
 ): Promise<number> {
   const { echo, env, sleep = Bun.sleep, lockWaitMs = 30_000 } = options;
-  // tend's time (core/clock.ts): the records' frame, whatever the wall clock did since the last pass.
-  const now = options.now ?? (await tendNow(config.watchdog.stateDir));
+  // tend's time (core/clock.ts): the records' frame, whatever the wall clock did since the last pass (read
+  // again with the state, once the lock is held: the frame it is in).
+  let inFrame = options.now ?? (await tendNow(config.watchdog.stateDir, options.clock));
+  const now = () => inFrame();
   const service = serviceNamed(config, name);
   const action = service.restart;
   if (!action) throw usageError(`${name} is watch only (no [service.restart]): tend cannot ${operation} it`);
@@ -59,7 +64,9 @@ export async function operate(
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation);
   const owner = await ServiceOwner.forOperator(config, name, { logger, now, waitMs: lockWaitMs, sleep });
   try {
-    let state = owner.load().state;
+    const framed = options.now ? { loaded: owner.load(), now: options.now } : await owner.loadInFrame(options.clock);
+    inFrame = framed.now;
+    let state = framed.loaded.state;
     // Where what it does will be seen (its file, or /dev/shm), or it does nothing: a stop the loop
     // never learns of would be undone by it (a full disk on a phone, which has no /dev/shm).
     owner.saveShared(state, `${operation} ${name}`);

@@ -21,6 +21,9 @@ import { statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, saveObservations, writeState, type StateLoad } from "../state/service-state.ts";
 import { spilled } from "../state/spill.ts";
+import { tendClock } from "../state/clock.ts";
+import { lastStep } from "../core/clock.ts";
+import { systemClock, type ClockSource } from "../os/clock.ts";
 
 interface OwnerOptions {
   logger: Logger;
@@ -105,6 +108,23 @@ export class ServiceOwner {
    */
   load({ repair = true } = {}): StateLoad {
     return readState(this.stateDir, this.name, { repair });
+  }
+
+  /**
+   * Its state, and tend's time in the same frame: the clock steps the state has taken are the clock's.
+   * A command reads tend's time before it waits for the lock; a pass may follow a wall-clock step
+   * meanwhile, and the state it then loads has taken it: an operator's `watchdog stop` during a step
+   * recorded its times in the frame before, into a state the step put right moved again (ten minutes
+   * ahead, then a reboot's downtime counted from there: ground truth, seed 310). Read again until the two
+   * agree (a pass follows a step at most once a run: twice is plenty).
+   */
+  async loadInFrame(source: ClockSource = systemClock): Promise<{ loaded: StateLoad; now: () => number }> {
+    for (let tries = 0; ; tries++) {
+      const clock = await tendClock(this.stateDir, source);
+      const loaded = this.load();
+      if ((loaded.state.clockStep ?? 0) === lastStep(clock.frame.steps) || tries === 2)
+        return { loaded, now: clock.now };
+    }
   }
 
   /** Say a line of what tend does with it (not the service's event: no last event, no notification). */

@@ -15,7 +15,8 @@ import { watchedIsGone } from "../os/pidsource.ts";
 import { exitOf } from "../os/children.ts";
 import { stateReader } from "../state/service-state.ts";
 import { systemClock, type ClockSource } from "../os/clock.ts";
-import { tendClock, type TendClock } from "../state/clock.ts";
+import { clockSteps, tendClock, type TendClock } from "../state/clock.ts";
+import { lastStep, stepped } from "../core/clock.ts";
 import { heapSize } from "bun:jsc";
 import {
   dueNow,
@@ -152,6 +153,20 @@ export async function runLoop({
   // (SPEC Downtime: a crash's outage begins there, never at the last pass's probe, seconds older).
   const seenAlive = new Map<string, number>();
   const aliveAt = (name: string) => seenAlive.get(name) ?? null;
+  // tend's time follows a wall-clock step once a full pass has recorded it (core/clock.ts); the loop's
+  // clock follows the records: after every full pass, and before the crash watch judges (a pass running
+  // beside it may have recorded one since). Judged in an older frame than the states it loaded, a crash's
+  // outage was recorded a step's length off, then moved again (ground truth, seed 308: 4.5 s early).
+  // What the loop stamped meanwhile (when it last saw each process alive) moves with it.
+  let taken = lastStep(clock.frame.steps);
+  const inRecordsFrame = async (always = false) => {
+    const steps = clockSteps(config.watchdog.stateDir);
+    if (!always && lastStep(steps) === taken) return;
+    const before = taken;
+    clock = await tendClock(config.watchdog.stateDir, source);
+    taken = lastStep(clock.frame.steps);
+    if (taken > before) for (const [name, at] of seenAlive) seenAlive.set(name, stepped(at, clock.frame.steps, before));
+  };
   // The states the loop's own judgements saved since the plan was read: what it would read back.
   const savedHere = new Map<string, ServiceState>();
   const replan = () => {
@@ -229,6 +244,8 @@ export async function runLoop({
         lastDue = monotonic();
         // Read again before acting: an operator's stop, pause or restart since the plan was read stands.
         config = await current();
+        // In the frame of the states it will load: a full pass may have followed a clock step since.
+        await inRecordsFrame();
         const confirmed = dueNow(
           scheduleOf(config.services, stateReader(config.watchdog.stateDir), intervalMs, new Set(due)),
           now(),
@@ -254,7 +271,7 @@ export async function runLoop({
           );
       }
       await lockFree;
-      clock = await tendClock(config.watchdog.stateDir, source);
+      await inRecordsFrame(true);
     }
     while (running.size) await Promise.all(running);
   } finally {

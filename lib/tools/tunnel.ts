@@ -117,7 +117,9 @@ export async function watchTunnel(
   // Its service's own lock (services/NAME.lock), held through the probe, a restart and its
   // verification, as any owner holds it: a pass never waits for it (it leaves this service to it), and
   // an operator, or a second blogtunnel, waits up to 30s.
-  const now = await tendNow(stateDir); // tend's time (core/clock.ts), as a pass measures
+  // tend's time (core/clock.ts), as a pass measures; read again with the state once the lock is held.
+  let inFrame = await tendNow(stateDir);
+  const now = () => inFrame();
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation, stdoutIsLog);
   // Its dependencies first, assessed as a pass assesses them first (no lock: an assessment writes nothing).
   const read = stateReader(stateDir);
@@ -142,7 +144,9 @@ export async function watchTunnel(
   try {
     const { value, problem } = readCounter(counter);
     if (problem) logger.write("ERROR", `${name}: ${problem}`);
-    const { state } = owner.load();
+    const framed = await owner.loadInFrame();
+    inFrame = framed.now;
+    const { state } = framed.loaded;
     // Its period as seen (the time since the run before): how long status shows it unjudged (core/health.ts).
     const before = state.verdict?.at ?? state.lastProbe?.at ?? null;
     const everyMs = before !== null && before < now() ? Math.round(now() - before) : (state.tunnel?.everyMs ?? null);
