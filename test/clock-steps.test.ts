@@ -20,6 +20,7 @@ import { answer } from "../lib/views/serve.ts";
 import { collectStatus } from "../lib/views/status.ts";
 import { ServiceOwner } from "../lib/owner/owner.ts";
 import { maintain } from "../lib/operator/maintenance.ts";
+import { operate } from "../lib/operator/operate.ts";
 import { readState } from "../lib/state/service-state.ts";
 import { ensureStateDir } from "../lib/state/dir.ts";
 import { parseConfig } from "../lib/config/load.ts";
@@ -262,6 +263,46 @@ function libConfig(text: string) {
   return parseConfig(text, box.config, box.env());
 }
 
+/** A sandbox watching one HTTP service, web, answering 200 until the test says otherwise. */
+function oneHealthyWeb() {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+[service.check]
+http = "${web.url}"
+`);
+  return { web, config };
+}
+
+/** One HTTP service, web, failing (500) at its first strike; its restart a `true` that changes nothing. */
+function oneFailingWebWithRestart() {
+  box = new Sandbox();
+  const web = controlledServer();
+  web.control.status = 500;
+  stops.push(() => web.server.stop(true));
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+failures = 1
+restart_window = "1h"
+verify_timeout = "3s"
+[service.check]
+http = "${web.url}"
+[service.restart]
+command = ["true"]
+`);
+  return { web, config };
+}
+
 /** A sandbox watching one healthy HTTP service, notifying a receiver, on a clock the test steps. */
 function healthyWorld() {
   box = new Sandbox();
@@ -353,18 +394,7 @@ command = ["true"]
 }, 60_000);
 
 test("a phone booting at 1970 (injected clock): tend's time goes on from the last pass, then follows NTP", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  stops.push(() => web.server.stop(true));
-  const config = libConfig(`
-[watchdog]
-state_dir = "${box.state}"
-log = "${join(box.state, "watchdog.log")}"
-[[service]]
-name = "web"
-[service.check]
-http = "${web.url}"
-`);
+  const { web, config } = oneHealthyWeb();
   const { clock, source } = steppedClock();
   const lines: string[] = [];
   const echo = (line: string) => lines.push(line);
@@ -704,18 +734,7 @@ timeout = "8s"
 }, 60_000);
 
 test("an operator's pause that waited while a pass followed a step (injected clock, seed 310): one frame", async () => {
-  box = new Sandbox();
-  const web = controlledServer();
-  stops.push(() => web.server.stop(true));
-  const config = libConfig(`
-[watchdog]
-state_dir = "${box.state}"
-log = "${join(box.state, "watchdog.log")}"
-[[service]]
-name = "web"
-[service.check]
-http = "${web.url}"
-`);
+  const { web, config } = oneHealthyWeb();
   const { clock, source } = steppedClock();
   await runPass({ config, echo: () => {}, clock: source });
   // web's lock held (a verification, say): `watchdog pause web` reads tend's time, then waits for it.
@@ -735,4 +754,28 @@ http = "${web.url}"
   expect(state.paused).toBe(true);
   expect(state.verdict!.at - state.lastProbe!.at).toBeGreaterThanOrEqual(0);
   expect(state.verdict!.at - state.lastProbe!.at).toBeLessThan(5000);
+}, 60_000);
+
+test("an operator's restart after a reboot no pass has seen (seed 332): the outage ends at the boot", async () => {
+  const { web, config } = oneFailingWebWithRestart();
+  const before = steppedClock("b0a7c1d2-0000-4000-8000-0000000332a1");
+  await runPass({ config, echo: () => {}, clock: before.source }); // web fails: its outage opens
+  const opened = box.stateOf("web").outage;
+  expect(opened).not.toBeNull();
+  const lastPassAt = Date.parse(box.read("heartbeat").split("\n")[0]);
+  // The host reboots; web answers again; the operator restarts it before the new boot's first pass.
+  web.control.status = 200;
+  const after = steppedClock("b0a7c1d2-0000-4000-8000-0000000332b2");
+  const code = await operate(config, "web", "restart", { echo: () => {}, clock: after.source });
+  expect(code).toBe(0);
+  const state = box.stateOf("web");
+  // The outage open at the power-off ended there (its last failed probe), as the first pass would end it:
+  // the host's downtime is the host's, never counted in the service's.
+  const outage = state.outages.at(-1);
+  expect(outage.from).toBe(opened.since);
+  expect(outage.to).toBeLessThanOrEqual(lastPassAt);
+  expect(state.outage).toBeNull();
+  expect(box.read("watchdog.log")).toMatch(
+    /\[DOWNTIME\] web was unavailable for \d+s \(.*\) \(then no data for \d+s\)/,
+  );
 }, 60_000);

@@ -11,6 +11,7 @@ const failing: ServiceState = {
   strikes: 2,
   busySince: NOW - 5_000,
   outage: { since: NOW - 60_000, reason: "http_502", notified: true },
+  lastProbe: { at: NOW - 5000, ok: false, detail: "HTTP 502", latencyMs: 3 },
 };
 const restarted: ServiceState = {
   ...freshState(),
@@ -40,13 +41,13 @@ const rows: {
     lines: ["SKIP web: paused until `watchdog resume`"],
   },
   {
-    what: "a pause for an hour ends the open outage there (no data after it, never downtime)",
+    what: "a pause for an hour ends the open outage at its last failed probe (no data after it, never downtime)",
     state: failing,
     action: { kind: "pause", forMs: 3_600_000 },
     expect: { paused: true, pausedUntil: NOW + 3_600_000, outage: null, strikes: 2 },
     outages: 1,
     lines: [
-      "DOWNTIME web was unavailable for 60s (http_502, from 2026-12-06 02:59:00 UTC to 2026-12-06 03:00:00 UTC)",
+      "DOWNTIME web was unavailable for 55s (http_502, from 2026-12-06 02:59:00 UTC to 2026-12-06 02:59:55 UTC)",
       "SKIP web: paused for 1h",
     ],
   },
@@ -57,7 +58,7 @@ const rows: {
     expect: { paused: true, pausedUntil: null, outage: null, strikes: 0, busySince: null },
     outages: 1,
     lines: [
-      "DOWNTIME web was unavailable for 60s (http_502, from 2026-12-06 02:59:00 UTC to 2026-12-06 03:00:00 UTC)",
+      "DOWNTIME web was unavailable for 55s (http_502, from 2026-12-06 02:59:00 UTC to 2026-12-06 02:59:55 UTC)",
       "SKIP web: stopped by the operator (killed pid 42); paused until `watchdog start web`",
     ],
   },
@@ -103,8 +104,9 @@ for (const row of rows)
     expect(log.map((line) => `${line.tag} ${line.message}`)).toEqual(row.lines);
     expect(log.at(-1)!.message).toBe(`web: ${said}`);
     expect(next.outages.length - row.state.outages.length).toBe(row.outages);
+    // As measured: to its last failed probe (tend saw no more of it), not to the command's time.
     if (row.outages)
-      expect(next.outages.at(-1)).toEqual({ from: NOW - 60_000, to: NOW, reason: "http_502", incident: true });
+      expect(next.outages.at(-1)).toEqual({ from: NOW - 60_000, to: NOW - 5000, reason: "http_502", incident: true });
     // Paused by a pause or a stop: the word every view shows.
     if (row.action.kind === "pause" || row.action.kind === "stop") expect(next.verdict?.word).toBe("paused");
     // Never a notification: the operator knows what they did.

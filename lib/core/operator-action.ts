@@ -27,10 +27,11 @@ interface OperatorOutcome {
 }
 
 /**
- * The state after the operator's command. A pause or a stop ends an open outage there: from then on
- * the service is down on purpose, watched by nobody (no data, never downtime), so a pause of an hour
- * never counts an hour of downtime, and a stop never loses the outage before it. Resume and reset
- * change what the pass decided, so its verdict is cleared: `new` until the next pass judges it.
+ * The state after the operator's command. A pause or a stop ends an open outage (at its last failed
+ * probe): from then on the service is down on purpose, watched by nobody (no data, never downtime),
+ * so a pause of an hour never counts an hour of downtime, and a stop never loses the outage before
+ * it. Resume and reset change what the pass decided, so its verdict is cleared: `new` until the next
+ * pass judges it.
  */
 export function operatorDecision(
   name: string,
@@ -90,16 +91,23 @@ export function operatorDecision(
   }
 }
 
-/** An open outage ends where the operator took the service over: recorded, with its DOWNTIME line. */
+/**
+ * An open outage ends where the operator took the service over, as measured: at its last failed probe
+ * (tend saw no more of it), never at the command's time — a `watchdog stop` run after a reboot no pass
+ * has seen yet would count the host's downtime in it (ground truth, seed 332). Recorded, with its
+ * DOWNTIME line.
+ */
 function endOutage(name: string, state: ServiceState, now: number): { next: ServiceState; log: LogLine[] } {
   if (!state.outage) return { next: state, log: [] };
-  // Never before it began (a since recorded ahead of now, across a clock step).
+  // Never before it began (a since recorded ahead of now, across a clock step), nor after now.
   const from = Math.min(state.outage.since, now);
+  const failedAt = state.lastProbe && !state.lastProbe.ok ? state.lastProbe.at : from;
+  const to = Math.max(from, Math.min(failedAt, now));
   const { reason } = state.outage;
   const incident = Boolean(state.outage.notified || state.outage.waited);
-  const record = { from, to: now, reason, ...(incident ? { incident } : {}) };
+  const record = { from, to, reason, ...(incident ? { incident } : {}) };
   return {
     next: { ...state, outage: null, outages: [...state.outages, record].slice(-OUTAGE_HISTORY) },
-    log: [downtimeLine({ name, from, to: now, reason })],
+    log: [downtimeLine({ name, from, to, reason })],
   };
 }

@@ -23,6 +23,7 @@ import { readState, saveObservations, writeState, type StateLoad } from "../stat
 import { spilled } from "../state/spill.ts";
 import { tendClock } from "../state/clock.ts";
 import { lastStep } from "../core/clock.ts";
+import { cutByGap } from "../core/outage-ledger.ts";
 import { systemClock, type ClockSource } from "../os/clock.ts";
 
 interface OwnerOptions {
@@ -122,8 +123,18 @@ export class ServiceOwner {
     for (let tries = 0; ; tries++) {
       const clock = await tendClock(this.stateDir, source);
       const loaded = this.load();
-      if ((loaded.state.clockStep ?? 0) === lastStep(clock.frame.steps) || tries === 2)
-        return { loaded, now: clock.now };
+      if ((loaded.state.clockStep ?? 0) !== lastStep(clock.frame.steps) && tries < 2) continue;
+      const service = this.config.services.find((one) => one.name === this.name);
+      if (!clock.frame.newBoot || !loaded.state.outage || !service) return { loaded, now: clock.now };
+      // The host booted and no pass has run since: an outage open at the power-off ends there, as the
+      // pass would end it (measured to its last failed probe, then no data), before a command acts on
+      // the service — else a restart's recovery closed it after the boot, the host's downtime counted
+      // again in the service's (ground truth, seed 332: a stop did).
+      const gap = { name: "host", from: clock.frame.floorMs, to: clock.now(), reason: "unexpected_shutdown_or_reboot" };
+      const [cut, line] = cutByGap(service, loaded.state, gap);
+      const recorded = this.record(cut, [line], () => false);
+      this.save(recorded);
+      return { loaded: { state: recorded, problem: loaded.problem, base: null }, now: clock.now };
     }
   }
 
