@@ -46,7 +46,8 @@ export async function updatePassWideViews(config: Config, options: PassWideOptio
   const alerting = !options.offline && config.notify.format === "alertmanager" && !!config.notify.url;
   const pinging = !options.offline && options.ping !== undefined && !!heartbeatUrl;
   if (!(views && (metricsFile || alerting)) && !pinging) return;
-  const read = stateReader(stateDir);
+  // Each state read once: watchedServices reads blogtunnel's to know whether it is still watched.
+  const read = stateReader(stateDir, { once: true });
   const at = now();
   const services = watchedServices(config, read, at).map((service) => ({ service, state: read(service.name) }));
   const rows = services.map(({ service, state }) => metricsRow(service, state));
