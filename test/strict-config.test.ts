@@ -107,6 +107,17 @@ for (const where of PLACES)
       setfacl("-m", "u:nobody:r", `${dir.outside}/tend.toml`);
       expect(readFileSync(proof.outside, "utf8")).toBe("");
       expect((await place.tend(["watchdog", "validate", "--config", config])).code).toBe(0);
+      // Nor one whose mask takes the write away (`chmod g-w` on a file with named entries): the group
+      // bits are the mask, so with them clear no entry may write (the ACL is not even read then).
+      setfacl("-m", "u:nobody:rw", `${dir.outside}/tend.toml`);
+      chmodSync(`${dir.outside}/tend.toml`, 0o640);
+      expect(Bun.spawnSync(["getfacl", "-c", `${dir.outside}/tend.toml`]).stdout.toString()).toContain(
+        "user:nobody:rw-\t#effective:r--",
+      );
+      expect((await place.tend(["watchdog", "validate", "--config", config])).code).toBe(0);
+      chmodSync(`${dir.outside}/tend.toml`, 0o660);
+      expect((await place.tend(["watchdog", "validate", "--config", config])).code).toBe(3);
+      expect(readFileSync(proof.outside, "utf8")).toBe("");
     });
 
     test("every directory from / down, each symlink's: a link in a directory others may write is refused", async () => {

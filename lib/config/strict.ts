@@ -1,16 +1,6 @@
 import { idEntry } from "../os/users.ts";
 import { aclWriters, type AclWriters } from "../os/acl.ts";
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  lstatSync,
-  openSync,
-  readlinkSync,
-  realpathSync,
-  statSync,
-  type Stats,
-} from "node:fs";
+import { closeSync, constants, lstatSync, openSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { TendError } from "../core/errors.ts";
 import { sharedStorage } from "../state/dir.ts";
@@ -44,29 +34,47 @@ export function refuseUnsafeConfig(
       "refused",
     );
   // The file read is the file checked: its descriptor's owner, mode and ACL.
-  if (opened) refuseIfUnsafe("configuration", real, opened.stats, aclWriters(opened.fd), uid);
-  else {
+  if (opened) {
+    const acl = aclAsked(opened.stats) ? aclWriters(opened.fd) : null;
+    refuseIfUnsafe("configuration", real, opened.stats, acl, uid);
+  } else {
     const stats = statSync(path, { throwIfNoEntry: false });
     if (!stats) return; // missing: said as such by the read
     refuseIfUnsafe("configuration", real, stats, null, uid);
   }
   for (const [what, place] of directoriesOnTheWay(path)) {
-    let stats: Stats;
-    let acl: AclWriters | null = null;
-    try {
-      const fd = openSync(place, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK);
-      try {
-        stats = fstatSync(fd);
-        acl = aclWriters(fd);
-      } finally {
-        closeSync(fd);
-      }
-    } catch {
-      stats = statSync(place); // a directory one may search but not read (mode 0711): its inode still says
-    }
-    refuseIfUnsafe(what, place, stats, acl, uid);
+    const stats = statSync(place);
+    refuseIfUnsafe(what, place, stats, aclAsked(stats) ? directoryAcl(place) : null, uid);
   }
 }
+
+/** A directory's ACL; null when it cannot be opened (mode 0711 to another user: its mode still says). */
+function directoryAcl(place: string): AclWriters | null {
+  let fd: number;
+  try {
+    fd = openSync(place, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    return aclWriters(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Whether an ACL could let someone but the owner write, so it is read. With named entries an ACL has a
+ * mask (acl(5)) and the mode's group bits are that mask; without them the group bits are the owning
+ * group's entry. Either way, no group-write bit: no entry but the owner's may write. A sticky directory
+ * is safe whatever it lets others do (see unsafe). Not read then: a cron pass is spared fgetxattr's
+ * dlopen, and an open and a call per directory on the way.
+ */
+function aclAsked(stats: Stats): boolean {
+  return (stats.mode & 0o020) !== 0 && !isSticky(stats);
+}
+
+const isSticky = (stats: Stats) => stats.isDirectory() && (stats.mode & 0o1000) !== 0;
 
 function refuseIfUnsafe(what: string, place: string, stats: Stats, acl: AclWriters | null, uid: number): void {
   const problem = unsafe(stats, acl, uid);
@@ -123,8 +131,7 @@ function directoriesOnTheWay(path: string): [string, string][] {
 function unsafe(stats: Stats, acl: AclWriters | null, uid: number): { said: string; fix: string } | null {
   if (stats.uid !== uid && stats.uid !== 0) return { said: "belongs to another user", fix: `chown ${uid}` };
   // A sticky directory (/tmp): others may write in it, never replace what is yours.
-  const sticky = stats.isDirectory() && (stats.mode & 0o1000) !== 0;
-  if (sticky) return null;
+  if (isSticky(stats)) return null;
   if (stats.mode & 0o002) return { said: "is writable by others", fix: "chmod o-w" };
   if (acl) {
     // With an ACL the group bits are its mask: the owning group's own entry says what the group may do.
