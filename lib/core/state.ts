@@ -19,33 +19,40 @@ export interface EventRecord {
   event?: string;
 }
 
-/** Everything tend remembers about one service between passes. */
-export interface ServiceState {
+/**
+ * Everything tend remembers about one service between passes, in three parts: what is true of it now
+ * (what the next decision reads), what happened to it (bounded records the views read, and the samples
+ * its trends are judged on), and when a line said again and again was last said. One file holds all
+ * three (services/NAME.json), written whole for every decision: a decision changes what is current and
+ * what is history together (an outage that ends is `outage` null and one more `outages` entry; a restart
+ * is `restarting` and one more in `restartsTotal`), and two files would tear between them at a power cut.
+ * What only grows (a probe's latency sample, an RSS look) is appended to the observations journal instead
+ * (core/observed.ts).
+ */
+export interface ServiceState extends StateRecord, ServiceNow, ServiceHistory, SaidAt {}
+
+/** The file's own bookkeeping. */
+interface StateRecord {
   version: 1;
-  strikes: number;
-  /** The last start tend performed (epoch ms): grace counts from here. */
-  startedAt: number | null;
-  /** Identity of the process tend started: PID + start time, so a reused PID is never taken for it. */
-  pid: number | null;
-  pidStartTicks: string | null;
   /**
-   * The boot that PID and start time belong to (its boot id): with it, the process tend started is
-   * known for itself in this boot, whatever the wall clock did since its pidfile was written.
+   * Stamped by each whole write of the state file: the observations appended after it (core/observed.ts)
+   * name it, and apply to this write only.
    */
-  pidBootId?: string | null;
-  /** Times of restarts still inside restart_window (for max_restarts). */
-  restartTimes: number[];
-  lastRestartAt: number | null;
-  restartsTotal: number;
-  recoveriesOk: number;
-  recoveriesFailed: number;
-  /** Failed recoveries in a row: the exponent of the backoff. */
-  failedInRow: number;
-  backoffUntil: number | null;
-  givenUp: boolean;
-  /** Paused by `watchdog pause`: until this time, or indefinitely (Infinity is stored as null with paused=true). */
-  paused: boolean;
-  pausedUntil: number | null;
+  writeId?: string;
+  /** The last wall-clock step (core/clock.ts) this state's times have been moved by; absent: none. */
+  clockStep?: number;
+}
+
+/** What is true of the service now: what the next decision reads, and what it changes. */
+interface ServiceNow {
+  strikes: number;
+  /** The last FLAP_WINDOW probe results, oldest first: "1" answered, "0" failed (flapping, failures_within). */
+  probes?: string;
+  /** failures_within = M > N: the results since the last restart, at most M (a strike: N of them failed). */
+  strikeWindow?: string;
+  lastProbe: ProbeRecord | null;
+  /** What the last pass decided, and why: every view reads this (null: no pass has judged it). */
+  verdict: Verdict | null;
   /** The outage open now: since the first failed probe. */
   /** notified: a ⚠️/🚨/⛔ was sent for it; waited: it was WAIT on a dependency (both: an incident, not a blip). */
   outage: {
@@ -61,90 +68,108 @@ export interface ServiceState {
    * the next healthy probe still owes its ✅.
    */
   owedRecovery?: { since: number; to: number; noDataMs: number } | null;
-  /** Closed outages, newest last (report reads these). */
-  outages: OutageRecord[];
-  /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
-  gaps: GapRecord[];
-  lastProbe: ProbeRecord | null;
-  /** Bounded latency history, "at,ms,ok[,1]" per sample, oldest first (lib/core/latency.ts). */
-  latencyLog: string;
-  /** How many samples latencyLog holds. */
-  latencyCount: number;
+  /** The last start tend performed (epoch ms): grace counts from here. */
+  startedAt: number | null;
+  /** Identity of the process tend started: PID + start time, so a reused PID is never taken for it. */
+  pid: number | null;
+  pidStartTicks: string | null;
   /**
-   * The service's output file's size as each pass saw it when it had grown: [at, bytes], oldest
-   * first, bounded. A line with no time of its own was written between the two looks around its end
-   * (watchdog incident places it so).
+   * The boot that PID and start time belong to (its boot id): with it, the process tend started is
+   * known for itself in this boot, whatever the wall clock did since its pidfile was written.
    */
-  outputMarks?: [at: number, bytes: number][];
-  /** Bounded history of restarts and their outcome, for `watchdog report`. */
-  history: HistoryEntry[];
-  /** When tend first watched this service (report: no data before). */
-  firstSeenAt: number | null;
-  lastEvent: EventRecord | null;
-  /** The service's own recent events, newest last (RECENT_EVENTS): the page lists them as the pass wrote them. */
-  events?: EventRecord[];
-  /** First busy verdict of the current busy spell, and when BUSY was last logged. */
-  busySince: number | null;
-  /** Slow since (slow_above), and when that was last logged. */
-  slowSince?: number | null;
-  slowLoggedAt?: number | null;
-  /** The last 🔔 (remind_every) of the open outage or given-up spell. */
-  remindedAt?: number | null;
-  /** When the service was given up (given_up_retry counts from it, then from each retry). */
-  givenUpAt?: number | null;
-  busyLoggedAt: number | null;
-  /** systemd: last ActiveState seen, NRestarts baseline, silent auto-restarts counted. */
-  unitState: string | null;
-  nRestarts: number | null;
-  autoRestarts: number;
-  /** Bounded RSS history: [at, bytes]. */
-  rss: [number, number][];
-  memoryWarnedAt: number | null;
-  /** A TLS check's peer certificate, as last seen: when it expires (epoch ms). */
-  certExpiresAt?: number | null;
-  /** When a healthy probe's warning (a certificate that expires soon) was last logged. */
-  warnedAt: number | null;
-  /** Why the pid source could not be read (logged once while it lasts), or null. */
-  sourceProblem: string | null;
-  /** The last and the first healthy probe: a service never started by tend nor seen healthy is new, not crashed. */
-  lastHealthyAt: number | null;
-  /** The last healthy probe's warning (a certificate that expires soon), or null. */
-  checkWarning: string | null;
-  /** The verified process the loop watches between passes (pidfile and tmux sources): PID and start time. */
+  pidBootId?: string | null;
   /**
    * The service's process a pass verified (its PID and start tick), and the boot it was seen in: the
    * loop watches it; a pidfile naming it in the same boot is that process, whatever the wall clock did.
    */
   watch: { pid: number; ticks: string; bootId?: string | null } | null;
-  /** A service judged outside the configuration (blogtunnel): how to show it in status and report. */
-  tunnel: TunnelRecord | null;
-  /** What the last pass decided, and why: every view reads this (null: no pass has judged it). */
-  verdict: Verdict | null;
-  /** A capability this host denied (busy.port without /proc/net, memory without RSS): when it was last said. */
-  degradedSaidAt: Record<string, number>;
-
-  firstHealthyAt: number | null;
-  /**
-   * Stamped by each whole write of the state file: the observations appended after it (core/observed.ts)
-   * name it, and apply to this write only.
-   */
-  writeId?: string;
-  /** The last wall-clock step (core/clock.ts) this state's times have been moved by; absent: none. */
-  clockStep?: number;
   /**
    * A counted restart, recorded durably before its action ran (decision step 4) and kept until its
    * verification is recorded. A pass killed meanwhile (SIGTERM, SIGKILL, a power cut) leaves it here,
    * and the next pass finishes its story: the ⚠️ it owes, the verification until the same deadline.
    */
   restarting?: PendingRestart | null;
-  /** The last FLAP_WINDOW probe results, oldest first: "1" answered, "0" failed (flapping, failures_within). */
-  probes?: string;
-  /** failures_within = M > N: the results since the last restart, at most M (a strike: N of them failed). */
-  strikeWindow?: string;
+  /** Times of restarts still inside restart_window (for max_restarts). */
+  restartTimes: number[];
+  lastRestartAt: number | null;
+  /** Failed recoveries in a row: the exponent of the backoff. */
+  failedInRow: number;
+  backoffUntil: number | null;
+  givenUp: boolean;
+  /** When the service was given up (given_up_retry counts from it, then from each retry). */
+  givenUpAt?: number | null;
+  /** Paused by `watchdog pause`: until this time, or indefinitely (Infinity is stored as null with paused=true). */
+  paused: boolean;
+  pausedUntil: number | null;
   /** A flapping spell open now (6 or more changes in the last 20 probes): since when. */
   flappingSince?: number | null;
+  /** First busy verdict of the current busy spell. */
+  busySince: number | null;
+  /** Slow since (slow_above). */
+  slowSince?: number | null;
+  /** systemd: last ActiveState seen, NRestarts baseline. */
+  unitState: string | null;
+  nRestarts: number | null;
+  /** A TLS check's peer certificate, as last seen: when it expires (epoch ms). */
+  certExpiresAt?: number | null;
+  /** The last healthy probe's warning (a certificate that expires soon), or null. */
+  checkWarning: string | null;
+  /** The last and the first healthy probe: a service never started by tend nor seen healthy is new, not crashed. */
+  lastHealthyAt: number | null;
+  firstHealthyAt: number | null;
+  /** Why the pid source could not be read (logged once while it lasts), or null. */
+  sourceProblem: string | null;
+  /** A service judged outside the configuration (blogtunnel): how to show it in status and report. */
+  tunnel: TunnelRecord | null;
+}
+
+/** What happened to the service: counters and bounded records, oldest first (report, stats, the page, trends). */
+interface ServiceHistory {
+  restartsTotal: number;
+  recoveriesOk: number;
+  recoveriesFailed: number;
+  /** systemd: its own restarts of the unit that tend counted (NRestarts over the baseline). */
+  autoRestarts: number;
+  /** Closed outages, newest last (report reads these). */
+  outages: OutageRecord[];
+  /** Gaps in the watchdog's heartbeat while this service was watched: no data, not downtime. */
+  gaps: GapRecord[];
   /** Flapping spells that ended, newest last (report and the page show them). */
   flaps?: { from: number; to: number }[];
+  /** Bounded history of restarts and their outcome, for `watchdog report`. */
+  history: HistoryEntry[];
+  /** Bounded latency history, "at,ms,ok[,1]" per sample, oldest first (lib/core/latency.ts). */
+  latencyLog: string;
+  /** How many samples latencyLog holds. */
+  latencyCount: number;
+  /** Bounded RSS history: [at, bytes]. */
+  rss: [number, number][];
+  /**
+   * The service's output file's size as each pass saw it when it had grown: [at, bytes], oldest
+   * first, bounded. A line with no time of its own was written between the two looks around its end
+   * (watchdog incident places it so).
+   */
+  outputMarks?: [at: number, bytes: number][];
+  lastEvent: EventRecord | null;
+  /** The service's own recent events, newest last (RECENT_EVENTS): the page lists them as the pass wrote them. */
+  events?: EventRecord[];
+  /** When tend first watched this service (report: no data before). */
+  firstSeenAt: number | null;
+}
+
+/** When a line that would be said at every pass while its cause lasts was last said (each said once a while). */
+interface SaidAt {
+  /** BUSY, while busySince's spell lasts. */
+  busyLoggedAt: number | null;
+  /** SLOW, while slowSince's spell lasts. */
+  slowLoggedAt?: number | null;
+  /** The last 🔔 (remind_every) of the open outage or given-up spell. */
+  remindedAt?: number | null;
+  memoryWarnedAt: number | null;
+  /** When a healthy probe's warning (a certificate that expires soon) was last logged. */
+  warnedAt: number | null;
+  /** A capability this host denied (busy.port without /proc/net, memory without RSS): when it was last said. */
+  degradedSaidAt: Record<string, number>;
 }
 
 export interface PendingRestart {

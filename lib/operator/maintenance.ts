@@ -2,10 +2,9 @@ import type { Config } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import { Logger } from "../state/logger.ts";
 import { ensureStateDir } from "../state/dir.ts";
-import { ServiceOwner } from "../owner/owner.ts";
+import { OwnerClock, ServiceOwner } from "../owner/owner.ts";
 import { updatePassWideViews } from "../owner/pass-wide.ts";
 import { operatorDecision, type OperatorAction } from "../core/operator-action.ts";
-import { tendNow } from "../state/clock.ts";
 import type { ClockSource } from "../os/clock.ts";
 
 type MaintenanceAction = Extract<OperatorAction, { kind: "pause" | "resume" | "reset" }>;
@@ -28,8 +27,8 @@ export async function maintain(
 ): Promise<string> {
   const { lockWaitMs = 30_000, sleep = Bun.sleep } = options;
   // tend's time (core/clock.ts), read again with the state once the lock is held: the frame it is in.
-  let inFrame = options.now ?? (await tendNow(config.watchdog.stateDir, options.clock));
-  const now = () => inFrame();
+  const clock = await OwnerClock.of(config.watchdog.stateDir, { clock: options.clock, fixed: options.now });
+  const { now } = clock;
   const service = config.services.find((candidate) => candidate.name === name);
   if (!service)
     throw usageError(
@@ -40,9 +39,7 @@ export async function maintain(
   const logger = new Logger(config.watchdog.log, () => {}, now, config.watchdog.rotation);
   const owner = await ServiceOwner.forOperator(config, name, { logger, now, waitMs: lockWaitMs, sleep });
   try {
-    const framed = options.now ? { loaded: owner.load(), now: options.now } : await owner.loadInFrame(options.clock);
-    inFrame = framed.now;
-    const { state } = framed.loaded;
+    const { state } = await clock.load(owner);
     const decided = operatorDecision(name, state, action, now());
     owner.saveShared(decided.next, `${action.kind} ${name}`);
     // pause: SKIP (the pass skips it from now on); resume: START (watched again); reset: WARN (a crash-loop

@@ -1,7 +1,7 @@
 import type { Config, ServiceConfig } from "../config/types.ts";
 import { usageError } from "../core/errors.ts";
 import type { LogLine } from "../core/events.ts";
-import { ServiceOwner } from "../owner/owner.ts";
+import { OwnerClock, ServiceOwner } from "../owner/owner.ts";
 import { publishEvents, updatePassWideViews } from "../owner/pass-wide.ts";
 import { mainProcess } from "../os/pidsource.ts";
 import { restartKind } from "../restarts/index.ts";
@@ -9,7 +9,6 @@ import { ensureStateDir } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
 import { restartAndVerify } from "../pass/verify.ts";
 import { operatorDecision } from "../core/operator-action.ts";
-import { tendNow } from "../state/clock.ts";
 import type { ClockSource } from "../os/clock.ts";
 
 export type Operation = "restart" | "stop" | "start";
@@ -48,8 +47,8 @@ export async function operate(
   const { echo, env, sleep = Bun.sleep, lockWaitMs = 30_000 } = options;
   // tend's time (core/clock.ts): the records' frame, whatever the wall clock did since the last pass (read
   // again with the state, once the lock is held: the frame it is in).
-  let inFrame = options.now ?? (await tendNow(config.watchdog.stateDir, options.clock));
-  const now = () => inFrame();
+  const clock = await OwnerClock.of(config.watchdog.stateDir, { clock: options.clock, fixed: options.now });
+  const { now } = clock;
   const service = serviceNamed(config, name);
   const action = service.restart;
   if (!action) throw usageError(`${name} is watch only (no [service.restart]): tend cannot ${operation} it`);
@@ -64,9 +63,7 @@ export async function operate(
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation);
   const owner = await ServiceOwner.forOperator(config, name, { logger, now, waitMs: lockWaitMs, sleep });
   try {
-    const framed = options.now ? { loaded: owner.load(), now: options.now } : await owner.loadInFrame(options.clock);
-    inFrame = framed.now;
-    let state = framed.loaded.state;
+    let { state } = await clock.load(owner);
     // Where what it does will be seen (its file, or /dev/shm), or it does nothing: a stop the loop
     // never learns of would be undone by it (a full disk on a phone, which has no /dev/shm).
     owner.saveShared(state, `${operation} ${name}`);

@@ -21,7 +21,7 @@ import { statePaths } from "../state/dir.ts";
 import type { Logger } from "../state/logger.ts";
 import { readState, saveObservations, writeState, type StateLoad } from "../state/service-state.ts";
 import { spilled } from "../state/spill.ts";
-import { tendClock } from "../state/clock.ts";
+import { tendClock, tendNow } from "../state/clock.ts";
 import { lastStep } from "../core/clock.ts";
 import { cutByGap } from "../core/outage-ledger.ts";
 import { systemClock, type ClockSource } from "../os/clock.ts";
@@ -41,6 +41,37 @@ export interface RestartHooks {
   announce: (owed: NonNullable<ServiceState["restarting"]>["owed"], detail: string) => Promise<void>;
   /** The verification begins: the service is claimed by it; whoever waits on its judgement may go on. */
   verifying?: () => void;
+}
+
+/**
+ * One `now` for a command that owns a service: tend's time before it waits for the lock (its log lines
+ * while it waits), then the frame of the state it loads (ServiceOwner.loadInFrame). A test's fixed
+ * clock (`fixed`) is used as given, and the state loaded as saved.
+ */
+export class OwnerClock {
+  private current: () => number;
+  private constructor(
+    first: () => number,
+    private readonly source: ClockSource | null,
+  ) {
+    this.current = first;
+  }
+
+  static async of(stateDir: string, options: { clock?: ClockSource; fixed?: () => number } = {}): Promise<OwnerClock> {
+    if (options.fixed) return new OwnerClock(options.fixed, null);
+    const source = options.clock ?? systemClock;
+    return new OwnerClock(await tendNow(stateDir, source), source);
+  }
+
+  readonly now = () => this.current();
+
+  /** The service's state, this clock from now on in its frame. */
+  async load(owner: ServiceOwner): Promise<StateLoad> {
+    if (!this.source) return owner.load();
+    const framed = await owner.loadInFrame(this.source);
+    this.current = framed.now;
+    return framed.loaded;
+  }
 }
 
 export class ServiceOwner {

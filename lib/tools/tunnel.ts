@@ -5,7 +5,7 @@ import { blocksNow, DependencyBoard } from "../pass/assess.ts";
 
 import { ensureStateDir } from "../state/dir.ts";
 import { stateReader } from "../state/service-state.ts";
-import { ServiceOwner } from "../owner/owner.ts";
+import { OwnerClock, ServiceOwner } from "../owner/owner.ts";
 import { publishEvents, updatePassWideViews } from "../owner/pass-wide.ts";
 import { type TunnelRecord } from "../core/state.ts";
 import { tunnelService } from "../config/tunnel.ts";
@@ -16,7 +16,6 @@ import { Logger } from "../state/logger.ts";
 import { probe } from "../checks/index.ts";
 import { redactUrl } from "../core/redact.ts";
 import { respawnPane } from "../os/tmux.ts";
-import { tendNow } from "../state/clock.ts";
 import { uptimeMs } from "../os/proc.ts";
 
 /** How long blogtunnel waits for a pass that holds the lock: a pass takes minutes at most. */
@@ -118,8 +117,8 @@ export async function watchTunnel(
   // verification, as any owner holds it: a pass never waits for it (it leaves this service to it), and
   // an operator, or a second blogtunnel, waits up to 30s.
   // tend's time (core/clock.ts), as a pass measures; read again with the state once the lock is held.
-  let inFrame = await tendNow(stateDir);
-  const now = () => inFrame();
+  const clock = await OwnerClock.of(stateDir);
+  const { now } = clock;
   const logger = new Logger(config.watchdog.log, echo, now, config.watchdog.rotation, stdoutIsLog);
   // Its dependencies first, assessed as a pass assesses them first (no lock: an assessment writes nothing).
   const read = stateReader(stateDir);
@@ -144,9 +143,7 @@ export async function watchTunnel(
   try {
     const { value, problem } = readCounter(counter);
     if (problem) logger.write("ERROR", `${name}: ${problem}`);
-    const framed = await owner.loadInFrame();
-    inFrame = framed.now;
-    const { state } = framed.loaded;
+    const { state } = await clock.load(owner);
     // Its period as seen (the time since the run before): how long status shows it unjudged (core/health.ts).
     const before = state.verdict?.at ?? state.lastProbe?.at ?? null;
     const everyMs = before !== null && before < now() ? Math.round(now() - before) : (state.tunnel?.everyMs ?? null);
