@@ -899,7 +899,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
         disagree(`${what}: started again (exit 0), the stopwatch never saw it answer`);
       const held =
         run.code === 0 && !steps.some((step) => step.from <= run.undo!.from && step.to + TOLERANCE_MS >= run.to);
-      const restartedMeanwhile = restartedAt(run.name).filter((t) => t > run.to + 500 && t < run.undo!.from - 500);
+      // A RESTART line's stamp is its second, cut: the restart was within the second after it (seed 318:
+      // one tend recorded 0.3 s after the resume's START line, its stamp before the resume began, was read
+      // as made while paused).
+      const restartedMeanwhile = restartedAt(run.name).filter(
+        (t) => t > run.to + 500 && t + 1000 < run.undo!.from - 500,
+      );
       if (held && restartedMeanwhile.length)
         disagree(
           `${what}: restarted at ${at(restartedMeanwhile[0])}, while ${run.kind === "stop" ? "stopped" : "paused"}`,

@@ -148,6 +148,14 @@ const ROWS: Row[] = [
     next: { outage: { since: NOW - 1000, reason: "crash" } },
   },
   {
+    name: "gone, its last healthy probe before the host booted (paused through the boot's pass): down from the boot",
+    state: { lastHealthyAt: NOW - 10 * MIN },
+    facts: { process: GONE, uptimeMs: 8_000 },
+    kind: "restart",
+    reason: "crash",
+    next: { outage: { since: NOW - 8_000, reason: "crash" } }, // the power-off is the host's downtime
+  },
+  {
     name: "tend started it before (its first start failed): gone again is a crash, not new",
     state: { startedAt: NOW - 10 * MIN },
     facts: { process: GONE },

@@ -316,12 +316,15 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
     const why = `${service.name} is not running (${process.detail})`;
     // Down since it was last seen alive — healthy, or started by tend (a start after a reboot whose
     // verification was cut) — not since this pass found it; never in time the watchdog did not see
-    // (a reboot's is the host's downtime: counted once).
+    // (a reboot's is the host's downtime: counted once). Never before this boot either: a service the
+    // first pass after a reboot did not judge (paused then) has no gap of its own to begin after, and its
+    // outage spanned the power-off (ground truth, seed 318).
     const lastSeenAlive = Math.max(
       state.lastHealthyAt ?? now,
       state.startedAt ?? 0,
       state.gaps.at(-1)?.to ?? 0,
       facts.aliveAt ?? 0,
+      now - facts.uptimeMs,
     );
     return restartOrHold({
       service,
