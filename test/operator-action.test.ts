@@ -114,3 +114,20 @@ for (const row of rows)
     // Pure: the state given is not changed.
     expect(row.state.outages).toEqual([]);
   });
+
+test("operator: a restart of a process found gone: a crash outage since last seen alive, not before the boot", () => {
+  const healthy: ServiceState = { ...freshState(), lastHealthyAt: NOW - 4000 };
+  const gone = operatorDecision("web", healthy, { kind: "restart-gone", bootAt: NOW - 3_600_000 }, NOW);
+  expect(gone.next.outage).toEqual({ since: NOW - 4000, reason: "crash" });
+  expect(gone.log).toEqual([]); // its RESTART line ("manual restart") says it
+  // Last healthy before the host booted: down from the boot (the power-off is the host's downtime).
+  expect(operatorDecision("web", healthy, { kind: "restart-gone", bootAt: NOW - 1000 }, NOW).next.outage).toEqual({
+    since: NOW - 1000,
+    reason: "crash",
+  });
+  // Down already (failing): that outage goes on, its reason kept.
+  const failingGone = operatorDecision("web", failing, { kind: "restart-gone", bootAt: 0 }, NOW);
+  expect(failingGone.next.outage).toEqual(failing.outage);
+  // Stopped or paused by the operator: not a crash.
+  expect(operatorDecision("web", restarted, { kind: "restart-gone", bootAt: 0 }, NOW).next).toBe(restarted);
+});

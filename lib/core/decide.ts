@@ -10,7 +10,15 @@ import { counted, humanDuration } from "./duration.ts";
 import type { Downtime, LogLine } from "./events.ts";
 import { judgeMemory, RSS_HISTORY } from "./memory.ts";
 import type { StateWord, Verdict } from "./verdict.ts";
-import { closeOutage, cutByGap, markNotified, OUTAGE_EVENTS, openOutage, recordProbe } from "./outage-ledger.ts";
+import {
+  closeOutage,
+  crashSince,
+  cutByGap,
+  markNotified,
+  OUTAGE_EVENTS,
+  openOutage,
+  recordProbe,
+} from "./outage-ledger.ts";
 import { restartOrHold, systemdGaveUp } from "./restart-accounting.ts";
 
 export type { LogLine, NotifyEvent } from "./events.ts";
@@ -314,21 +322,13 @@ function gate(service: ServiceConfig, state: ServiceState, facts: Facts): Decisi
     // own (the pass sends one 🔌 for all); a given-up service stays given up.
     if (facts.gap?.name === "host" && !state.givenUp) return { kind: "restart", reason: "boot", next: state, log: [] };
     const why = `${service.name} is not running (${process.detail})`;
-    // Down since it was last seen alive — healthy, or started by tend (a start after a reboot whose
-    // verification was cut) — not since this pass found it; never in time the watchdog did not see
-    // (a reboot's is the host's downtime: counted once). Never before this boot either: a service the
-    // first pass after a reboot did not judge (paused then) has no gap of its own to begin after, and its
-    // outage spanned the power-off (ground truth, seed 318).
-    const lastSeenAlive = Math.max(
-      state.lastHealthyAt ?? now,
-      state.startedAt ?? 0,
-      state.gaps.at(-1)?.to ?? 0,
-      facts.aliveAt ?? 0,
-      now - facts.uptimeMs,
-    );
     return restartOrHold({
       service,
-      state: openOutage(state, Math.min(now, lastSeenAlive), "crash"),
+      state: openOutage(
+        state,
+        crashSince(state, now, { aliveAt: facts.aliveAt, bootAt: now - facts.uptimeMs }),
+        "crash",
+      ),
       facts,
       reason: "crash",
       why,

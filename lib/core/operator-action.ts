@@ -8,6 +8,7 @@ import { humanDuration } from "./duration.ts";
 import { downtimeLine, type LogLine } from "./events.ts";
 import { OUTAGE_HISTORY, type ServiceState } from "./state.ts";
 import { pausedVerdict } from "./verdict.ts";
+import { crashSince, openOutage } from "./outage-ledger.ts";
 
 export type OperatorAction =
   | { kind: "pause"; forMs: number | null }
@@ -16,7 +17,12 @@ export type OperatorAction =
   /** Its process stopped, its backend's way: `detail` says how. */
   | { kind: "stop"; detail: string }
   /** `watchdog start` of a service found running: resumed only. */
-  | { kind: "resume-running"; detail: string };
+  | { kind: "resume-running"; detail: string }
+  /**
+   * `watchdog restart` of a service whose process was found gone (not stopped by the operator: a pass
+   * would start it as a crash): down since it was last seen alive, a crash, before the restart acts.
+   */
+  | { kind: "restart-gone"; bootAt: number };
 
 interface OperatorOutcome {
   next: ServiceState;
@@ -73,6 +79,13 @@ export function operatorDecision(
         action.kind === "resume" ? "resumed" : `resumed (already running: ${action.detail})`,
       );
       return { next, log, said };
+    }
+    case "restart-gone": {
+      // Its RESTART line ("manual restart") says the rest; a failed restart keeps the reason, a
+      // recovered one ends it with a DOWNTIME line as a crash's (ground truth, seed 365: check_failed).
+      if (state.paused) return { next: state, log: [], said: "" };
+      const since = crashSince(state, now, { bootAt: action.bootAt });
+      return { next: openOutage(state, since, "crash"), log: [], said: "" };
     }
     case "reset": {
       const next: ServiceState = {

@@ -89,6 +89,29 @@ export function recordProbe(state: ServiceState, probe: ProbeResult, now: number
   return { ...state, ...latencies, lastProbe, ...healthy, ...expiry, probes };
 }
 
+/**
+ * When a service whose process was found gone went down: when it was last seen alive — healthy, or
+ * started by tend (a start after a reboot whose verification was cut), or seen by the loop (`aliveAt`)
+ * — not when it was found gone; never in time the watchdog did not see (a gap's is no data; a
+ * reboot's is the host's downtime, counted once): never before the last gap's end nor before this boot
+ * (`bootAt`: a service the first pass after a reboot did not judge, paused then, has no gap of its own,
+ * and its outage spanned the power-off: ground truth, seed 318).
+ */
+export function crashSince(
+  state: ServiceState,
+  now: number,
+  { aliveAt = null, bootAt }: { aliveAt?: number | null; bootAt: number },
+): number {
+  const lastSeenAlive = Math.max(
+    state.lastHealthyAt ?? now,
+    state.startedAt ?? 0,
+    state.gaps.at(-1)?.to ?? 0,
+    aliveAt ?? 0,
+    bootAt,
+  );
+  return Math.min(now, lastSeenAlive);
+}
+
 export function openOutage(state: ServiceState, now: number, reason: string): ServiceState {
   if (state.outage) return state;
   // Still down after a gap that cut a notified outage: this one was notified already (its ✅ is owed,

@@ -4,6 +4,7 @@ import type { LogLine } from "../core/events.ts";
 import { OwnerClock, ServiceOwner } from "../owner/owner.ts";
 import { publishEvents, updatePassWideViews } from "../owner/pass-wide.ts";
 import { mainProcess } from "../os/pidsource.ts";
+import { uptimeMs } from "../os/proc.ts";
 import { restartKind } from "../restarts/index.ts";
 import { ensureStateDir } from "../state/dir.ts";
 import { Logger } from "../state/logger.ts";
@@ -83,6 +84,8 @@ export async function operate(
       state = owner.record(resume.next, resume.log, () => false);
     } else {
       if (operation === "start") state = { ...state, paused: false, pausedUntil: null };
+      else if (main && !main.running && !main.supervised && !main.unreadable)
+        state = operatorDecision(name, state, { kind: "restart-gone", bootAt: now() - uptimeMs() }, now()).next;
       const how = operation === "start" ? "operator-start" : "manual";
       // Recorded before it acts, as a pass's restart is: killed while it verifies, the next pass finishes
       // its story (the ⚠️ spooled once its action returned, the outcome, the ✅), counted once.
