@@ -6,7 +6,7 @@
  *   service is due (`dueInPass`);
  * - between ticks, in the loop only: when the process tend verified for it is gone (a crash: started
  *   again at once, as rule 0 would at the next tick), or when its failed probe's retry comes
- *   (`retry_interval` when shorter than the period, else the period: a late tick does not delay it).
+ *   (`retry_interval`, shorter than the period).
  *
  * Pure: the states are read, and a process looked at, by functions the caller gives. The loop sleeps
  * until the earliest due time (`sleepFor`), or until a process it started wakes it by its end.
@@ -41,12 +41,8 @@ export const dueInPass = (services: ServiceConfig[]): ServiceConfig[] => service
 
 /**
  * What is due between ticks for these services (those in `only`, when given), as their states say:
- * none for a disabled or paused service; a watched process's end; a failed probe's retry, retry_interval
- * after it when that is shorter than the period, else a period after it. That is the next tick's time,
- * and a tick on time judges it first (the retry then finds its probe newer: not due); but a tick waits
- * for the pass before it, and a pass may wait on another service's probe to time out. A service another
- * owner held when that pass came (a crash start's verification) was then judged only at the late tick:
- * its recovery seen 4 s after the stopwatch saw it (ground truth, seed 350).
+ * none for a disabled or paused service; a watched process's end; a failed probe's retry when
+ * retry_interval is shorter than the period (else the next tick is as soon).
  */
 export function scheduleOf(
   services: ServiceConfig[],
@@ -60,10 +56,13 @@ export function scheduleOf(
     const state = read(service.name);
     if (state.paused) continue;
     if (state.watch) schedule.watched.push({ name: service.name, pid: state.watch.pid, ticks: state.watch.ticks });
-    const everyMs =
-      service.retryIntervalMs > 0 && service.retryIntervalMs < intervalMs ? service.retryIntervalMs : intervalMs;
-    if (state.lastProbe && !state.lastProbe.ok)
-      schedule.retries.push({ name: service.name, at: state.lastProbe.at + everyMs, everyMs });
+    const retry = service.retryIntervalMs > 0 && service.retryIntervalMs < intervalMs;
+    if (retry && state.lastProbe && !state.lastProbe.ok)
+      schedule.retries.push({
+        name: service.name,
+        at: state.lastProbe.at + service.retryIntervalMs,
+        everyMs: service.retryIntervalMs,
+      });
   }
   return schedule;
 }
