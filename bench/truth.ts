@@ -1093,8 +1093,11 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     const spooled = existsSync(spool) ? readFileSync(spool, "utf8").trim() : "";
     if (spooled) disagree(`the spool still holds ${spooled.split("\n").length} message(s) after the last pass`);
     if (status.code !== 0) disagree(`status exits ${status.code} after the quiet spell`);
-    if (disagreements.length && options.keep)
+    if (disagreements.length && options.keep) {
+      // What the receiver got, in its order (the harness's time): a message's place is often the disagreement.
+      writeFileSync(join(dir, "received.jsonl"), received.map((message) => JSON.stringify(message) + "\n").join(""));
       say(`  kept: ${typeof options.keep === "string" ? join(options.keep, basename(dir)) : dir}`);
+    }
     return {
       seed,
       mode,

@@ -23,10 +23,11 @@ import { maintain } from "../lib/operator/maintenance.ts";
 import { operate } from "../lib/operator/operate.ts";
 import { readState } from "../lib/state/service-state.ts";
 import { ensureStateDir } from "../lib/state/dir.ts";
+import { readHeartbeat } from "../lib/state/heartbeat.ts";
 import { parseConfig } from "../lib/config/load.ts";
 import { readDead, readNotifyState, readSpool, spoolNow, writeNotifyState } from "../lib/notify/spool.ts";
 import type { ClockSource } from "../lib/os/clock.ts";
-import type { ClockReading } from "../lib/core/clock.ts";
+import { latestRecorded, type ClockReading } from "../lib/core/clock.ts";
 import { BUN, controlledServer, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
 
 let box: Sandbox;
@@ -732,6 +733,62 @@ timeout = "8s"
   expect(Math.abs(outage.from - killedAt)).toBeLessThan(2000);
   await loop;
 }, 60_000);
+
+test("a crash watch's verification across a pass that followed a step (seed 372): recorded in one frame", async () => {
+  box = new Sandbox();
+  const web = controlledServer();
+  stops.push(() => web.server.stop(true));
+  const config = libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[defaults]
+grace = "0s"
+cooldown = "0s"
+[[service]]
+name = "web"
+pidfile = "${join(box.dir, "web.pid")}"
+verify_timeout = "30s"
+[service.check]
+http = "${web.url}"
+[service.restart]
+spawn = ["sleep", "600"]
+`);
+  const { clock, source } = steppedClock();
+  const lines: string[] = [];
+  const loop = runLoop({ config, intervalMs: 2000, maxPasses: 6, echo: (line) => lines.push(line), clock: source });
+  const pid = () => Number(readFileSync(join(box.dir, "web.pid"), "utf8"));
+  stops.push(() => existsSync(join(box.dir, "web.pid")) && box.track(pid()));
+  await waitFor(
+    () => existsSync(join(box.state, "services", "web.json")) && box.stateOf("web").watch?.pid > 0,
+    15_000,
+    "web started",
+  );
+  // web dies while its check fails: the crash watch starts it again and verifies it, holding its lock; a full
+  // pass follows a step forward meanwhile (leaving web to its owner) and the loop's clock moves to the step's frame.
+  web.control.status = 500;
+  const killed = box.stateOf("web").watch.pid;
+  process.kill(killed, "SIGKILL");
+  await waitFor(() => lines.some((line) => line.includes("web is not running")), 10_000, "the crash watch's start");
+  clock.stepMs = 600_000;
+  await waitFor(() => lines.some((line) => line.includes("the clock stepped +600s")), 10_000, "the step followed");
+  // That pass ends (its heartbeat dated after the step was followed): the loop's own clock moves to the
+  // step's frame then, while web's verification still runs; web answers after that.
+  const followedAt = Date.now() + clock.stepMs;
+  await waitFor(() => (readHeartbeat(box.state)?.clock?.atMs ?? 0) > followedAt, 10_000, "that pass's end");
+  web.control.status = 200;
+  await waitFor(() => lines.some((line) => line.includes("[RECOVERED] web")), 15_000, "the verification's end");
+  await loop;
+  const { state } = readState(box.state, "web");
+  // Every time web's state records is in the records' frame now: its recovery after its restart, the
+  // outage it ends not negative, and nothing ahead of now (a time recorded in the step's frame into a
+  // state that had not taken the step was moved by it again).
+  const outage = state.outages.at(-1)!;
+  expect(outage.to).toBeGreaterThanOrEqual(outage.from);
+  expect(outage.to - outage.from).toBeLessThan(30_000);
+  expect(state.history.at(-1)!.at).toBeGreaterThanOrEqual(state.lastRestartAt!);
+  expect(latestRecorded(state)).toBeLessThanOrEqual(Date.now() + clock.stepMs + 1000);
+}, 90_000);
 
 test("an operator's pause that waited while a pass followed a step (injected clock, seed 310): one frame", async () => {
   const { web, config } = oneHealthyWeb();

@@ -114,6 +114,43 @@ for (const where of PLACES)
       hook.server.stop(true);
     }, 90_000);
 
+    test("a pass's ✅ reaches the receiver before an operator's restart that came after it (seed 391)", async () => {
+      const place = (at = openPlace(where));
+      const hook = webhook();
+      // web recovers once the test says so; api never does, and its verification holds the pass 6 s more.
+      const control = { web: 500 };
+      const checks = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: (request) => new Response("", { status: new URL(request.url).pathname === "/web" ? control.web : 500 }),
+      });
+      const check = (name: string) => ({ http: `http://127.0.0.1:${checks.port}/${name}`, timeout: "1s" });
+      place.configure({
+        notify: { url: `http://127.0.0.1:${hook.server.port}/topic`, min_interval: "0s" },
+        services: [
+          { name: "web", failures: 1, verify_timeout: "20s", check: check("web"), restart: { command: ["true"] } },
+          { name: "api", failures: 1, verify_timeout: "6s", check: check("api"), restart: { command: ["true"] } },
+        ],
+      });
+      const pass = await place.spawnTend(["watchdog"]);
+      await waitFor(() => hook.bodies.some((body) => body.startsWith("⚠️ web")), 10_000, "the pass's ⚠️ for web");
+      control.web = 200;
+      // It waits for web's lock while the pass verifies web; api's verification goes on after web's ends.
+      const operator = await place.tend(["watchdog", "restart", "web"]);
+      expect(operator.code).toBe(0);
+      expect(pass.running()).toBe(true); // still verifying api: it had not sent web's ✅ at its own end
+      expect(await pass.exited).toBe(0);
+      const web = hook.bodies.filter((body) => /^(⚠️|✅|🚨) web/.test(body)).map((body) => body.slice(0, 40));
+      // In the order they happened: the pass's restart and recovery, then the operator's.
+      expect(web).toHaveLength(4);
+      expect(web[0]).toStartWith("⚠️ web failed");
+      expect(web[1]).toStartWith("✅ web recovered");
+      expect(web[2]).toStartWith("⚠️ web: manual restart");
+      expect(web[3]).toStartWith("✅ web recovered");
+      checks.stop(true);
+      hook.server.stop(true);
+    }, 90_000);
+
     test("stop: the group stopped, the service paused; start: resumed and started; logs: its output", async () => {
       const place = (at = openPlace(where));
       place.writeScratch(

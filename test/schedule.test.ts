@@ -27,6 +27,8 @@ const rows: {
   state: Partial<ServiceState>;
   watched: number[];
   retryAt: number | null;
+  /** The last tick left it to the owner that held it (a verification). */
+  left?: boolean;
 }[] = [
   { what: "healthy, nothing watched: only the ticks", service: service("a"), state: {}, watched: [], retryAt: null },
   {
@@ -42,6 +44,30 @@ const rows: {
     state: failedAt(NOW),
     watched: [],
     retryAt: null,
+  },
+  {
+    what: "left by the last tick to its owner, its probe failed since: due a period after it (a tick may be late)",
+    service: service("c2", { retryIntervalMs: INTERVAL }),
+    state: failedAt(NOW - 5000),
+    watched: [],
+    retryAt: NOW + INTERVAL - 5000,
+    left: true,
+  },
+  {
+    what: "left by the last tick, retry_interval shorter: retry_interval after it, as for any",
+    service: service("c3"),
+    state: failedAt(NOW - 5000),
+    watched: [],
+    retryAt: NOW + 5000,
+    left: true,
+  },
+  {
+    what: "left by the last tick, healthy since: only the ticks",
+    service: service("c4", { retryIntervalMs: INTERVAL }),
+    state: { lastProbe: { ok: true, at: NOW, detail: "HTTP 200", latencyMs: 3 } as ServiceState["lastProbe"] },
+    watched: [],
+    retryAt: null,
+    left: true,
   },
   {
     what: "a process tend verified: due when it is gone",
@@ -69,7 +95,8 @@ const rows: {
 for (const row of rows)
   test(`schedule: ${row.what}`, () => {
     const state = { ...freshState(), ...row.state };
-    const schedule = scheduleOf([row.service], () => state, INTERVAL);
+    const left = new Set(row.left ? [row.service.name] : []);
+    const schedule = scheduleOf([row.service], () => state, INTERVAL, undefined, left);
     expect(schedule.watched.map((entry) => entry.pid)).toEqual(row.watched);
     expect(schedule.retries.map((retry) => retry.at)).toEqual(row.retryAt === null ? [] : [row.retryAt]);
     // A tick judges every service, whatever is due between ticks.

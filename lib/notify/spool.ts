@@ -575,6 +575,13 @@ async function sendLocked(
         // No destination of its own and none configured (an older spool's entry): kept, not tried.
         if (blocked || left < 1 || !entry.url) {
           kept.add(entry);
+          // Spooled ahead by its owner (a verification's outcome), behind one that failed: said as a new one is.
+          if (entry.ahead === true && blocked) {
+            delete entry.ahead;
+            const waiting = [...kept].filter((other) => destination(other) === to).length - 1;
+            const detail = `queued behind ${waiting} spooled message(s)`;
+            report.outcomes.push({ message: entry, result: "spooled", detail, attempts: 0 });
+          }
           continue;
         }
         // One attempt each (no in-run retries for what is already spooled), within the budget left.

@@ -26,7 +26,13 @@ export interface JudgeOptions {
   /** The host's monotonic clock: a restart's verification is timed on it (pass/verify.ts). */
   monotonic?: () => number;
   echo: (line: string) => void;
+  /** tend's time, in one frame for the whole judgement and its verification (never one a step moves meanwhile). */
   now: () => number;
+  /**
+   * The last clock step `now`'s frame has taken, where a step may have been followed since that frame was
+   * read (the loop's crash watch): a state loaded having taken another is left for the next look.
+   */
+  frameStep?: number;
   sleep: (ms: number) => Promise<void>;
   uptime?: () => number;
   env?: Record<string, string | undefined>;
@@ -66,6 +72,10 @@ export async function judgeService(service: ServiceConfig, options: JudgeOptions
   const { config, owner, now, uptime = uptimeMs } = options;
   const { logger, events } = owner;
   const loaded = owner.load();
+  // A full pass followed a clock step between this frame's reading and the load: the state's times are in
+  // the step's frame, this judgement's in the one before. Looked at again (in the new frame) next second.
+  if (options.frameStep !== undefined && loaded.problem === null && (loaded.state.clockStep ?? 0) !== options.frameStep)
+    return leftAsRecorded(service.name, loaded.state, options);
   // A symlink is refused (never read: O_NOFOLLOW), not reset: the service is not judged.
   if (loaded.problem !== null && loaded.problem !== "missing")
     refuseSymlink(statePaths(config.watchdog.stateDir).service(service.name));

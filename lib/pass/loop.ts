@@ -167,13 +167,19 @@ export async function runLoop({
     taken = lastStep(clock.frame.steps);
     if (taken > before) for (const [name, at] of seenAlive) seenAlive.set(name, stepped(at, clock.frame.steps, before));
   };
+  // The services the last tick left to the owner that held them: due a period after their failed probe.
+  let leftByTick = new Set<string>();
+  const leftToOwner = (name: string) => {
+    leftByTick.add(name);
+    if (stale !== "all") stale.add(name);
+  };
   // The states the loop's own judgements saved since the plan was read: what it would read back.
   const savedHere = new Map<string, ServiceState>();
   const replan = () => {
     const fromFile = stateReader(config.watchdog.stateDir);
     const read = (name: string) => savedHere.get(name) ?? fromFile(name);
-    if (stale === "all") plan = scheduleOf(config.services, read, intervalMs);
-    else plan = rescheduled(plan, scheduleOf(config.services, read, intervalMs, stale), stale);
+    if (stale === "all") plan = scheduleOf(config.services, read, intervalMs, undefined, leftByTick);
+    else plan = rescheduled(plan, scheduleOf(config.services, read, intervalMs, stale, leftByTick), stale);
     stale = new Set();
     savedHere.clear();
     for (const { pid, name } of plan.watched) {
@@ -200,6 +206,9 @@ export async function runLoop({
     for (let passes = 0; !stopping && passes < maxPasses; passes++) {
       const started = monotonic();
       config = await current();
+      // What the tick before left to another owner, it now judges itself.
+      if (stale !== "all") for (const name of leftByTick) stale.add(name);
+      leftByTick = new Set();
       // The next full pass waits only for this one's pass lock: a restart it verifies holds its own
       // service's lock, never the schedule (its service is left to it by the passes meanwhile).
       let released!: () => void;
@@ -214,6 +223,7 @@ export async function runLoop({
           clock: source,
           released,
           settled,
+          leftToOwner,
           aliveAt,
           stop: stopped.signal,
         })
@@ -247,7 +257,7 @@ export async function runLoop({
         // In the frame of the states it will load: a full pass may have followed a clock step since.
         await inRecordsFrame();
         const confirmed = dueNow(
-          scheduleOf(config.services, stateReader(config.watchdog.stateDir), intervalMs, new Set(due)),
+          scheduleOf(config.services, stateReader(config.watchdog.stateDir), intervalMs, new Set(due), leftByTick),
           now(),
           watchedIsGone,
         ).filter((name) => judged.has(name));
@@ -260,9 +270,10 @@ export async function runLoop({
             crashWatch(config, confirmed, {
               echo,
               env,
+              clock,
               now,
-              monotonic,
               logger,
+              monotonic,
               settled,
               aliveAt,
               stop: stopped.signal,
@@ -293,6 +304,7 @@ async function crashWatch(
   {
     echo,
     env,
+    clock,
     now,
     logger,
     settled,
@@ -306,24 +318,33 @@ async function crashWatch(
     monotonic: () => number;
     echo: (line: string) => void;
     env?: Record<string, string | undefined>;
+    /** tend's time as the loop read it just now: this start's one frame, whatever a full pass follows meanwhile. */
+    clock: TendClock;
+    /** The loop's time and log, in the records' frame: its notifications and the pass-wide views. */
     now: () => number;
     logger: Logger;
     stop: AbortSignal;
     intervalMs: number;
   },
 ): Promise<void> {
+  // Its verification may outlive a full pass that follows a clock step (the loop's clock then moves on):
+  // everything it records is in the frame of the states it loaded, its log lines' stamps too (a state
+  // saved with a recovery in the step's frame and a step not taken was moved by it again: 175 s ahead,
+  // the next reboot's downtime counted from there; ground truth, seed 372).
+  const framed = new Logger(config.watchdog.log, echo, clock.now, config.watchdog.rotation);
   const services = config.services.filter((service) => due.includes(service.name));
   const { done } = judgeServices(config, services, {
     settled,
     monotonic,
     config,
-    logger,
+    logger: framed,
     echo,
-    now,
+    now: clock.now,
     env,
-    uptime: uptimeClock(now),
+    uptime: uptimeClock(clock.now),
     gap: null,
     holder: "loop",
+    frameStep: lastStep(clock.frame.steps),
     stop,
     aliveAt,
   });

@@ -57,6 +57,8 @@ interface PassOptions {
    * it again. Given the state it saved last, when it saved one (the loop then need not read it back).
    */
   settled?: (name: string, saved?: ServiceState) => void;
+  /** A service this pass left to the owner that held it (the loop looks at it again: core/schedule.ts). */
+  leftToOwner?: (name: string) => void;
   /** In the loop: when it last saw each service's process alive (a crash's outage begins there). */
   aliveAt?: (name: string) => number | null;
   /**
@@ -157,7 +159,7 @@ export async function runPass(options: PassOptions): Promise<PassReport> {
     }
     const uptime = options.uptime ?? uptimeClock(now);
     const monotonic = () => source.monotonic();
-    const context = { ...options, echo, now, uptime, gap, logger, monotonic };
+    const context = { ...options, echo, now, uptime, gap, logger, monotonic, sendsAtClaim: true };
     // Every service is due at a tick (the one scheduler: core/schedule.ts); the loop's between ticks.
     const judging = judgeServices(config, dueInPass(config.services), context);
     const services = await judging.judged;
@@ -237,6 +239,9 @@ type PassContext = Omit<JudgeOptions, "failingDependencies" | "publish" | "sleep
   /** Who judges: recorded in each service's lock it holds (the words of whoever finds it held). */
   holder?: Holder;
   settled?: (name: string, saved?: ServiceState) => void;
+  leftToOwner?: (name: string) => void;
+  /** The caller sends what a verified service's outcome held when it was claimed (the pass): not spooled here. */
+  sendsAtClaim?: boolean;
 };
 
 /**
@@ -280,9 +285,12 @@ export function judgeServices(
         const owning = { logger: context.logger, now: context.now, saved: (state: ServiceState) => (saved = state) };
         const owner = await ServiceOwner.take(config, service.name, context.holder ?? "pass", owning);
         // Its owner (a verification, an operator, the crash watch) records what happens to it.
-        if (!owner) return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
+        if (!owner) {
+          context.leftToOwner?.(service.name);
+          return (recorded(service.name), leftAsRecorded(service.name, read(service.name)));
+        }
         try {
-          return await judgeService(service, {
+          const outcome = await judgeService(service, {
             ...context,
             owner,
             sleep: context.sleep ?? Bun.sleep,
@@ -290,6 +298,7 @@ export function judgeServices(
             publish: say,
             verifying: claim,
           });
+          return await spooledBeforeRelease(config, outcome, context);
         } catch (error) {
           board.say(service.name, true); // not judged: its dependents are not restarted on its account
           saved = undefined; // the state is what notJudgedOutcome writes, or the one before: read it back
@@ -307,6 +316,24 @@ export function judgeServices(
   const done = Promise.all(outcomes);
   done.catch(() => {}); // said through `judged` when it fails before any claim
   return { judged, done };
+}
+
+/**
+ * A verification's outcome (✅, 🚨) is spooled before its service's lock is let go: the next owner's
+ * messages then queue behind it. Sent after every verification of the pass had ended, an operator's
+ * restart in between (its ⚠️ and ✅ sent at once) overtook it: a ✅ with no ⚠️ before it (ground truth,
+ * seed 391). Returned without what was spooled; the caller's delivery sends the spool first. (Stopped:
+ * the caller spools it all.)
+ */
+async function spooledBeforeRelease(
+  config: Config,
+  outcome: ServiceOutcome,
+  context: PassContext,
+): Promise<ServiceOutcome> {
+  if (!outcome.claimed || context.stop?.aborted) return outcome;
+  const from = context.sendsAtClaim ? (outcome.eventsAtClaim ?? 0) : 0;
+  const unspooled = await spoolEvents(config, outcome.events.slice(from), context.logger, context.now);
+  return { ...outcome, events: [...outcome.events.slice(0, from), ...unspooled] };
 }
 
 /** The service could not be judged this time: it keeps its last state, and says why (status, the page, metrics). */
