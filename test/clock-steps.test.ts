@@ -264,6 +264,20 @@ function libConfig(text: string) {
   return parseConfig(text, box.config, box.env());
 }
 
+/** web, started by tend (its pidfile) with no grace nor cooldown, its own lines after; the loop's tests. */
+const loopWebConfig = (more: string) =>
+  libConfig(`
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[defaults]
+grace = "0s"
+cooldown = "0s"
+[[service]]
+name = "web"
+pidfile = "${join(box.dir, "web.pid")}"
+${more}`);
+
 /** A sandbox watching one HTTP service, web, answering 200 until the test says otherwise. */
 function oneHealthyWeb() {
   box = new Sandbox();
@@ -688,16 +702,7 @@ test("the crash watch beside a pass that followed a step (seed 308): its outage 
   const slow = controlledServer();
   stops.push(() => slow.server.stop(true));
   const port = await freePort();
-  const config = libConfig(`
-[watchdog]
-state_dir = "${box.state}"
-log = "${join(box.state, "watchdog.log")}"
-[defaults]
-grace = "0s"
-cooldown = "0s"
-[[service]]
-name = "web"
-pidfile = "${join(box.dir, "web.pid")}"
+  const config = loopWebConfig(`
 [service.check]
 http = "http://127.0.0.1:${port}/"
 [service.restart]
@@ -738,16 +743,7 @@ test("a crash watch's verification across a pass that followed a step (seed 372)
   box = new Sandbox();
   const web = controlledServer();
   stops.push(() => web.server.stop(true));
-  const config = libConfig(`
-[watchdog]
-state_dir = "${box.state}"
-log = "${join(box.state, "watchdog.log")}"
-[defaults]
-grace = "0s"
-cooldown = "0s"
-[[service]]
-name = "web"
-pidfile = "${join(box.dir, "web.pid")}"
+  const config = loopWebConfig(`
 verify_timeout = "30s"
 [service.check]
 http = "${web.url}"

@@ -10,6 +10,9 @@ import { downtimeMessage } from "../lib/core/events.ts";
 import { freshState, type ServiceState } from "../lib/core/state.ts";
 import type { ProbeResult } from "../lib/checks/index.ts";
 import { SERVICE_FIXTURE } from "./helpers.ts";
+import { readFileSync } from "node:fs";
+import { uptimeMs } from "../lib/os/proc.ts";
+import { libc } from "../lib/os/libc.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00Z");
 const SEC = 1000;
@@ -321,4 +324,14 @@ describe("decide with times ahead of now (a state a step did not move)", () => {
     const verified = recordRestart(service, freshState(), outcome, NOW, NOW);
     expect(verified.log[0].message).toBe("blog recovered 0.0s after restart (HTTP 200)");
   });
+});
+
+test("the host's uptime to the millisecond once libc is loaded, not sysinfo's whole seconds (seed 310)", async () => {
+  expect(await libc()).not.toBeNull();
+  // /proc/uptime (readable here, not on a phone) is the oracle, to its hundredth of a second.
+  const before = Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 1000;
+  const read = uptimeMs();
+  const after = Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 1000;
+  expect(read).toBeGreaterThanOrEqual(before);
+  expect(read).toBeLessThanOrEqual(after + 10);
 });

@@ -75,6 +75,12 @@ export async function libc(): Promise<Libc | null> {
   return loaded;
 }
 
+/** CLOCK_BOOTTIME on Linux and Android; CLOCK_MONOTONIC on macOS (which counts sleep there). */
+const BOOT_CLOCK = process.platform === "darwin" ? 6 : 7;
+
+/** The boot-time clock, ms, where this process has loaded libc already (a lock did); else null: never loads it. */
+export const bootClockNow = (): number | null => loaded?.clock(BOOT_CLOCK) ?? null;
+
 /**
  * The boot-time clock (counts suspend) and the awake clock (stops while the device sleeps), ms:
  * CLOCK_BOOTTIME and CLOCK_MONOTONIC on Linux and Android; CLOCK_MONOTONIC and CLOCK_UPTIME_RAW on
@@ -83,7 +89,7 @@ export async function libc(): Promise<Libc | null> {
 export async function clocks(): Promise<{ bootMs: number; awakeMs: number } | null> {
   const c = await libc();
   if (!c) return null;
-  const [boot, awake] = process.platform === "darwin" ? [6, 8] : [7, 1];
+  const [boot, awake] = [BOOT_CLOCK, process.platform === "darwin" ? 8 : 1];
   const bootMs = c.clock(boot);
   const awakeMs = c.clock(awake);
   return bootMs === null || awakeMs === null ? null : { bootMs, awakeMs };

@@ -2,6 +2,7 @@ import { readdirSync } from "node:fs";
 import { uptime } from "node:os";
 import { oneLine } from "../core/sanitize.ts";
 import { readRegularFile } from "./files.ts";
+import { bootClockNow } from "./libc.ts";
 
 /** What /proc (or ps on macOS) says about one process. */
 export interface ProcInfo {
@@ -119,11 +120,15 @@ export function startedAtMs(info: ProcInfo): number {
 }
 
 /**
- * System uptime in ms (boot_delay), time asleep included: sysinfo(2) on Linux and Android,
- * kern.boottime on macOS, both behind os.uptime(); never /proc/uptime (Android denies it).
+ * System uptime in ms (boot_delay, when the host booted), time asleep included: the boot-time clock
+ * where this process has libc loaded (every owner of a service has: its lock), else sysinfo(2) on Linux
+ * and Android, kern.boottime on macOS, both behind os.uptime(); never /proc/uptime (Android denies it).
+ * sysinfo(2) rounds up to the whole second: a boot dated up to a second early, and an operator's restart
+ * just after a reboot counted that second of the host's downtime in its service's outage (ground truth,
+ * seed 310).
  */
 export function uptimeMs(): number {
-  return uptime() * 1000;
+  return bootClockNow() ?? uptime() * 1000;
 }
 
 /** The host's uptime read once (at the first call), then advanced by the clock: once a pass, not once per service. */
