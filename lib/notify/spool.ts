@@ -570,6 +570,12 @@ async function sendLocked(
   await Promise.all(
     destinations.map(async (to) => {
       let blocked: string | null = null;
+      // Kept behind one that failed (`blocked`), untried: said as spooled, with how many wait before it.
+      const queued = (message: Message) => {
+        const waiting = [...kept].filter((other) => destination(other) === to).length - 1;
+        const detail = `queued behind ${waiting} spooled message(s)`;
+        report.outcomes.push({ message, result: "spooled", detail, attempts: 0 });
+      };
       for (const entry of current.filter((spooled) => destination(spooled) === to)) {
         const left = budgetEnd - performance.now();
         // No destination of its own and none configured (an older spool's entry): kept, not tried.
@@ -578,9 +584,7 @@ async function sendLocked(
           // Spooled ahead by its owner (a verification's outcome), behind one that failed: said as a new one is.
           if (entry.ahead === true && blocked) {
             delete entry.ahead;
-            const waiting = [...kept].filter((other) => destination(other) === to).length - 1;
-            const detail = `queued behind ${waiting} spooled message(s)`;
-            report.outcomes.push({ message: entry, result: "spooled", detail, attempts: 0 });
+            queued(entry);
           }
           continue;
         }
@@ -616,9 +620,7 @@ async function sendLocked(
       for (const { entry, message } of fresh.filter(({ entry }) => destination(entry) === to)) {
         if (blocked) {
           kept.add(entry);
-          const waiting = [...kept].filter((other) => destination(other) === to).length - 1;
-          const detail = `queued behind ${waiting} spooled message(s)`;
-          report.outcomes.push({ message, result: "spooled", detail, attempts: 0 });
+          queued(message);
           continue;
         }
         const result = await attempt(message, channel!);
