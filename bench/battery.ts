@@ -23,7 +23,7 @@
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { join, resolve } from "node:path";
 import minimist from "minimist";
-import { killGroup, waitFor, answers } from "./common.ts";
+import { asInstalled, killGroup, waitFor, answers } from "./common.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const TEND = process.env.TEND_BIN ?? join(ROOT, "build", "tend");
@@ -80,6 +80,7 @@ function peakPss(pid: number, everyMs = 50): { stop: () => number } {
 
 rmSync(WORK, { recursive: true, force: true });
 mkdirSync(WORK, { recursive: true });
+asInstalled(TEND);
 const basePort = 20000 + Math.floor(Math.random() * 20000);
 const ports = Array.from({ length: SERVICES }, (_, index) => basePort + index);
 // The 20 services: one process answering on 20 ports (their cost is not what is measured).
@@ -127,6 +128,7 @@ function floorBinary(name: string, source: string): string {
   flags.push("--no-compile-autoload-bunfig", "--compile-jit-policy=64");
   const built = Bun.spawnSync([process.execPath, "build", ...flags, script, "--outfile", binary], { stderr: "pipe" });
   if (built.exitCode !== 0) throw new Error(`bun build ${name}: ${built.stderr.toString()}`);
+  asInstalled(binary); // as tend is: a build's cached pages fall on neither
   return binary;
 }
 
