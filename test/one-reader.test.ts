@@ -3,8 +3,10 @@
 // module of lib/ or scripts/ reads a file by its path. Opening to write (O_WRONLY, "w", "wx", "a") and
 // a directory's descriptor (O_DIRECTORY: fsync, an ACL) are not reads.
 import { expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readRegularFile } from "../lib/os/files.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const READER = "lib/os/files.ts";
@@ -61,4 +63,33 @@ test("the rule sees each way of reading by path, and lets writes and directories
     `// readFileSync(path) in a comment`,
   ];
   for (const shape of writes) expect({ shape, found: readsByPath("x.ts", shape) }).toEqual({ shape, found: [] });
+});
+
+// The one reader reads files of up to 64 KiB into one buffer it keeps (a pass's ~20 state files make no
+// new memory each, #60): each text is exactly its own file's, whatever was read into that buffer before.
+test("the one reader's texts, one after another: each exactly its file, whatever the buffer held before", () => {
+  const dir = mkdtempSync(join(tmpdir(), "tend-reader-"));
+  try {
+    const files: [string, string][] = [
+      ["long", "x".repeat(40_000) + "\n"],
+      ["short", "short\n"],
+      ["empty", ""],
+      ["utf8", "é ✅ 🚨 " + "ü".repeat(5000)],
+      ["just-under", "a".repeat(64 * 1024 - 1)], // its read (size + 1) fills the kept buffer exactly
+      ["at-the-edge", "b".repeat(64 * 1024)], // one byte more than the kept buffer takes: a buffer of its own
+      ["large", "c".repeat(200 * 1024)],
+      ["short-again", "{}"],
+    ];
+    for (const [name, text] of files) writeFileSync(join(dir, name), text);
+    for (const order of [files, [...files].reverse()])
+      for (const [name, text] of order)
+        expect({ name, text: readRegularFile(join(dir, name), 1024 * 1024) }).toEqual({ name, text });
+    // Bounded as before: what is past the bound is not read, from the kept buffer or not.
+    expect(readRegularFile(join(dir, "long"), 100)).toBe("x".repeat(100));
+    expect(readRegularFile(join(dir, "large"), 100 * 1024)).toBe("c".repeat(100 * 1024));
+    // A file whose size says 0 (/proc): read in blocks as it comes, the first into the kept buffer.
+    expect(readRegularFile("/proc/self/mountinfo", 1024 * 1024)).toBe(readFileSync("/proc/self/mountinfo", "utf8"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
