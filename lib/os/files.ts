@@ -126,8 +126,8 @@ export function readBoundedOf(
 
 /**
  * Where readRegularFile reads a file of up to 64 KiB: one buffer for the process, never new memory for
- * each read. A pass reads ~20 state files of ~12 KiB, and in a process that lives 50 ms every new page
- * is a page fault (no garbage is collected before it exits): ~12 KiB of fresh memory a service (#60).
+ * each read. A pass reads ~20 state files of 4–12 KiB, and in a process that lives 50 ms every new page
+ * is a page fault (no garbage is collected before it exits): 4–12 KiB of fresh memory a service (#60).
  */
 let scratch: Buffer | undefined;
 const SCRATCH_BYTES = 64 * 1024;
