@@ -78,19 +78,24 @@ export function openRegular(path: string, { follow = false }: ReadOptions = {}):
 /**
  * At most `limit` bytes of a regular file from its start; `more` when it holds more than that (said
  * by the caller in its words: "more than 1 MiB"). /proc files say size 0: read up to the limit.
+ * `first`: as readBoundedOf's.
  */
 export function readBounded(
   path: string,
   limit: number,
   options: ReadOptions = {},
+  first?: Buffer,
 ): { bytes: Buffer; more: boolean; stats: Stats } {
   const { fd, stats } = openRegular(path, options);
   try {
-    return { ...readBoundedOf(fd, stats, limit), stats };
+    return { ...readBoundedOf(fd, stats, limit, first), stats };
   } finally {
     closeSync(fd);
   }
 }
+
+/** The blocks a file whose size is not said (/proc) is read in; the first fits readRegularFile's kept buffer. */
+const BLOCK_BYTES = 64 * 1024;
 
 /**
  * The same, from a descriptor the one reader opened (its fstat given). `first`: a buffer to read the
@@ -106,7 +111,7 @@ export function readBoundedOf(
   // bound of 16 MiB costs what the file holds, not 16 MiB on every read of a 150-byte table.
   const blocks: Buffer[] = [];
   let size = 0;
-  const wanted = stats.size > 0 ? Math.min(limit, stats.size) + 1 : Math.min(limit + 1, 65_536);
+  const wanted = stats.size > 0 ? Math.min(limit, stats.size) + 1 : Math.min(limit + 1, BLOCK_BYTES);
   for (let block = first && first.length >= wanted ? first.subarray(0, wanted) : Buffer.alloc(wanted); ;) {
     let filled = 0;
     while (filled < block.length) {
@@ -117,7 +122,7 @@ export function readBoundedOf(
     blocks.push(block.subarray(0, filled));
     size += filled;
     if (filled < block.length || size > limit) break;
-    block = Buffer.alloc(Math.min(limit + 1 - size, 65_536));
+    block = Buffer.alloc(Math.min(limit + 1 - size, BLOCK_BYTES));
     if (block.length === 0) break;
   }
   const bytes = blocks.length === 1 ? blocks[0] : Buffer.concat(blocks);
@@ -130,17 +135,11 @@ export function readBoundedOf(
  * is a page fault (no garbage is collected before it exits): 4–12 KiB of fresh memory a service (#60).
  */
 let scratch: Buffer | undefined;
-const SCRATCH_BYTES = 64 * 1024;
 
 /** A regular file's text, at most `limit` bytes (what is past the bound is not read). */
 export function readRegularFile(path: string, limit: number, options: ReadOptions = {}): string {
-  const { fd, stats } = openRegular(path, options);
-  try {
-    // Decoded before anything else can read into it (all of this is synchronous): the text is a copy.
-    return readBoundedOf(fd, stats, limit, (scratch ??= Buffer.allocUnsafe(SCRATCH_BYTES))).bytes.toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
+  // Decoded before anything else can read into it (all of this is synchronous): the text is a copy.
+  return readBounded(path, limit, options, (scratch ??= Buffer.allocUnsafe(BLOCK_BYTES))).bytes.toString("utf8");
 }
 
 /** Read a whole regular file through `each` in blocks (a hash, a count), never more than `limit` bytes. */
