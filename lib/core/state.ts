@@ -23,9 +23,10 @@ export interface EventRecord {
  * Everything tend remembers about one service between passes, in three parts: what is true of it now
  * (what the next decision reads), what happened to it (bounded records the views read, and the samples
  * its trends are judged on), and when a line said again and again was last said. One file holds all
- * three (services/NAME.json), written whole for every decision: a decision changes what is current and
- * what is history together (an outage that ends is `outage` null and one more `outages` entry; a restart
- * is `restarting` and one more in `restartsTotal`), and two files would tear between them at a power cut.
+ * three (services/NAME.json; the SPEC's State: one file per service), written whole for every decision:
+ * a decision changes what is current and what is history together (an outage that ends is `outage` null
+ * and one more `outages` entry; a restart is `restarting` and one more in `restartsTotal`), and two files
+ * would tear between them at a power cut.
  * What only grows (a probe's latency sample, an RSS look) is appended to the observations journal instead
  * (core/observed.ts).
  */

@@ -10,7 +10,7 @@ export interface Libc {
   errno(): number;
   /** clock_gettime(id) in ms, or null when it failed. */
   clock(id: number): number | null;
-  /** fallocate(fd, mode, offset, length): 0 or -1; null where there is none (macOS). */
+  /** fallocate(fd, mode, offset, length): 0 or -1 (-1 too where libc has none); null on macOS, which has none. */
   fallocate: ((fd: number, mode: number, offset: number, length: number) => number) | null;
 }
 
@@ -51,13 +51,24 @@ export async function libc(): Promise<Libc | null> {
           break;
         } catch {}
       }
-      let fallocate: Libc["fallocate"] = null;
-      try {
-        const symbol = dlopen(name, {
-          fallocate: { args: [FFIType.i32, FFIType.i32, FFIType.i64, FFIType.i64], returns: FFIType.i32 },
-        }).symbols.fallocate;
-        fallocate = (fd, mode, offset, length) => symbol(fd, mode, offset, length) as number;
-      } catch {}
+      // Compiled on its first call, not here: a pass calls it only when the spool's reserve is short, and
+      // compiling it (bun:ffi's TinyCC, 64-bit arguments) took ~1.7 ms of every pass's CPU (perf, 150 runs each).
+      let fallocateSymbol: ((fd: number, mode: number, offset: number, length: number) => number) | null | undefined;
+      const fallocate: Libc["fallocate"] =
+        process.platform === "darwin"
+          ? null
+          : (fd, mode, offset, length) => {
+              if (fallocateSymbol === undefined) {
+                fallocateSymbol = null;
+                try {
+                  const { symbols } = dlopen(name, {
+                    fallocate: { args: [FFIType.i32, FFIType.i32, FFIType.i64, FFIType.i64], returns: FFIType.i32 },
+                  });
+                  fallocateSymbol = (...args) => symbols.fallocate(...args) as number;
+                } catch {}
+              }
+              return fallocateSymbol ? fallocateSymbol(fd, mode, offset, length) : -1;
+            };
       const timespec = new BigInt64Array(2);
       const { flock, clock_gettime } = lib.symbols;
       loaded = {
