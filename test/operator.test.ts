@@ -91,9 +91,10 @@ for (const where of PLACES)
       await waitFor(() => place.tend(["watchdog", "status"]).then((run) => run.code === 0), 20_000, "web up");
       const before = hook.bodies.length;
       const operator = await place.spawnTend(["watchdog", "restart", "web"]);
-      await waitFor(() => place.read("watchdog.log").includes("[RESTART] web: manual restart"), 10_000, "the restart");
-      // Recorded before it acted: the state says a restart is being verified.
+      // Its action recorded (`acted`, saved just after its RESTART line): a restart being verified.
+      await waitFor(() => place.stateOf("web").restarting?.acted === true, 10_000, "the restart");
       expect(place.stateOf("web").restarting).toMatchObject({ reason: "manual", acted: true });
+      expect(place.read("watchdog.log")).toContain("[RESTART] web: manual restart");
       operator.kill("SIGKILL");
       expect(await operator.exited).toBe(128 + 9);
       // The next pass finishes its story: the verification to its deadline, RECOVERED, the ✅.

@@ -3,7 +3,15 @@
 // its story — no restart lost from the count, the window or the notifications, none counted twice.
 // Each runs on this host and inside the Termux-shaped phone (test/places.ts).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { ageHeartbeat, controlledServer, waitFor } from "./helpers.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseConfig } from "../lib/config/load.ts";
+import { freshState } from "../lib/core/state.ts";
+import { ServiceOwner } from "../lib/owner/owner.ts";
+import { restartAndVerify } from "../lib/pass/verify.ts";
+import { ensureStateDir } from "../lib/state/dir.ts";
+import { Logger } from "../lib/state/logger.ts";
+import { ageHeartbeat, controlledServer, Sandbox, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
 let box: Place;
@@ -245,3 +253,52 @@ for (const where of PLACES)
       expect(third.stdout).not.toContain("DOWNTIME");
     }, 60_000);
   });
+
+// A process killed as soon as its restart's action is recorded (`acted`, the record the next pass reads) must
+// leave that restart's RESTART line in the log: the next pass writes none for an action it finds recorded.
+// Seen under a loaded CI when the line came after the record: killed in the record's fsync, no RESTART line.
+test("when a restart's action is recorded, its RESTART line is already in the log", async () => {
+  const box = new Sandbox();
+  const web = controlledServer();
+  try {
+    const text = `
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+verify_timeout = "10s"
+[service.check]
+http = "${web.url}"
+[service.restart]
+command = ["true"]
+`;
+    box.writeConfig(text);
+    const config = parseConfig(text, box.config, box.env());
+    const logger = new Logger(config.watchdog.log, () => {}, Date.now, config.watchdog.rotation);
+    ensureStateDir(box.state);
+    const owner = (await ServiceOwner.take(config, "web", "pass", { logger, now: Date.now }))!;
+    const hooks = owner.restartHooks();
+    const atRecord: { acted: boolean; lines: string }[] = [];
+    const persist = hooks.persist;
+    hooks.persist = (next) => {
+      persist(next);
+      const log = existsSync(config.watchdog.log!) ? readFileSync(config.watchdog.log!, "utf8") : "";
+      atRecord.push({ acted: next.restarting?.acted === true, lines: log });
+    };
+    const down = Date.now() - 3000;
+    const state = { ...freshState(), lastHealthyAt: down, outage: { since: down, reason: "crash" } };
+    const options = { now: Date.now, monotonic: () => performance.now(), sleep: Bun.sleep };
+    const verified = await restartAndVerify(config.services[0], state, null, owner, options, "crash", hooks);
+    owner.release();
+    expect(verified.recovered).toBe(true);
+    // Saved before the action (not acted, no line), then with the action (acted: its line before it).
+    expect(atRecord[0]).toMatchObject({ acted: false });
+    expect(atRecord[0].lines).not.toContain("[RESTART] web");
+    const firstActed = atRecord.find((saved) => saved.acted);
+    expect(firstActed?.lines).toContain("[RESTART] web: command true");
+  } finally {
+    web.server.stop(true);
+    box.cleanup();
+  }
+}, 30_000);

@@ -957,11 +957,11 @@ spawn = ["sh", "-c", "if [ -e ${slow} ]; then sleep 20; fi; exec bun ${service()
 
   box.write(slow, "");
   await box.signal(pidIn(`${HOME}/web.pid`), "SIGKILL");
-  // Mid-verification: its action returned, its RESTART line written and its ⚠️ spooled (`announced`, saved
-  // just before the verification starts). The record made before it acts is no sign: a loop killed there
-  // never started web, and the keeper's pass says so and restarts it itself (a second RESTART; seen once
-  // with both cores busy).
-  await waitFor(() => web()?.restarting?.announced === true, 20_000, "the loop restarting web, verifying");
+  // Killed as soon as its action is recorded (`acted`): its RESTART line is written by then (a loaded CI once
+  // killed it in the record's fsync, when the line came after it: no RESTART line at all). The record made
+  // before it acts is no sign: a loop killed there never started web, and the keeper's pass says so and
+  // restarts it itself (a second RESTART; seen once with both cores busy).
+  await waitFor(() => web()?.restarting?.acted === true, 20_000, "the loop restarting web, verifying");
   await box.signal(loop, "SIGKILL"); // the phantom process killer
   await waitFor(async () => !(await box.alive(loop)), 10_000, "the loop gone");
   // crond's next minute: the keeper's pass finds the restart the loop recorded, and finishes it.

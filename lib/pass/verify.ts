@@ -65,12 +65,6 @@ export async function restartAndVerify(
     const pidStartTicks = restart.pidStartTicks ?? null;
     next = { ...next, pid: restart.pid, pidStartTicks, pidBootId: pidStartTicks ? bootId() : null };
   }
-  // The action returned: recorded first, then said (its RESTART line, its ⚠️). A pass killed in
-  // between leaves `acted` for the next, which sends the ⚠️ again under the same key (kept once).
-  if (next.restarting) {
-    next = { ...next, restarting: { ...next.restarting, acted: true, detail: restart.detail } };
-    hooks?.persist(next);
-  }
   if (restart.issued) {
     // Its ⚠️ is the one the restart owes (announced below), not this line's.
     const line: LogLine = {
@@ -80,6 +74,15 @@ export async function restartAndVerify(
       ...(first ? {} : { event: "restart" as const }),
     };
     next = owner.record(next, [line], () => false);
+  }
+  // The action returned: its RESTART line first, then `acted` recorded with it, then its ⚠️. A pass
+  // killed after the record leaves `acted` for the next, which sends the ⚠️ again under the same key
+  // (kept once) and writes no second line. Recorded before the line, a pass killed between the two
+  // (the record's fsync: ms) left a counted restart with no RESTART line (seen under a loaded CI);
+  // killed between the line and the record, the next says what it finds: one more line, both true.
+  if (next.restarting) {
+    next = { ...next, restarting: { ...next.restarting, acted: true, detail: restart.detail } };
+    hooks?.persist(next);
   }
   if (next.restarting && hooks) {
     await hooks.announce(next.restarting.owed, restart.detail);
