@@ -28,7 +28,18 @@ import { parseConfig } from "../lib/config/load.ts";
 import { readDead, readNotifyState, readSpool, spoolNow, writeNotifyState } from "../lib/notify/spool.ts";
 import type { ClockSource } from "../lib/os/clock.ts";
 import { latestRecorded, type ClockReading } from "../lib/core/clock.ts";
-import { BUN, controlledServer, freePort, recordingReceiver, run, Sandbox, SERVER, TEND, waitFor } from "./helpers.ts";
+import {
+  BUN,
+  controlledServer,
+  freePort,
+  recordingReceiver,
+  restartedWebConfig,
+  run,
+  Sandbox,
+  SERVER,
+  TEND,
+  waitFor,
+} from "./helpers.ts";
 
 let box: Sandbox;
 const stops: (() => void)[] = [];
@@ -301,20 +312,9 @@ function oneFailingWebWithRestart() {
   const web = controlledServer();
   web.control.status = 500;
   stops.push(() => web.server.stop(true));
-  const config = libConfig(`
-[watchdog]
-state_dir = "${box.state}"
-log = "${join(box.state, "watchdog.log")}"
-[[service]]
-name = "web"
-failures = 1
-restart_window = "1h"
-verify_timeout = "3s"
-[service.check]
-http = "${web.url}"
-[service.restart]
-command = ["true"]
-`);
+  const config = libConfig(
+    restartedWebConfig(box, web.url, `failures = 1\nrestart_window = "1h"\nverify_timeout = "3s"`),
+  );
   return { web, config };
 }
 
@@ -373,18 +373,7 @@ test("tend's time read again mid-verification, a step back (the loop's clock, se
   const web = controlledServer();
   web.control.status = 500;
   stops.push(() => web.server.stop(true));
-  const config = libConfig(`
-[watchdog]
-state_dir = "${box.state}"
-log = "${join(box.state, "watchdog.log")}"
-[[service]]
-name = "web"
-verify_timeout = "20s"
-[service.check]
-http = "${web.url}"
-[service.restart]
-command = ["true"]
-`);
+  const config = libConfig(restartedWebConfig(box, web.url, `verify_timeout = "20s"`));
   // The loop's `now` reads its clock anew after each pass: made while the wall clock read 553 s
   // behind (a step no pass had followed yet), it jumps back under a verification still running.
   let behind = 0;

@@ -307,6 +307,23 @@ export function withOwnFiles(
   });
 }
 
+/**
+ * One service `web` (its `serviceKeys` given as TOML lines), checked at `url` and restarted by `command =
+ * ["true"]`, its log in the state dir: the configuration of tests that drive a restart's story in their process.
+ */
+export const restartedWebConfig = (box: Sandbox, url: string, serviceKeys: string) => `
+[watchdog]
+state_dir = "${box.state}"
+log = "${join(box.state, "watchdog.log")}"
+[[service]]
+name = "web"
+${serviceKeys}
+[service.check]
+http = "${url}"
+[service.restart]
+command = ["true"]
+`;
+
 /** An in-process HTTP server on port 0 whose answers the test controls, counting its hits. */
 export function controlledServer() {
   const control = { status: 200, delayMs: 0, hits: 0 };

@@ -4,14 +4,13 @@
 // Each runs on this host and inside the Termux-shaped phone (test/places.ts).
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseConfig } from "../lib/config/load.ts";
 import { freshState } from "../lib/core/state.ts";
 import { ServiceOwner } from "../lib/owner/owner.ts";
 import { restartAndVerify } from "../lib/pass/verify.ts";
 import { ensureStateDir } from "../lib/state/dir.ts";
 import { Logger } from "../lib/state/logger.ts";
-import { ageHeartbeat, controlledServer, Sandbox, waitFor } from "./helpers.ts";
+import { ageHeartbeat, controlledServer, restartedWebConfig, Sandbox, waitFor } from "./helpers.ts";
 import { closePlaces, openPlace, PLACES, type Place, type PlaceName } from "./places.ts";
 
 let box: Place;
@@ -261,18 +260,7 @@ test("when a restart's action is recorded, its RESTART line is already in the lo
   const box = new Sandbox();
   const web = controlledServer();
   try {
-    const text = `
-[watchdog]
-state_dir = "${box.state}"
-log = "${join(box.state, "watchdog.log")}"
-[[service]]
-name = "web"
-verify_timeout = "10s"
-[service.check]
-http = "${web.url}"
-[service.restart]
-command = ["true"]
-`;
+    const text = restartedWebConfig(box, web.url, `verify_timeout = "10s"`);
     box.writeConfig(text);
     const config = parseConfig(text, box.config, box.env());
     const logger = new Logger(config.watchdog.log, () => {}, Date.now, config.watchdog.rotation);
